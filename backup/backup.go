@@ -1,0 +1,774 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/backup/filter"
+	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/chunker"
+)
+
+// ErrNothingSaved is returned when no source could be read at all.
+var ErrNothingSaved = errors.New("no source could be read: nothing was backed up")
+
+// Options describe one backup.
+type Options struct {
+	Paths      []string        // sources; made absolute and cleaned
+	Tags       []string        // stored in the snapshot
+	Excludes   []string        // patterns, stored in the snapshot
+	Exclude    *filter.Matcher // compiled Excludes; nil excludes nothing
+	Limiter    *limit.Limiter  // shared by every read of file content; nil: unlimited
+	Time       time.Time       // the snapshot's time; zero: when the backup started
+	Parent     string          // snapshot to compare with; "": the latest of the same paths
+	SnapshotID string          // "": a random ID
+	Hostname   string          // "": os.Hostname
+	Version    string          // program version stored in the snapshot
+	Workers    int             // file workers; 0: GOMAXPROCS
+	Now        func() time.Time
+	// Progress, if set, is called from the walker after each entry.
+	Progress func(Progress)
+}
+
+// Progress is a running count of a backup.
+type Progress struct {
+	Files     int64
+	Dirs      int64
+	BytesRead int64
+	Skipped   int64
+	Current   string
+}
+
+// Result is what a backup did.
+type Result struct {
+	Snapshot     *repo.Snapshot
+	Parent       string // the parent snapshot used, if any
+	AdoptedPacks int    // packs of interrupted backups taken into the index
+}
+
+// Partial reports whether some entries were skipped.
+func (r *Result) Partial() bool { return r.Snapshot.Summary.Partial }
+
+type archiver struct {
+	r     *repo.Repository
+	opts  Options
+	gear  *chunker.Gear
+	cp    chunker.Params
+	inv   *idSorter
+	users *ownerNames
+
+	fileJobs  chan *fileJob
+	saveJobs  chan saveJob
+	workersWG sync.WaitGroup
+	saversWG  sync.WaitGroup
+	chunkBufs sync.Pool
+
+	errOnce sync.Once
+	err     error
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	summary repo.SnapshotSummary
+	links   map[devIno]*fileJob
+
+	bytesRead atomic.Int64
+	files     atomic.Int64
+}
+
+type devIno struct{ dev, ino uint64 }
+
+// fileJob is one regular file to read; done is closed when content or err
+// is set.
+type fileJob struct {
+	path    string
+	node    *repo.Node
+	content []repo.ID
+	err     error
+	changed bool
+	done    chan struct{}
+}
+
+type saveJob struct {
+	id   repo.ID
+	data []byte
+	buf  *[]byte
+}
+
+// Backup makes one snapshot of opts.Paths in r. It returns an error
+// wrapping ErrNothingSaved when no source could be read; a snapshot with
+// skipped entries is returned with Summary.Partial set.
+func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	started := opts.Now()
+	if opts.Time.IsZero() {
+		opts.Time = started
+	}
+	if opts.SnapshotID == "" {
+		opts.SnapshotID = repo.NewSnapshotID()
+	}
+	if !repo.ValidSnapshotID(opts.SnapshotID) {
+		return nil, fmt.Errorf("invalid snapshot id %q", opts.SnapshotID)
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	paths, err := cleanPaths(opts.Paths)
+	if err != nil {
+		return nil, err
+	}
+	opts.Paths = paths
+
+	cfg := r.Config().Chunker
+	a := &archiver{
+		r: r, opts: opts,
+		gear:     chunker.NewGear(r.ChunkerKey()),
+		cp:       chunker.Params{Min: cfg.Min, Avg: cfg.Avg, Max: cfg.Max},
+		users:    newOwnerNames(),
+		fileJobs: make(chan *fileJob, opts.Workers*4),
+		saveJobs: make(chan saveJob, opts.Workers*2),
+		links:    map[devIno]*fileJob{},
+	}
+	a.chunkBufs.New = func() any { b := make([]byte, 0, a.cp.Max); return &b }
+	a.inv, err = newIDSorter()
+	if err != nil {
+		return nil, err
+	}
+	defer a.inv.Close()
+
+	result := &Result{}
+	if result.AdoptedPacks, err = r.AdoptPacks(ctx); err != nil {
+		return nil, err
+	}
+	parent, err := a.findParent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if parent != nil {
+		result.Parent = parent.ID
+	}
+
+	ctx, a.cancel = context.WithCancel(ctx)
+	defer a.cancel()
+	before := r.WriteStats()
+	for i := 0; i < opts.Workers; i++ {
+		a.workersWG.Add(1)
+		go a.fileWorker(ctx)
+		a.saversWG.Add(1)
+		go a.saver(ctx)
+	}
+	var parentTree *repo.ID
+	if parent != nil {
+		parentTree = &parent.Tree
+	}
+	root, readable, walkErr := a.saveRoot(ctx, parentTree)
+	close(a.fileJobs)
+	a.workersWG.Wait()
+	close(a.saveJobs)
+	a.saversWG.Wait()
+	if walkErr != nil {
+		a.fail(walkErr)
+	}
+	if a.err != nil {
+		return nil, a.err
+	}
+	if readable == 0 {
+		return nil, fmt.Errorf("%w (%s)", ErrNothingSaved, a.skipReasons())
+	}
+	// Every blob the trees refer to must be durable before the inventory
+	// and the snapshot name them.
+	if err := r.Flush(ctx); err != nil {
+		return nil, err
+	}
+	inventory, err := a.writeInventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Flush(ctx); err != nil {
+		return nil, err
+	}
+	after := r.WriteStats()
+
+	s := &a.summary
+	s.Started, s.Finished = started.UTC(), opts.Now().UTC()
+	s.BytesRead = a.bytesRead.Load()
+	s.BytesAdded = after.Bytes - before.Bytes
+	s.Partial = s.FilesSkipped > 0
+	snap := &repo.Snapshot{
+		ID:             opts.SnapshotID,
+		Time:           opts.Time.UTC(),
+		Hostname:       opts.Hostname,
+		Username:       a.users.current(),
+		Paths:          opts.Paths,
+		Tags:           opts.Tags,
+		Excludes:       opts.Excludes,
+		Parent:         result.Parent,
+		Tree:           root,
+		Inventory:      inventory,
+		ProgramVersion: opts.Version,
+		Summary:        *s,
+	}
+	if err := r.SaveSnapshot(ctx, snap); err != nil {
+		return nil, err
+	}
+	result.Snapshot = snap
+	return result, nil
+}
+
+func cleanPaths(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no source path given")
+	}
+	var out []string
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("source %q: %w", p, err)
+		}
+		out = append(out, abs)
+	}
+	sort.Strings(out)
+	// Drop sources inside another source: they are backed up with it.
+	kept := out[:0]
+	for _, p := range out {
+		if len(kept) > 0 && within(kept[len(kept)-1], p) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept, nil
+}
+
+// within reports whether p is dir or below it.
+func within(dir, p string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+func (a *archiver) fail(err error) {
+	a.errOnce.Do(func() {
+		a.err = err
+		a.cancel()
+	})
+}
+
+func (a *archiver) skip(path, reason string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.summary.FilesSkipped++
+	if len(a.summary.Skipped) < repo.MaxListedSkips {
+		a.summary.Skipped = append(a.summary.Skipped, repo.Skip{Path: path, Reason: reason})
+	}
+}
+
+func (a *archiver) skipReasons() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var parts []string
+	for _, s := range a.summary.Skipped {
+		parts = append(parts, s.Path+": "+s.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (a *archiver) findParent(ctx context.Context) (*repo.Snapshot, error) {
+	if a.opts.Parent != "" {
+		s, err := a.r.FindSnapshot(ctx, a.opts.Parent, nil)
+		if err != nil {
+			return nil, fmt.Errorf("parent: %w", err)
+		}
+		return s, nil
+	}
+	s, err := a.r.FindSnapshot(ctx, "latest", a.opts.Paths)
+	if errors.Is(err, repo.ErrSnapshotNotFound) {
+		return nil, nil
+	}
+	return s, err
+}
+
+// saveRoot builds the root tree: every source under its full path, with
+// the directories above it recorded as they are. It returns how many
+// sources could be read.
+func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, int, error) {
+	type dirEntry struct {
+		children map[string]*dirEntry
+		source   string // set for a source itself
+	}
+	top := &dirEntry{children: map[string]*dirEntry{}}
+	for _, p := range a.opts.Paths {
+		d := top
+		if p == "/" {
+			d.source = "/"
+			continue
+		}
+		for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+			next, ok := d.children[part]
+			if !ok {
+				next = &dirEntry{children: map[string]*dirEntry{}}
+				d.children[part] = next
+			}
+			d = next
+		}
+		d.source = p
+	}
+	readable := 0
+	var build func(dir string, d *dirEntry, parent *repo.ID) (repo.ID, error)
+	build = func(dir string, d *dirEntry, parent *repo.ID) (repo.ID, error) {
+		if d.source != "" { // only for "/" itself
+			tree, err := a.saveDirContents(ctx, d.source, parent)
+			readable++
+			if err != nil {
+				return repo.ID{}, err
+			}
+			return a.r.SaveTree(ctx, tree)
+		}
+		parentNodes := a.loadParent(ctx, parent)
+		names := make([]string, 0, len(d.children))
+		for name := range d.children {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		tree := &repo.Tree{}
+		for _, name := range names {
+			child := d.children[name]
+			p := filepath.Join(dir, name)
+			var prev *repo.Node
+			if n, ok := parentNodes[name]; ok {
+				prev = n
+			}
+			if child.source != "" {
+				node, ok, err := a.saveEntry(ctx, p, prev)
+				if err != nil {
+					return repo.ID{}, err
+				}
+				if ok {
+					readable++
+					tree.Nodes = append(tree.Nodes, *node)
+				}
+				continue
+			}
+			fi, err := os.Lstat(p)
+			if err != nil {
+				a.skip(p, "source's parent folder: "+describe(err))
+				continue
+			}
+			node, err := a.nodeFrom(p, fi)
+			if err != nil {
+				a.skip(p, describe(err))
+				continue
+			}
+			var prevTree *repo.ID
+			if prev != nil && prev.Type == repo.NodeDir {
+				prevTree = prev.Subtree
+			}
+			sub, err := build(p, child, prevTree)
+			if err != nil {
+				return repo.ID{}, err
+			}
+			node.Subtree = &sub
+			a.addInventory(sub)
+			tree.Nodes = append(tree.Nodes, *node)
+		}
+		return a.r.SaveTree(ctx, tree)
+	}
+	root, err := build("/", top, parentTree)
+	if err != nil {
+		return repo.ID{}, 0, err
+	}
+	a.addInventory(root)
+	return root, readable, nil
+}
+
+// loadParent returns the nodes of a parent snapshot's tree by name, or nil.
+// A parent that cannot be read only costs re-reading files.
+func (a *archiver) loadParent(ctx context.Context, id *repo.ID) map[string]*repo.Node {
+	if id == nil {
+		return nil
+	}
+	tree, err := a.r.LoadTree(ctx, *id)
+	if err != nil {
+		return nil
+	}
+	nodes := make(map[string]*repo.Node, len(tree.Nodes))
+	for i := range tree.Nodes {
+		nodes[tree.Nodes[i].Name] = &tree.Nodes[i]
+	}
+	return nodes
+}
+
+// saveEntry saves one file system entry. ok is false when it was skipped.
+func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*repo.Node, bool, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		a.skip(p, describe(err))
+		return nil, false, nil
+	}
+	node, err := a.nodeFrom(p, fi)
+	if err != nil {
+		a.skip(p, describe(err))
+		return nil, false, nil
+	}
+	switch node.Type {
+	case repo.NodeDir:
+		var prevTree *repo.ID
+		if prev != nil && prev.Type == repo.NodeDir {
+			prevTree = prev.Subtree
+		}
+		tree, err := a.saveDirContents(ctx, p, prevTree)
+		if err != nil {
+			return nil, false, err
+		}
+		id, err := a.r.SaveTree(ctx, tree)
+		if err != nil {
+			return nil, false, err
+		}
+		a.addInventory(id)
+		node.Subtree = &id
+		a.mu.Lock()
+		a.summary.Dirs++
+		a.mu.Unlock()
+	case repo.NodeFile:
+		// Content is filled in by finishFile; the caller waits.
+		job := a.submitFile(ctx, p, node, prev)
+		if job == nil {
+			return nil, false, ctx.Err()
+		}
+		<-job.done
+		if !a.finishFile(job) {
+			return nil, false, nil
+		}
+	default:
+		a.mu.Lock()
+		a.summary.OtherEntries++
+		a.mu.Unlock()
+	}
+	a.progress(p)
+	return node, true, nil
+}
+
+// saveDirContents lists a directory and saves everything in it. Files are
+// read by the worker pool while the walker goes on into subdirectories.
+func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *repo.ID) (*repo.Tree, error) {
+	parentNodes := a.loadParent(ctx, parentTree)
+	entries, err := readDirNames(dir)
+	if err != nil {
+		a.skip(dir, "cannot list folder: "+describe(err))
+		return &repo.Tree{}, ctx.Err()
+	}
+	tree := &repo.Tree{Nodes: make([]repo.Node, 0, len(entries))}
+	var jobs []*fileJob
+	var jobIndex []int
+	for _, name := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, name)
+		if a.opts.Exclude != nil && a.opts.Exclude.Match(p) {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			a.skip(p, describe(err))
+			continue
+		}
+		node, err := a.nodeFrom(p, fi)
+		if err != nil {
+			a.skip(p, describe(err))
+			continue
+		}
+		prev := parentNodes[name]
+		switch node.Type {
+		case repo.NodeDir:
+			var prevTree *repo.ID
+			if prev != nil && prev.Type == repo.NodeDir {
+				prevTree = prev.Subtree
+			}
+			sub, err := a.saveDirContents(ctx, p, prevTree)
+			if err != nil {
+				return nil, err
+			}
+			id, err := a.r.SaveTree(ctx, sub)
+			if err != nil {
+				return nil, err
+			}
+			a.addInventory(id)
+			node.Subtree = &id
+			a.mu.Lock()
+			a.summary.Dirs++
+			a.mu.Unlock()
+		case repo.NodeFile:
+			job := a.submitFile(ctx, p, node, prev)
+			if job == nil {
+				return nil, ctx.Err()
+			}
+			jobs = append(jobs, job)
+			jobIndex = append(jobIndex, len(tree.Nodes))
+		default:
+			a.mu.Lock()
+			a.summary.OtherEntries++
+			a.mu.Unlock()
+		}
+		tree.Nodes = append(tree.Nodes, *node)
+		a.progress(p)
+	}
+	// Collect the files in order; drop the ones that could not be read.
+	drop := map[int]bool{}
+	for i, job := range jobs {
+		select {
+		case <-job.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if a.finishFile(job) {
+			tree.Nodes[jobIndex[i]] = *job.node
+		} else {
+			drop[jobIndex[i]] = true
+		}
+	}
+	if len(drop) > 0 {
+		kept := tree.Nodes[:0]
+		for i, n := range tree.Nodes {
+			if !drop[i] {
+				kept = append(kept, n)
+			}
+		}
+		tree.Nodes = kept
+	}
+	return tree, nil
+}
+
+// readDirNames lists a directory's names in byte order.
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (a *archiver) progress(p string) {
+	if a.opts.Progress == nil {
+		return
+	}
+	a.mu.Lock()
+	pr := Progress{Files: a.files.Load(), Dirs: a.summary.Dirs, BytesRead: a.bytesRead.Load(), Skipped: a.summary.FilesSkipped, Current: p}
+	a.mu.Unlock()
+	a.opts.Progress(pr)
+}
+
+// submitFile queues a regular file: unchanged files take their content from
+// the parent snapshot, hardlinks share the job of the first link.
+func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, prev *repo.Node) *fileJob {
+	job := &fileJob{path: p, node: node, done: make(chan struct{})}
+	if prev != nil && unchanged(prev, node) {
+		job.content = prev.Content
+		a.mu.Lock()
+		a.summary.FilesUnchanged++
+		a.mu.Unlock()
+		close(job.done)
+		return job
+	}
+	a.mu.Lock()
+	if prev != nil && prev.Type == repo.NodeFile {
+		a.summary.FilesChanged++
+	} else {
+		a.summary.FilesNew++
+	}
+	a.mu.Unlock()
+	if node.Links > 1 {
+		key := devIno{node.Device, node.Inode}
+		a.mu.Lock()
+		first, seen := a.links[key]
+		if !seen {
+			a.links[key] = job
+		}
+		a.mu.Unlock()
+		if seen {
+			go func() {
+				<-first.done
+				job.content, job.err, job.changed = first.content, first.err, first.changed
+				close(job.done)
+			}()
+			return job
+		}
+	}
+	select {
+	case a.fileJobs <- job:
+		return job
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// unchanged reports whether a file can take its content from the parent
+// snapshot without being read: same size, mtime, ctime and inode.
+func unchanged(prev, cur *repo.Node) bool {
+	return prev.Type == repo.NodeFile && prev.Size == cur.Size && prev.MTime.Equal(cur.MTime) &&
+		prev.CTime.Equal(cur.CTime) && prev.Inode == cur.Inode && prev.Device == cur.Device &&
+		(len(prev.Content) > 0 || prev.Size == 0)
+}
+
+// finishFile fills the node from a finished job; false means skipped.
+func (a *archiver) finishFile(job *fileJob) bool {
+	if job.err != nil {
+		a.skip(job.path, describe(job.err))
+		return false
+	}
+	job.node.Content = job.content
+	for _, id := range job.content {
+		a.addInventory(id)
+	}
+	a.files.Add(1)
+	a.mu.Lock()
+	a.summary.TotalSize += int64(job.node.Size)
+	if job.changed {
+		a.summary.ChangedDuring = append(a.summary.ChangedDuring, job.path)
+	}
+	a.mu.Unlock()
+	return true
+}
+
+func (a *archiver) addInventory(id repo.ID) {
+	if err := a.inv.Add(id); err != nil {
+		a.fail(fmt.Errorf("inventory: %w", err))
+	}
+}
+
+func (a *archiver) fileWorker(ctx context.Context) {
+	defer a.workersWG.Done()
+	ch := chunker.New(nil, a.gear, a.cp)
+	for job := range a.fileJobs {
+		if ctx.Err() != nil {
+			job.err = ctx.Err()
+		} else {
+			job.content, job.changed, job.err = a.readFile(ctx, ch, job)
+		}
+		close(job.done)
+	}
+}
+
+// readFile chunks one file and hands new chunks to the savers.
+func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJob) ([]repo.ID, bool, error) {
+	f, err := os.OpenFile(job.path, os.O_RDONLY|noatime(), 0)
+	if err != nil && errors.Is(err, fs.ErrPermission) && noatime() != 0 {
+		// O_NOATIME needs ownership of the file; read it without.
+		f, err = os.Open(job.path)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	if !before.Mode().IsRegular() {
+		return nil, false, errors.New("was replaced by something that is not a regular file")
+	}
+	var rd io.Reader = f
+	if a.opts.Limiter != nil {
+		rd = a.opts.Limiter.Reader(ctx, rd)
+	}
+	counted := &countingReader{r: rd, n: &a.bytesRead}
+	ch.Reset(counted)
+	var content []repo.ID
+	for {
+		data, err := ch.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read: %w", err)
+		}
+		id := a.r.BlobID(data)
+		content = append(content, id)
+		if !a.r.Reserve(id) {
+			continue
+		}
+		bufp := a.chunkBufs.Get().(*[]byte)
+		buf := append((*bufp)[:0], data...)
+		select {
+		case a.saveJobs <- saveJob{id: id, data: buf, buf: bufp}:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	job.node.Size = uint64(counted.total)
+	changed := counted.total != before.Size() || !after.ModTime().Equal(before.ModTime()) ||
+		after.Size() != before.Size() || ctimeOf(after) != ctimeOf(before)
+	return content, changed, nil
+}
+
+func (a *archiver) saver(ctx context.Context) {
+	defer a.saversWG.Done()
+	for job := range a.saveJobs {
+		if ctx.Err() == nil {
+			if err := a.r.SaveReservedBlob(ctx, repo.DataBlob, job.id, job.data); err != nil {
+				a.fail(err)
+			}
+		}
+		*job.buf = job.data[:0]
+		a.chunkBufs.Put(job.buf)
+	}
+}
+
+type countingReader struct {
+	r     io.Reader
+	n     *atomic.Int64
+	total int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.total += int64(n)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (a *archiver) writeInventory(ctx context.Context) ([]repo.ID, error) {
+	w := a.r.NewInventoryWriter()
+	if err := a.inv.Sorted(func(id repo.ID) error { return w.Add(ctx, id) }); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	return w.Close(ctx)
+}
+
+// describe turns a file system error into a short reason.
+func describe(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "vanished before it could be read"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	return err.Error()
+}

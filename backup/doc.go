@@ -1,0 +1,13 @@
+// Package backup is nightjar's engine: it walks sources, chunks, hashes and
+// stores files through repo (Backup), brings snapshots back (Restore), and
+// verifies restored files against the repository.
+//
+// A backup overlaps its stages: one walker lists directories in order and
+// builds trees, a pool of file workers reads and chunks files, and a pool of
+// savers compresses, seals and packs new chunks; the queues between them
+// are bounded, so memory does not grow with the size of the files.
+//
+// It must never skip anything silently: every entry it cannot save is
+// counted and listed with its reason, and such a snapshot is marked partial.
+// Restore must never write outside its target nor follow a symlink there.
+package backup

@@ -1,0 +1,177 @@
+package backup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+func noatime() int { return unix.O_NOATIME }
+
+func ctimeOf(fi fs.FileInfo) time.Time {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return time.Time{}
+	}
+	return time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
+}
+
+// nodeFrom records an entry's metadata (and a symlink's target, and
+// extended attributes); a file's content is added later.
+func (a *archiver) nodeFrom(p string, fi fs.FileInfo) (*repo.Node, error) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, errors.New("no unix metadata")
+	}
+	node := &repo.Node{
+		Name:   fi.Name(),
+		Mode:   st.Mode & 0o7777,
+		UID:    st.Uid,
+		GID:    st.Gid,
+		User:   a.users.user(st.Uid),
+		Group:  a.users.group(st.Gid),
+		MTime:  time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC(),
+		CTime:  time.Unix(st.Ctim.Sec, st.Ctim.Nsec).UTC(),
+		Inode:  st.Ino,
+		Device: st.Dev,
+		Links:  uint64(st.Nlink),
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		node.Type = repo.NodeFile
+		node.Size = uint64(st.Size)
+	case unix.S_IFDIR:
+		node.Type = repo.NodeDir
+		node.Links = 0 // directory link counts are not hardlinks
+	case unix.S_IFLNK:
+		node.Type = repo.NodeSymlink
+		target, err := os.Readlink(p)
+		if err != nil {
+			return nil, fmt.Errorf("read symlink: %w", err)
+		}
+		node.LinkTarget = target
+	case unix.S_IFIFO:
+		node.Type = repo.NodeFIFO
+	case unix.S_IFCHR:
+		node.Type = repo.NodeCharDev
+		node.Rdev = st.Rdev
+	case unix.S_IFBLK:
+		node.Type = repo.NodeBlockDev
+		node.Rdev = st.Rdev
+	case unix.S_IFSOCK:
+		node.Type = repo.NodeSocket
+	default:
+		return nil, fmt.Errorf("unknown file type %o", st.Mode&unix.S_IFMT)
+	}
+	if node.Type != repo.NodeFile {
+		node.Links = 0
+	}
+	xattrs, err := readXattrs(p)
+	if err != nil {
+		return nil, fmt.Errorf("extended attributes: %w", err)
+	}
+	node.Xattrs = xattrs
+	return node, nil
+}
+
+// readXattrs lists an entry's extended attributes without following a
+// symlink. File systems without them give none.
+func readXattrs(p string) ([]repo.Xattr, error) {
+	size, err := unix.Llistxattr(p, nil)
+	if errors.Is(err, unix.ENOTSUP) || size == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size)
+	size, err = unix.Llistxattr(p, buf)
+	if err != nil {
+		return nil, err
+	}
+	var out []repo.Xattr
+	start := 0
+	for i := 0; i < size; i++ {
+		if buf[i] != 0 {
+			continue
+		}
+		name := string(buf[start:i])
+		start = i + 1
+		if name == "" {
+			continue
+		}
+		value, err := getXattr(p, name)
+		if errors.Is(err, unix.ENODATA) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, repo.Xattr{Name: name, Value: value})
+	}
+	return out, nil
+}
+
+func getXattr(p, name string) ([]byte, error) {
+	size, err := unix.Lgetxattr(p, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size)
+	n, err := unix.Lgetxattr(p, name, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// ownerNames caches user and group names by ID.
+type ownerNames struct {
+	mu     sync.Mutex
+	users  map[uint32]string
+	groups map[uint32]string
+}
+
+func newOwnerNames() *ownerNames {
+	return &ownerNames{users: map[uint32]string{}, groups: map[uint32]string{}}
+}
+
+func (o *ownerNames) user(uid uint32) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	name, ok := o.users[uid]
+	if !ok {
+		if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
+			name = u.Username
+		}
+		o.users[uid] = name
+	}
+	return name
+}
+
+func (o *ownerNames) group(gid uint32) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	name, ok := o.groups[gid]
+	if !ok {
+		if g, err := user.LookupGroupId(strconv.Itoa(int(gid))); err == nil {
+			name = g.Name
+		}
+		o.groups[gid] = name
+	}
+	return name
+}
+
+func (o *ownerNames) current() string {
+	return o.user(uint32(os.Getuid()))
+}

@@ -1,0 +1,49 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X .../cmd.version=...".
+var version = "dev"
+
+// Main runs the command line with args (args[0] is the program name) and
+// returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, interspersed(args, app.Commands))
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	if !isSilent(err) {
+		fmt.Fprintf(stderr, "nightjar: %s\n", errorMessage(err))
+	}
+	return code
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "nightjar",
+		Usage:           "schedule and run encrypted, deduplicated backups",
+		Version:         version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		// Errors are printed once, by Main, with their exit code.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		Commands: commands(),
+	}
+}

@@ -1,0 +1,16 @@
+package cmd
+
+import "github.com/urfave/cli/v2"
+
+// commands lists every command of the binary, in the order help shows them.
+func commands() []*cli.Command {
+	return []*cli.Command{
+		initCommand(),
+		backupCommand(),
+		snapshotsCommand(),
+		lsCommand(),
+		restoreCommand(),
+		checkCommand(),
+		keyCommand(),
+	}
+}

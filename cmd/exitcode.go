@@ -1,0 +1,89 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+// Exit codes. They are part of nightjar's interface and documented in the
+// README; scripts depend on them, so never renumber one.
+const (
+	ExitOK            = 0   // success
+	ExitFailure       = 1   // the command failed (including a check that found damage)
+	ExitUsage         = 2   // bad command line, config or input: nothing was done
+	ExitPartial       = 3   // a snapshot was made but some files or sources were skipped
+	ExitNoRepository  = 10  // no repository at the given location
+	ExitBusy          = 11  // the repository is locked by another live process
+	ExitWrongPassword = 12  // no key of the repository opens with the password
+	ExitInterrupted   = 130 // interrupted by a signal
+)
+
+// usageError marks an error in what the user asked for: a flag, an argument,
+// a value. It exits with ExitUsage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// codedError carries an explicit exit code, for outcomes that are not plain
+// failures (a partial backup) or that were already reported in full.
+type codedError struct {
+	code   int
+	err    error
+	silent bool // the command already printed everything there is to say
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }
+
+// domainExitCodes maps the domain packages' sentinel errors to exit codes,
+// in one place.
+var domainExitCodes = []struct {
+	err  error
+	code int
+}{
+	{repo.ErrNoRepository, ExitNoRepository},
+	{repo.ErrBusy, ExitBusy},
+	{repo.ErrWrongPassword, ExitWrongPassword},
+}
+
+func exitCode(err error) int {
+	var coded codedError
+	if errors.As(err, &coded) {
+		return coded.code
+	}
+	var usage usageError
+	if errors.As(err, &usage) {
+		return ExitUsage
+	}
+	if errors.Is(err, context.Canceled) {
+		return ExitInterrupted
+	}
+	for _, m := range domainExitCodes {
+		if errors.Is(err, m.err) {
+			return m.code
+		}
+	}
+	if strings.HasPrefix(err.Error(), "flag provided but not defined") ||
+		strings.Contains(err.Error(), "Required flag") {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+func isSilent(err error) bool {
+	var coded codedError
+	return errors.As(err, &coded) && coded.silent
+}
+
+// errorMessage returns the one line printed for err.
+func errorMessage(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}

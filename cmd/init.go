@@ -1,0 +1,65 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/chunker"
+	"github.com/nightjar-backup/nightjar/repo/local"
+)
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "init",
+		Usage:     "create a repository in an empty or missing folder",
+		ArgsUsage: " ",
+		Flags: append(repoFlags(),
+			&cli.BoolFlag{Name: "insecure-no-encryption", Usage: "store everything unencrypted (anyone who can read the repository can read the data)"},
+			jsonFlag(),
+		),
+		Action: runInit,
+	}
+}
+
+func runInit(c *cli.Context) error {
+	p := newPrinter(c)
+	if c.NArg() > 0 {
+		return usageError{fmt.Errorf("init takes no arguments, got %q", c.Args().First())}
+	}
+	path, err := repoPath(c)
+	if err != nil {
+		return err
+	}
+	insecure := c.Bool("insecure-no-encryption")
+	var password []byte
+	if !insecure {
+		if password, err = passwordFrom(c, "enter password for new repository: "); err != nil {
+			return err
+		}
+	}
+	be, err := local.Create(path)
+	if errors.Is(err, local.ErrNotEmpty) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	cp := chunker.DefaultParams
+	r, err := repo.Init(c.Context, be, password, repo.InitOptions{
+		Insecure: insecure,
+		Chunker:  repo.ChunkerParams{Min: cp.Min, Avg: cp.Avg, Max: cp.Max},
+	})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rememberRepo(be.Location(), r.ID())
+	if insecure {
+		p.Warnf("repository %s is NOT ENCRYPTED: anyone who can read it can read your data", be.Location())
+	}
+	p.Printf("created repository %s at %s\n", r.ID()[:8], be.Location())
+	return p.JSON(map[string]any{"id": r.ID(), "location": be.Location(), "encrypted": !insecure})
+}

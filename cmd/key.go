@@ -1,0 +1,144 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+func keyCommand() *cli.Command {
+	newPasswordFlag := &cli.StringFlag{Name: "new-password-file", EnvVars: []string{"NIGHTJAR_NEW_PASSWORD_FILE"},
+		Usage: "read the new password from `FILE`"}
+	return &cli.Command{
+		Name:  "key",
+		Usage: "manage the passwords that open a repository",
+		Subcommands: []*cli.Command{
+			{
+				Name: "list", Usage: "list the keys", ArgsUsage: " ",
+				Flags: append(repoFlags(), jsonFlag()), Action: runKeyList,
+			},
+			{
+				Name: "add", Usage: "add a password", ArgsUsage: " ",
+				Flags: append(repoFlags(), newPasswordFlag, jsonFlag()), Action: runKeyAdd,
+			},
+			{
+				Name: "remove", Usage: "remove a key (not the one in use)", ArgsUsage: "KEY-ID",
+				Flags: repoFlags(), Action: runKeyRemove,
+			},
+			{
+				Name: "passwd", Usage: "change the password in use (data is not re-encrypted)", ArgsUsage: " ",
+				Flags: append(repoFlags(), newPasswordFlag, jsonFlag()), Action: runKeyPasswd,
+			},
+		},
+	}
+}
+
+// newPassword reads the new password from --new-password-file; there is
+// deliberately no other non-interactive way, so it never appears in argv.
+func newPassword(c *cli.Context) ([]byte, error) {
+	file := c.String("new-password-file")
+	if file == "" {
+		return nil, usageError{errors.New("no new password given: use --new-password-file FILE or NIGHTJAR_NEW_PASSWORD_FILE")}
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("read new password file: %w", err)}
+	}
+	return checkPassword(firstLine(data), "new password file "+file)
+}
+
+type keyJSON struct {
+	ID       string `json:"id"`
+	Current  bool   `json:"current"`
+	Created  string `json:"created"`
+	Hostname string `json:"hostname"`
+	Username string `json:"username"`
+}
+
+func runKeyList(c *cli.Context) error {
+	p := newPrinter(c)
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	infos, err := r.ListKeys(c.Context)
+	if err != nil {
+		return err
+	}
+	out := []keyJSON{}
+	for _, k := range infos {
+		out = append(out, keyJSON{ID: k.Name, Current: k.Name == r.KeyName(), Created: k.Created.Format("2006-01-02T15:04:05Z07:00"),
+			Hostname: k.Hostname, Username: k.Username})
+	}
+	if p.jsonOut {
+		return p.JSON(out)
+	}
+	for _, k := range out {
+		mark := " "
+		if k.Current {
+			mark = "*"
+		}
+		p.Printf("%s %s  %s  %s@%s\n", mark, k.ID[:8], k.Created, k.Username, k.Hostname)
+	}
+	return nil
+}
+
+func runKeyAdd(c *cli.Context) error {
+	p := newPrinter(c)
+	pw, err := newPassword(c)
+	if err != nil {
+		return err
+	}
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info, err := r.AddKey(c.Context, pw, repo.KDFParams{})
+	if err != nil {
+		return err
+	}
+	p.Printf("added key %s\n", info.Name[:8])
+	return p.JSON(map[string]string{"id": info.Name})
+}
+
+func runKeyRemove(c *cli.Context) error {
+	p := newPrinter(c)
+	if c.NArg() != 1 {
+		return usageError{errors.New("key remove needs exactly one KEY-ID (nightjar key list shows them)")}
+	}
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.RemoveKey(c.Context, c.Args().First()); err != nil {
+		return err
+	}
+	p.Printf("removed key %s\n", c.Args().First())
+	return nil
+}
+
+func runKeyPasswd(c *cli.Context) error {
+	p := newPrinter(c)
+	pw, err := newPassword(c)
+	if err != nil {
+		return err
+	}
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info, err := r.ChangePassword(c.Context, pw, repo.KDFParams{})
+	if err != nil {
+		return err
+	}
+	p.Printf("password changed: key %s replaces the old one\n", info.Name[:8])
+	return p.JSON(map[string]string{"id": info.Name})
+}

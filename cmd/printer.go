@@ -1,0 +1,38 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// printer writes a command's output. With jsonOut set, only JSON documents
+// go to stdout; human-readable text and progress go to stderr or nowhere.
+type printer struct {
+	stdout  io.Writer
+	stderr  io.Writer
+	jsonOut bool
+}
+
+// Printf writes human-readable output; it is suppressed in JSON mode.
+func (p *printer) Printf(format string, args ...any) {
+	if p.jsonOut {
+		return
+	}
+	fmt.Fprintf(p.stdout, format, args...)
+}
+
+// Warnf writes a warning to stderr in both modes.
+func (p *printer) Warnf(format string, args ...any) {
+	fmt.Fprintf(p.stderr, "warning: "+format+"\n", args...)
+}
+
+// JSON writes v as one JSON document on stdout; it is a no-op in text mode.
+func (p *printer) JSON(v any) error {
+	if !p.jsonOut {
+		return nil
+	}
+	enc := json.NewEncoder(p.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,173 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/local"
+)
+
+// repoFlags are taken by every command that works on a repository. They
+// follow restic's names. There is deliberately no flag for the password.
+func repoFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `PATH`"},
+		&cli.StringFlag{Name: "password-file", EnvVars: []string{"NIGHTJAR_PASSWORD_FILE"}, Usage: "read the password from `FILE`"},
+		&cli.StringFlag{Name: "password-command", EnvVars: []string{"NIGHTJAR_PASSWORD_COMMAND"}, Usage: "run `COMMAND` and take the password from its output"},
+	}
+}
+
+func jsonFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "json", Usage: "print JSON on stdout and nothing else"}
+}
+
+func newPrinter(c *cli.Context) *printer {
+	return &printer{stdout: c.App.Writer, stderr: c.App.ErrWriter, jsonOut: c.Bool("json")}
+}
+
+func repoPath(c *cli.Context) (string, error) {
+	p := c.String("repo")
+	if p == "" {
+		return "", usageError{errors.New("no repository given: use -r PATH or set NIGHTJAR_REPOSITORY")}
+	}
+	return p, nil
+}
+
+// passwordFrom reads the password from, in this order, --password-file,
+// --password-command, NIGHTJAR_PASSWORD, or a terminal prompt.
+func passwordFrom(c *cli.Context, prompt string) ([]byte, error) {
+	if file := c.String("password-file"); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("read password file: %w", err)}
+		}
+		return checkPassword(firstLine(data), "password file "+file)
+	}
+	if command := c.String("password-command"); command != "" {
+		out, err := runPasswordCommand(c.Context, command)
+		if err != nil {
+			return nil, err
+		}
+		return checkPassword(firstLine(out), "password command")
+	}
+	if pw, ok := os.LookupEnv("NIGHTJAR_PASSWORD"); ok {
+		return checkPassword([]byte(pw), "NIGHTJAR_PASSWORD")
+	}
+	if term.IsTerminal(int(os.Stdin.Fd())) {
+		fmt.Fprint(c.App.ErrWriter, prompt)
+		pw, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(c.App.ErrWriter)
+		if err != nil {
+			return nil, fmt.Errorf("read password: %w", err)
+		}
+		return checkPassword(pw, "the password typed")
+	}
+	return nil, usageError{errors.New("no password given: use --password-file, --password-command, NIGHTJAR_PASSWORD_FILE or NIGHTJAR_PASSWORD")}
+}
+
+func runPasswordCommand(ctx context.Context, command string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg != "" {
+			msg = ": " + firstLineString(msg)
+		}
+		return nil, usageError{fmt.Errorf("password command failed: %v%s", err, msg)}
+	}
+	return out, nil
+}
+
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return bytes.TrimSuffix(b, []byte("\r"))
+}
+
+func firstLineString(s string) string { return string(firstLine([]byte(s))) }
+
+func checkPassword(pw []byte, source string) ([]byte, error) {
+	if len(pw) == 0 {
+		return nil, usageError{fmt.Errorf("empty password from %s", source)}
+	}
+	return pw, nil
+}
+
+// openRepo opens the repository named by the flags and warns when it is
+// unencrypted or is not the one known at that path before.
+func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
+	path, err := repoPath(c)
+	if err != nil {
+		return nil, err
+	}
+	be, err := local.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := repo.Open(c.Context, be, repo.OpenOptions{
+		Password: func() ([]byte, error) { return passwordFrom(c, "enter password for repository: ") },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", be.Location(), err)
+	}
+	if r.Insecure() {
+		p.Warnf("repository %s is NOT ENCRYPTED: anyone who can read it can read your data", be.Location())
+	}
+	if prev := rememberRepo(be.Location(), r.ID()); prev != "" {
+		p.Warnf("the repository at %s has ID %s, but a different repository (ID %s) was there before: it was replaced or re-created",
+			be.Location(), r.ID()[:8], prev[:8])
+	}
+	return r, nil
+}
+
+// rememberRepo records which repository ID lives at a path, in the user's
+// cache, and returns the ID recorded there before if it differs. Failing to
+// read or write the cache costs only the warning.
+func rememberRepo(location, id string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	file := filepath.Join(dir, "nightjar", "known-repositories.json")
+	known := map[string]string{}
+	if data, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(data, &known)
+	}
+	prev := known[location]
+	if prev == id {
+		return ""
+	}
+	known[location] = id
+	if data, err := json.MarshalIndent(known, "", "  "); err == nil {
+		if os.MkdirAll(filepath.Dir(file), 0o700) == nil {
+			tmp := file + ".tmp"
+			if os.WriteFile(tmp, data, 0o600) == nil {
+				_ = os.Rename(tmp, file)
+			}
+		}
+	}
+	return prev
+}
+
+// lockRepo takes a lock, mapping a busy repository to a clear message.
+func lockRepo(ctx context.Context, r *repo.Repository, exclusive bool, purpose string) (*repo.Lock, error) {
+	l, err := r.Lock(ctx, exclusive, purpose)
+	if err != nil {
+		return nil, fmt.Errorf("%w (try again when it is done)", err)
+	}
+	return l, nil
+}

@@ -1,0 +1,204 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+func snapshotsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "snapshots",
+		Usage:     "list snapshots",
+		ArgsUsage: " ",
+		Flags: append(repoFlags(),
+			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG` (repeatable: any of them)"},
+			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots of `PATH` (repeatable: any of them)"},
+			jsonFlag(),
+		),
+		Action: runSnapshots,
+	}
+}
+
+// snapshotJSON is one snapshot in snapshots --json.
+type snapshotJSON struct {
+	ID       string               `json:"id"`
+	Time     time.Time            `json:"time"`
+	Hostname string               `json:"hostname"`
+	Username string               `json:"username"`
+	Paths    []string             `json:"paths"`
+	Tags     []string             `json:"tags"`
+	Parent   string               `json:"parent,omitempty"`
+	Tree     string               `json:"tree"`
+	Summary  repo.SnapshotSummary `json:"summary"`
+}
+
+func runSnapshots(c *cli.Context) error {
+	p := newPrinter(c)
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	snaps, err := r.Snapshots(c.Context)
+	if err != nil {
+		return err
+	}
+	tags, paths := c.StringSlice("tag"), c.StringSlice("path")
+	out := []snapshotJSON{}
+	var shown []*repo.Snapshot
+	for _, s := range snaps {
+		if len(tags) > 0 && !slices.ContainsFunc(tags, func(t string) bool { return slices.Contains(s.Tags, t) }) {
+			continue
+		}
+		if len(paths) > 0 && !slices.ContainsFunc(paths, func(q string) bool { return slices.Contains(s.Paths, path.Clean(q)) }) {
+			continue
+		}
+		shown = append(shown, s)
+		out = append(out, snapshotJSON{
+			ID: s.ID, Time: s.Time, Hostname: s.Hostname, Username: s.Username, Paths: s.Paths,
+			Tags: nonNil(s.Tags), Parent: s.Parent, Tree: s.Tree.String(), Summary: s.Summary,
+		})
+	}
+	if p.jsonOut {
+		return p.JSON(out)
+	}
+	p.Printf("%-10s %-20s %-12s %-10s %-9s %s\n", "ID", "Time", "Host", "Size", "Status", "Paths / Tags")
+	for _, s := range shown {
+		status := "complete"
+		if s.Summary.Partial {
+			status = "partial"
+		}
+		line := strings.Join(s.Paths, ", ")
+		if len(s.Tags) > 0 {
+			line += "  [" + strings.Join(s.Tags, ",") + "]"
+		}
+		p.Printf("%-10s %-20s %-12s %-10s %-9s %s\n", shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
+			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, line)
+	}
+	p.Printf("%d snapshots\n", len(shown))
+	return nil
+}
+
+func lsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ls",
+		Usage:     "list the files in a snapshot",
+		ArgsUsage: "SNAPSHOT [SUBPATH]",
+		Flags:     append(repoFlags(), jsonFlag()),
+		Action:    runLs,
+	}
+}
+
+// lsJSON is one entry in ls --json.
+type lsJSON struct {
+	Path       string    `json:"path"`
+	Type       string    `json:"type"`
+	Mode       string    `json:"mode"`
+	Size       uint64    `json:"size"`
+	MTime      time.Time `json:"mtime"`
+	User       string    `json:"user,omitempty"`
+	Group      string    `json:"group,omitempty"`
+	LinkTarget string    `json:"link_target,omitempty"`
+}
+
+func runLs(c *cli.Context) error {
+	p := newPrinter(c)
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return usageError{errors.New("ls needs SNAPSHOT and at most one SUBPATH")}
+	}
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.LoadIndex(c.Context); err != nil {
+		return err
+	}
+	snap, err := r.FindSnapshot(c.Context, c.Args().Get(0), nil)
+	if err != nil {
+		return err
+	}
+	sub := "/"
+	if c.NArg() == 2 {
+		sub = path.Clean("/" + c.Args().Get(1))
+	}
+	out := []lsJSON{}
+	found := sub == "/"
+	err = walkSnapshot(c.Context, r, snap.Tree, "/", func(p string, n *repo.Node) bool {
+		if p == sub {
+			found = true
+		}
+		if p != sub && !strings.HasPrefix(p, strings.TrimSuffix(sub, "/")+"/") {
+			// Descend only along the way to sub.
+			return strings.HasPrefix(sub, p+"/")
+		}
+		out = append(out, lsJSON{Path: p, Type: n.Type, Mode: modeString(n), Size: n.Size, MTime: n.MTime,
+			User: n.User, Group: n.Group, LinkTarget: n.LinkTarget})
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%s is not in snapshot %s", sub, shortID(snap.ID))
+	}
+	if p.jsonOut {
+		return p.JSON(out)
+	}
+	for _, e := range out {
+		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), e.MTime.Local().Format("2006-01-02 15:04"), e.Path)
+		if e.LinkTarget != "" {
+			line += " -> " + e.LinkTarget
+		}
+		p.Printf("%s\n", line)
+	}
+	return nil
+}
+
+// walkSnapshot calls fn for every node below tree in depth-first name
+// order; fn returns whether to descend into a folder.
+func walkSnapshot(ctx context.Context, r *repo.Repository, tree repo.ID, dir string, fn func(string, *repo.Node) bool) error {
+	t, err := r.LoadTree(ctx, tree)
+	if err != nil {
+		return err
+	}
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		p := path.Join(dir, n.Name)
+		if !fn(p, n) || n.Type != repo.NodeDir || n.Subtree == nil {
+			continue
+		}
+		if err := walkSnapshot(ctx, r, *n.Subtree, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func modeString(n *repo.Node) string {
+	kind := map[string]byte{repo.NodeDir: 'd', repo.NodeSymlink: 'l', repo.NodeFIFO: 'p',
+		repo.NodeCharDev: 'c', repo.NodeBlockDev: 'b', repo.NodeSocket: 's'}[n.Type]
+	if kind == 0 {
+		kind = '-'
+	}
+	const rwx = "rwxrwxrwx"
+	b := []byte{kind}
+	for i := 0; i < 9; i++ {
+		if n.Mode&(1<<(8-i)) != 0 {
+			b = append(b, rwx[i])
+		} else {
+			b = append(b, '-')
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,72 @@
+package repo
+
+import (
+	"context"
+	"errors"
+)
+
+// FileType names a kind of repository object; it is also the name of the
+// folder that holds objects of that kind.
+type FileType string
+
+// The kinds of objects in a repository.
+const (
+	ConfigFile   FileType = "config"    // the one encrypted repository config, named "config"
+	KeyFile      FileType = "keys"      // one per password, holding the wrapped master key
+	PackFile     FileType = "data"      // packs of encrypted blobs, named by their BLAKE3 hash
+	IndexFile    FileType = "index"     // sorted lists of blobs and the packs that hold them
+	SnapshotFile FileType = "snapshots" // one record per snapshot, named by its ID
+	LockFile     FileType = "locks"     // one per process that works on the repository
+)
+
+// Handle names one object of a repository.
+type Handle struct {
+	Type FileType
+	Name string
+}
+
+func (h Handle) String() string {
+	if h.Type == ConfigFile {
+		return "config"
+	}
+	return string(h.Type) + "/" + h.Name
+}
+
+// ErrNotFound is returned by a Backend for an object that does not exist.
+var ErrNotFound = errors.New("object not found")
+
+// Backend is where a repository's objects live. Its guarantees, which every
+// implementation must keep and the conformance suite in repo/backendtest
+// checks:
+//
+//   - Save stores the whole object atomically and durably before it returns:
+//     a reader sees all of it or nothing, also after a crash. Saving a name
+//     that exists replaces it whole (the format only does that for config,
+//     never for a name that another object refers to).
+//   - Load returns length bytes from offset (length < 0: to the end), or an
+//     error wrapping ErrNotFound.
+//   - List calls fn for every complete object of a type, in no set order.
+//   - Remove deletes one object; removing a missing object wraps ErrNotFound.
+//
+// A Backend never needs to append, rename a visible object or overwrite part
+// of one, so that object stores can implement it.
+type Backend interface {
+	Save(ctx context.Context, h Handle, data []byte) error
+	Load(ctx context.Context, h Handle, offset, length int64) ([]byte, error)
+	Stat(ctx context.Context, h Handle) (size int64, err error)
+	List(ctx context.Context, t FileType, fn func(name string, size int64) error) error
+	Remove(ctx context.Context, h Handle) error
+	// Location describes where the repository is, for messages.
+	Location() string
+}
+
+// ProcessLocker is implemented by backends that can tie a lock object to the
+// life of the process that made it (a local directory does, with flock). A
+// lock whose owner died is then known to be dead at once, whatever its age.
+type ProcessLocker interface {
+	// SaveHeld stores a lock object whole and keeps it held by this process
+	// until release is called or the process ends.
+	SaveHeld(ctx context.Context, h Handle, data []byte) (release func() error, err error)
+	// Held reports whether a live process still holds the lock object h.
+	Held(ctx context.Context, h Handle) (bool, error)
+}

@@ -1,0 +1,356 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// packer collects sealed blobs until it holds a pack's worth.
+type packer struct {
+	buf   []byte
+	blobs []PackedBlob
+}
+
+// Stats counts what this process wrote to the repository.
+type Stats struct {
+	Packs int   // packs written
+	Bytes int64 // bytes of packs and index files written
+}
+
+// WriteStats returns what this Repository has written so far.
+func (r *Repository) WriteStats() Stats {
+	r.indexMu.Lock()
+	defer r.indexMu.Unlock()
+	return Stats{Packs: r.writtenPacks, Bytes: r.writtenBytes}
+}
+
+// SaveBlob stores a blob whose plaintext is data and whose ID is id (from
+// BlobID) unless the repository has it already or another goroutine is
+// storing it. It reports whether this call stored it. The blob is durable,
+// and indexed, only after the pack that holds it is written (see Flush).
+func (r *Repository) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (bool, error) {
+	if !r.idx.reserve(id) {
+		return false, nil
+	}
+	return true, r.SaveReservedBlob(ctx, t, id, data)
+}
+
+// Reserve claims blob id for this caller to store with SaveReservedBlob. It
+// reports false when the repository has it or someone else is storing it.
+func (r *Repository) Reserve(id ID) bool { return r.idx.reserve(id) }
+
+// SaveReservedBlob stores a blob claimed with Reserve.
+func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, data []byte) error {
+	payload, comp := data, compressNone
+	if len(data) >= 64 {
+		compressed := r.zenc.EncodeAll(data, make([]byte, 0, len(data)))
+		// Keep the compressed form only when it saves more than 1/64:
+		// decompressing costs time on every restore.
+		if len(compressed) < len(data)-len(data)/64 {
+			payload, comp = compressed, compressZstd
+		}
+	}
+	var p *packer
+	select {
+	case p = <-r.packers:
+	case <-ctx.Done():
+		r.idx.unreserve(id)
+		return ctx.Err()
+	}
+	offset := len(p.buf)
+	p.buf = r.seal.seal(p.buf, payload, id[:])
+	p.blobs = append(p.blobs, PackedBlob{
+		ID: id, Type: t, Compression: comp, Offset: uint32(offset),
+		Length: uint32(len(p.buf) - offset), RawLength: uint32(len(data)),
+	})
+	var err error
+	if len(p.buf) >= r.cfg.PackSize {
+		err = r.writePack(ctx, p)
+	}
+	r.packers <- p
+	return err
+}
+
+// writePack finishes p's pack, stores it and indexes its blobs. On error
+// the blobs are released so that a retry stores them again.
+func (r *Repository) writePack(ctx context.Context, p *packer) error {
+	if len(p.blobs) == 0 {
+		return nil
+	}
+	blobs := p.blobs
+	data := appendPackTail(r.seal, p.buf, blobs)
+	packID := fileID(data)
+	err := r.be.Save(ctx, Handle{Type: PackFile, Name: packID.String()}, data)
+	p.buf, p.blobs = data[:0], nil
+	if err != nil {
+		for _, b := range blobs {
+			r.idx.unreserve(b.ID)
+		}
+		return fmt.Errorf("write pack: %w", err)
+	}
+	indexed := make([]IndexedBlob, len(blobs))
+	for i, b := range blobs {
+		indexed[i] = IndexedBlob{PackedBlob: b, Pack: packID}
+	}
+	r.idx.add(indexed)
+	r.indexMu.Lock()
+	r.writtenPacks++
+	r.writtenBytes += int64(len(data))
+	r.unindexed = append(r.unindexed, indexed...)
+	r.unindexedPacks[packID] = true
+	full := len(r.unindexedPacks) >= maxPacksPerIndex
+	r.indexMu.Unlock()
+	if full {
+		return r.flushIndex(ctx)
+	}
+	return nil
+}
+
+// maxPacksPerIndex is how many packs one index file covers at most while a
+// backup runs, so that an interrupted backup leaves most of its work indexed.
+const maxPacksPerIndex = 64
+
+// Flush writes every partly filled pack and then index files for every
+// stored blob not yet indexed. After Flush returns, every blob that SaveBlob
+// stored is durable and indexed, and may be referred to.
+func (r *Repository) Flush(ctx context.Context) error {
+	var all []*packer
+	defer func() {
+		for _, p := range all {
+			r.packers <- p
+		}
+	}()
+	for len(all) < cap(r.packers) {
+		select {
+		case p := <-r.packers:
+			all = append(all, p)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, p := range all {
+		if err := r.writePack(ctx, p); err != nil {
+			return err
+		}
+	}
+	return r.flushIndex(ctx)
+}
+
+func (r *Repository) flushIndex(ctx context.Context) error {
+	r.indexMu.Lock()
+	defer r.indexMu.Unlock()
+	if len(r.unindexed) == 0 {
+		return nil
+	}
+	body := encodeIndexBody(sortedIndexFile(r.unindexed))
+	data := sealObject(r.seal, "index", "", body)
+	name := fileID(data)
+	if err := r.be.Save(ctx, Handle{Type: IndexFile, Name: name.String()}, data); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	r.writtenBytes += int64(len(data))
+	r.unindexed = nil
+	r.unindexedPacks = map[ID]bool{}
+	return nil
+}
+
+// LoadBlob reads, authenticates, decompresses and verifies blob id.
+func (r *Repository) LoadBlob(ctx context.Context, id ID) ([]byte, error) {
+	b, ok := r.idx.Lookup(id)
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
+	}
+	sealed, err := r.be.Load(ctx, Handle{Type: PackFile, Name: b.Pack.String()}, int64(b.Offset), int64(b.Length))
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
+	}
+	return r.openBlob(b.PackedBlob, sealed)
+}
+
+// openBlob turns a sealed blob into its verified plaintext.
+func (r *Repository) openBlob(b PackedBlob, sealed []byte) ([]byte, error) {
+	plain, err := r.seal.open(nil, sealed, b.ID[:])
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", b.ID.Short(), err)
+	}
+	if b.Compression == compressZstd {
+		if b.RawLength > maxBlobSize {
+			return nil, fmt.Errorf("blob %s: raw length %d too large: %w", b.ID.Short(), b.RawLength, ErrIntegrity)
+		}
+		plain, err = r.zdec.DecodeAll(plain, make([]byte, 0, b.RawLength))
+		if err != nil {
+			return nil, fmt.Errorf("blob %s: decompress: %v: %w", b.ID.Short(), err, ErrIntegrity)
+		}
+	}
+	if len(plain) != int(b.RawLength) || r.hasher.sum(plain) != b.ID {
+		return nil, fmt.Errorf("blob %s: content does not match its id: %w", b.ID.Short(), ErrIntegrity)
+	}
+	return plain, nil
+}
+
+// maxBlobSize bounds the size of any blob a reader accepts.
+const maxBlobSize = 128 << 20
+
+// ReadPackHeader reads the list of blobs of the pack named id, whose size
+// is size bytes.
+func (r *Repository) ReadPackHeader(ctx context.Context, id ID, size int64) ([]PackedBlob, error) {
+	h := Handle{Type: PackFile, Name: id.String()}
+	if size < packTrailerSize {
+		return nil, fmt.Errorf("pack %s: %d bytes is too short: %w", id.Short(), size, ErrIntegrity)
+	}
+	trailer, err := r.be.Load(ctx, h, size-packTrailerSize, packTrailerSize)
+	if err != nil {
+		return nil, err
+	}
+	n, err := parsePackTrailer(trailer, size)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", id.Short(), err)
+	}
+	sealed, err := r.be.Load(ctx, h, size-packTrailerSize-n, n)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := decodePackHeader(r.seal, sealed, size-packTrailerSize-n)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", id.Short(), err)
+	}
+	return blobs, nil
+}
+
+// SplitPack checks a whole pack file (its name, header and every blob) and
+// returns its blobs with their verified plaintexts through fn. It is what
+// check --read-data and restore's pack reader build on.
+func (r *Repository) SplitPack(id ID, data []byte, fn func(b PackedBlob, plain []byte, err error)) error {
+	if fileID(data) != id {
+		return fmt.Errorf("pack %s: content does not match its name: %w", id.Short(), ErrIntegrity)
+	}
+	size := int64(len(data))
+	if size < packTrailerSize {
+		return fmt.Errorf("pack %s: too short: %w", id.Short(), ErrIntegrity)
+	}
+	n, err := parsePackTrailer(data[size-packTrailerSize:], size)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", id.Short(), err)
+	}
+	start := size - packTrailerSize - n
+	blobs, err := decodePackHeader(r.seal, data[start:size-packTrailerSize], start)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", id.Short(), err)
+	}
+	for _, b := range blobs {
+		plain, err := r.openBlob(b, data[b.Offset:b.Offset+b.Length])
+		fn(b, plain, err)
+	}
+	return nil
+}
+
+// ListIndexFiles returns the names of all index files.
+func (r *Repository) ListIndexFiles(ctx context.Context) ([]string, error) {
+	var names []string
+	err := r.be.List(ctx, IndexFile, func(name string, _ int64) error {
+		names = append(names, name)
+		return nil
+	})
+	return names, err
+}
+
+// ReadIndexFile loads and verifies one index file.
+func (r *Repository) ReadIndexFile(ctx context.Context, name string) ([]IndexedBlob, []ID, error) {
+	id, err := ParseID(name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("index %s: bad name: %w", name, ErrIntegrity)
+	}
+	data, err := r.be.Load(ctx, Handle{Type: IndexFile, Name: name}, 0, -1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fileID(data) != id {
+		return nil, nil, fmt.Errorf("index %s: content does not match its name: %w", id.Short(), ErrIntegrity)
+	}
+	body, err := openObject(r.seal, "index", "", data)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := decodeIndexBody(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("index %s: %w", id.Short(), err)
+	}
+	return f.Blobs, f.Packs, nil
+}
+
+// LoadIndex reads every index file into memory. It fails on the first
+// damaged index file; check reports them all.
+func (r *Repository) LoadIndex(ctx context.Context) error {
+	names, err := r.ListIndexFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("load index: %w", err)
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, name := range names {
+		g.Go(func() error {
+			blobs, _, err := r.ReadIndexFile(ctx, name)
+			if err != nil {
+				return fmt.Errorf("load index: %w (nightjar check tells more)", err)
+			}
+			r.idx.add(blobs)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// AdoptPacks indexes packs that no index file lists: the work of a backup
+// that was interrupted after writing them. Their blobs are then reused
+// instead of stored again, and the next Flush writes an index for them.
+// Packs whose header cannot be read are left alone (check reports them).
+func (r *Repository) AdoptPacks(ctx context.Context) (int, error) {
+	type pack struct {
+		id   ID
+		size int64
+	}
+	var orphans []pack
+	err := r.be.List(ctx, PackFile, func(name string, size int64) error {
+		id, err := ParseID(name)
+		if err == nil && !r.idx.HasPack(id) {
+			orphans = append(orphans, pack{id, size})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list packs: %w", err)
+	}
+	var mu sync.Mutex
+	adopted := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, p := range orphans {
+		g.Go(func() error {
+			blobs, err := r.ReadPackHeader(gctx, p.id, p.size)
+			if errors.Is(err, ErrIntegrity) || errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			indexed := make([]IndexedBlob, len(blobs))
+			for i, b := range blobs {
+				indexed[i] = IndexedBlob{PackedBlob: b, Pack: p.id}
+			}
+			r.idx.add(indexed)
+			mu.Lock()
+			adopted++
+			mu.Unlock()
+			r.indexMu.Lock()
+			r.unindexed = append(r.unindexed, indexed...)
+			r.unindexedPacks[p.id] = true
+			r.indexMu.Unlock()
+			return nil
+		})
+	}
+	return adopted, g.Wait()
+}

@@ -1,0 +1,342 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"sort"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// CheckOptions choose how much of the data check reads.
+type CheckOptions struct {
+	// ReadDataFraction is the share of packs read and verified in full, in
+	// (0, 1]; 0 reads none (the structural check only).
+	ReadDataFraction float64
+}
+
+// Problem is one broken object and what it breaks.
+type Problem struct {
+	Object   string     `json:"object"` // e.g. "pack 1a2b3c4d", "data blob 5e6f7a8b", "snapshot 0a1b..."
+	Error    string     `json:"error"`
+	Affected []Affected `json:"affected,omitempty"` // the first MaxAffected
+	Total    int        `json:"affected_total,omitempty"`
+}
+
+// Affected names a path of a snapshot that a problem breaks.
+type Affected struct {
+	Snapshot string `json:"snapshot"`
+	Path     string `json:"path"`
+}
+
+// MaxAffected bounds the affected paths listed per problem; all are counted.
+const MaxAffected = 20
+
+// CheckReport is what check found.
+type CheckReport struct {
+	IndexFiles     int       `json:"index_files"`
+	Packs          int       `json:"packs"`
+	Blobs          int       `json:"blobs"`
+	Snapshots      int       `json:"snapshots"`
+	Trees          int       `json:"trees"`
+	PacksRead      int       `json:"packs_read"`
+	BytesRead      int64     `json:"bytes_read"`
+	UnindexedPacks int       `json:"unindexed_packs"` // left by interrupted backups: adopted by the next backup or removed by prune
+	Problems       []Problem `json:"problems"`
+}
+
+// OK reports whether the repository is sound.
+func (c *CheckReport) OK() bool { return len(c.Problems) == 0 }
+
+type checker struct {
+	r        *Repository
+	report   CheckReport
+	mu       sync.Mutex
+	broken   map[ID]string // blob ID -> why it cannot be read
+	problems map[string]*Problem
+	treeMemo map[ID][]brokenRef
+}
+
+type brokenRef struct {
+	path   string // relative to the tree
+	object string
+}
+
+// Check verifies the repository: every index file, every index entry
+// against the packs that exist, every snapshot's trees and the presence of
+// every blob they refer to; and with opts.ReadDataFraction, the full
+// content of that share of packs. It needs no index loaded beforehand and
+// leaves the Repository's index filled.
+func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
+	c := &checker{r: r, broken: map[ID]string{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}}
+
+	packSizes := map[ID]int64{}
+	if err := r.be.List(ctx, PackFile, func(name string, size int64) error {
+		id, err := ParseID(name)
+		if err != nil {
+			c.problem("pack "+name, "file name is not a pack ID")
+			return nil
+		}
+		packSizes[id] = size
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list packs: %w", err)
+	}
+	c.report.Packs = len(packSizes)
+
+	if err := c.checkIndex(ctx, packSizes); err != nil {
+		return nil, err
+	}
+	if opts.ReadDataFraction > 0 {
+		if err := c.readPacks(ctx, packSizes, opts.ReadDataFraction); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.checkSnapshots(ctx); err != nil {
+		return nil, err
+	}
+	for _, p := range c.problems {
+		c.report.Problems = append(c.report.Problems, *p)
+	}
+	sort.Slice(c.report.Problems, func(i, j int) bool { return c.report.Problems[i].Object < c.report.Problems[j].Object })
+	return &c.report, nil
+}
+
+func (c *checker) problem(object, msg string) *Problem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.problems[object]
+	if !ok {
+		p = &Problem{Object: object, Error: msg}
+		c.problems[object] = p
+	}
+	return p
+}
+
+func (c *checker) markBroken(id ID, typ BlobType, why string) {
+	c.mu.Lock()
+	if _, ok := c.broken[id]; !ok {
+		c.broken[id] = typ.String() + " blob " + id.String()
+	}
+	c.mu.Unlock()
+	c.problem(typ.String()+" blob "+id.String(), why)
+}
+
+func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error {
+	names, err := c.r.ListIndexFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("list index: %w", err)
+	}
+	c.report.IndexFiles = len(names)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, name := range names {
+		g.Go(func() error {
+			blobs, _, err := c.r.ReadIndexFile(gctx, name)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c.problem("index "+name, err.Error())
+				return nil
+			}
+			c.r.idx.add(blobs)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	c.report.Blobs = c.r.idx.Len()
+	c.r.idx.Each(func(b IndexedBlob) {
+		size, ok := packSizes[b.Pack]
+		switch {
+		case !ok:
+			c.markBroken(b.ID, b.Type, "pack "+b.Pack.String()+" that holds it is missing")
+		case int64(b.Offset)+int64(b.Length) > size-packTrailerSize:
+			c.markBroken(b.ID, b.Type, fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()))
+		}
+	})
+	for id := range packSizes {
+		if !c.r.idx.HasPack(id) {
+			c.report.UnindexedPacks++
+		}
+	}
+	return nil
+}
+
+// readPacks reads a share of the packs whole and verifies every blob.
+func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fraction float64) error {
+	var ids []ID
+	for id := range packSizes {
+		if c.r.idx.HasPack(id) && (fraction >= 1 || rand.Float64() < fraction) {
+			ids = append(ids, id)
+		}
+	}
+	// Read in name order: sequential on disk for most file systems.
+	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+	indexed := map[ID][]IndexedBlob{}
+	c.r.idx.Each(func(b IndexedBlob) { indexed[b.Pack] = append(indexed[b.Pack], b) })
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(2, cap(c.r.packers)))
+	for _, id := range ids {
+		g.Go(func() error {
+			data, err := c.r.be.Load(gctx, Handle{Type: PackFile, Name: id.String()}, 0, -1)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c.packBroken(id, indexed[id], err)
+				return nil
+			}
+			c.mu.Lock()
+			c.report.PacksRead++
+			c.report.BytesRead += int64(len(data))
+			c.mu.Unlock()
+			inPack := map[ID]PackedBlob{}
+			err = c.r.SplitPack(id, data, func(b PackedBlob, _ []byte, err error) {
+				inPack[b.ID] = b
+				if err != nil {
+					c.markBroken(b.ID, b.Type, err.Error())
+				}
+			})
+			if err != nil {
+				c.packBroken(id, indexed[id], err)
+				return nil
+			}
+			for _, b := range indexed[id] {
+				if got, ok := inPack[b.ID]; !ok || got != b.PackedBlob {
+					c.markBroken(b.ID, b.Type, "index entry does not match pack "+id.Short())
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func (c *checker) packBroken(id ID, blobs []IndexedBlob, err error) {
+	c.problem("pack "+id.String(), err.Error())
+	for _, b := range blobs {
+		c.mu.Lock()
+		if _, ok := c.broken[b.ID]; !ok {
+			c.broken[b.ID] = "pack " + id.String()
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *checker) checkSnapshots(ctx context.Context) error {
+	ids, err := c.r.ListSnapshotIDs(ctx)
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	c.report.Snapshots = len(ids)
+	for _, id := range ids {
+		s, err := c.r.LoadSnapshot(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.problem("snapshot "+id, err.Error())
+			continue
+		}
+		for _, inv := range s.Inventory {
+			if obj, bad := c.blobState(inv); bad {
+				c.affect(obj, "inventory blob missing or damaged", id, "/")
+			}
+		}
+		for _, ref := range c.walkTree(ctx, s.Tree) {
+			c.affect(ref.object, "", id, "/"+ref.path)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// blobState reports the problem object for a blob that is missing or
+// broken.
+func (c *checker) blobState(id ID) (string, bool) {
+	c.mu.Lock()
+	obj, broken := c.broken[id]
+	c.mu.Unlock()
+	if broken {
+		return obj, true
+	}
+	if !c.r.idx.Has(id) {
+		return "blob " + id.String(), true
+	}
+	return "", false
+}
+
+func (c *checker) affect(object, msg, snapshot, p string) {
+	if msg == "" {
+		msg = "missing from the index"
+	}
+	pr := c.problem(object, msg)
+	c.mu.Lock()
+	pr.Total++
+	if len(pr.Affected) < MaxAffected {
+		pr.Affected = append(pr.Affected, Affected{Snapshot: snapshot, Path: p})
+	}
+	c.mu.Unlock()
+}
+
+// walkTree returns the broken references below tree id, memoized per tree
+// so that trees shared by many snapshots are read once.
+func (c *checker) walkTree(ctx context.Context, id ID) []brokenRef {
+	if refs, ok := c.treeMemo[id]; ok {
+		return refs
+	}
+	var refs []brokenRef
+	if obj, bad := c.blobState(id); bad {
+		refs = []brokenRef{{path: "", object: obj}}
+		c.treeMemo[id] = refs
+		return refs
+	}
+	tree, err := c.r.LoadTree(ctx, id)
+	c.report.Trees++
+	if err != nil {
+		if ctx.Err() == nil {
+			c.markBroken(id, TreeBlob, err.Error())
+		}
+		refs = []brokenRef{{path: "", object: "tree blob " + id.String()}}
+		c.treeMemo[id] = refs
+		return refs
+	}
+	for i, n := range tree.Nodes {
+		if !ValidName(n.Name) || (i > 0 && tree.Nodes[i-1].Name >= n.Name) {
+			obj := "tree blob " + id.String()
+			c.problem(obj, fmt.Sprintf("entry %q has an unsafe name or is out of order", n.Name))
+			refs = append(refs, brokenRef{path: "", object: obj})
+			continue
+		}
+		switch n.Type {
+		case NodeDir:
+			if n.Subtree == nil {
+				obj := "tree blob " + id.String()
+				c.problem(obj, fmt.Sprintf("directory %q has no subtree", n.Name))
+				refs = append(refs, brokenRef{path: n.Name, object: obj})
+				continue
+			}
+			for _, sub := range c.walkTree(ctx, *n.Subtree) {
+				refs = append(refs, brokenRef{path: path.Join(n.Name, sub.path), object: sub.object})
+			}
+		case NodeFile:
+			for _, blob := range n.Content {
+				if obj, bad := c.blobState(blob); bad {
+					refs = append(refs, brokenRef{path: n.Name, object: obj})
+				}
+			}
+		}
+	}
+	c.treeMemo[id] = refs
+	return refs
+}
+

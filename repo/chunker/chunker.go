@@ -1,0 +1,218 @@
+package chunker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+)
+
+// Bounds on Params, checked by Validate.
+const (
+	minAvg = 1 << 8  // smallest Params.Avg: 256 bytes
+	maxAvg = 1 << 26 // largest Params.Avg: 64 MiB
+	minMin = 64      // smallest Params.Min
+	maxMax = 1 << 28 // largest Params.Max: 256 MiB
+)
+
+// masks[n] is the cut mask with n one-bits, for n from log2(minAvg)-2 to
+// log2(maxAvg)+2. Bit i of the mask (i counting from 0) is set for
+// i = 63 - floor(k*48/n), k = 0..n-1: the bits are spread evenly over the top
+// 48 bits of the hash, so every mask depends on the last 64 input bytes. The
+// values are part of the repository format.
+var masks = [...]uint64{
+	6:  0x8080808080800000,
+	7:  0x8204081020400000,
+	8:  0x8208208208200000,
+	9:  0x8420842084200000,
+	10: 0x8842108842100000,
+	11: 0x8884442221100000,
+	12: 0x8888888888880000,
+	13: 0x9112224448880000,
+	14: 0x9224489224480000,
+	15: 0x9248924892480000,
+	16: 0x9249249249240000,
+	17: 0xa492924949240000,
+	18: 0xa4a4a4a4a4a40000,
+	19: 0xa5294a5294a40000,
+	20: 0xa94a94a94a940000,
+	21: 0xaa54aa54aa540000,
+	22: 0xaaa554aaa5540000,
+	23: 0xaaaaaa5555540000,
+	24: 0xaaaaaaaaaaaa0000,
+	25: 0xd55555aaaaaa0000,
+	26: 0xd55aaad55aaa0000,
+	27: 0xd5aad5aad5aa0000,
+	28: 0xd6ad6ad6ad6a0000,
+}
+
+// Params are the chunk size bounds in bytes. Chunks are longer than Min and at
+// most Max bytes, except the last chunk of a stream, which may be shorter.
+//
+// With b = log2(Avg), the mask tested from Min to Avg bytes into a chunk has
+// b+2 one-bits and the mask tested from Avg to Max has b-2 (see masks). For
+// DefaultParams (Avg = 256 KiB, b = 18) they are 0xa94a94a94a940000 (20 bits)
+// and 0x9249249249240000 (16 bits). On random input the mean chunk size is
+// then about 1.14 Avg for Min = Avg/4 and 1.19 Avg for Min = Avg/2.
+type Params struct {
+	Min, Avg, Max int
+}
+
+// DefaultParams are the chunk sizes of new repositories, chosen by
+// measurement with bench/chunksizes (see docs/CHUNKING.md).
+var DefaultParams = Params{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20}
+
+// ErrParams reports chunk size parameters that Validate rejects.
+var ErrParams = errors.New("invalid chunker parameters")
+
+// Validate reports whether p can be used: Avg a power of two from 256 bytes
+// to 64 MiB, and 64 <= Min < Avg < Max <= 256 MiB.
+func (p Params) Validate() error {
+	switch {
+	case p.Avg < minAvg || p.Avg > maxAvg || p.Avg&(p.Avg-1) != 0:
+		return fmt.Errorf("%w: avg %d: want a power of two from %d to %d", ErrParams, p.Avg, minAvg, maxAvg)
+	case p.Min < minMin || p.Min >= p.Avg:
+		return fmt.Errorf("%w: min %d: want at least %d and less than avg %d", ErrParams, p.Min, minMin, p.Avg)
+	case p.Max <= p.Avg || p.Max > maxMax:
+		return fmt.Errorf("%w: max %d: want more than avg %d and at most %d", ErrParams, p.Max, p.Avg, maxMax)
+	}
+	return nil
+}
+
+// masks returns the strict mask (tested below Avg) and the loose mask (tested
+// from Avg on) of valid params.
+func (p Params) masks() (strict, loose uint64) {
+	b := bits.TrailingZeros(uint(p.Avg))
+	return masks[b+2], masks[b-2]
+}
+
+// maxEmptyReads is how many (0, nil) reads in a row fill accepts before it
+// gives up with io.ErrNoProgress, as bufio does.
+const maxEmptyReads = 100
+
+// Chunker splits a stream into chunks.
+//
+// The cut rule, part of the repository format: for a chunk starting at offset
+// 0 of the remaining input, the hash h starts at 0 and is updated as
+// h = (h << 1) + gear[b] (mod 2^64) for each byte b from offset Min on. After
+// the byte at offset i is added, the chunk ends after that byte (length i+1)
+// if h & strict == 0 for i < Avg or h & loose == 0 for i >= Avg. A chunk
+// without such a point ends at Max bytes, or at the end of the input.
+type Chunker struct {
+	r             io.Reader
+	gear          *[256]uint64
+	min, avg, max int
+	strict, loose uint64
+
+	buf        []byte // 2*max bytes; buf[start:end] is not yet returned
+	start, end int
+	eof        bool  // r has returned io.EOF
+	err        error // sticky read error
+}
+
+// New returns a Chunker reading r. It panics if g is nil or p is invalid:
+// check parameters from configuration with Params.Validate first.
+func New(r io.Reader, g *Gear, p Params) *Chunker {
+	if g == nil {
+		panic("chunker: nil gear")
+	}
+	if err := p.Validate(); err != nil {
+		panic("chunker: " + err.Error())
+	}
+	strict, loose := p.masks()
+	return &Chunker{
+		r:      r,
+		gear:   &g.table,
+		min:    p.Min,
+		avg:    p.Avg,
+		max:    p.Max,
+		strict: strict,
+		loose:  loose,
+		buf:    make([]byte, 2*p.Max),
+	}
+}
+
+// Reset makes c read r from its start, reusing c's buffer.
+func (c *Chunker) Reset(r io.Reader) {
+	c.r = r
+	c.start, c.end = 0, 0
+	c.eof = false
+	c.err = nil
+}
+
+// Next returns the next chunk, a slice of c's buffer valid until the next call
+// of Next or Reset. It returns io.EOF after the last chunk, and a read error
+// of the underlying reader, wrapped, on this and every later call.
+func (c *Chunker) Next() ([]byte, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.end-c.start < c.max && !c.eof {
+		if err := c.fill(); err != nil {
+			c.err = fmt.Errorf("read chunker input: %w", err)
+			return nil, c.err
+		}
+	}
+	if c.start == c.end {
+		return nil, io.EOF
+	}
+	n := c.cut(c.buf[c.start:c.end])
+	chunk := c.buf[c.start : c.start+n : c.start+n]
+	c.start += n
+	return chunk, nil
+}
+
+// fill moves the unread bytes to the front of the buffer and reads until the
+// buffer is full or the input ends.
+func (c *Chunker) fill() error {
+	c.end = copy(c.buf, c.buf[c.start:c.end])
+	c.start = 0
+	empty := 0
+	for c.end < len(c.buf) {
+		n, err := c.r.Read(c.buf[c.end:])
+		c.end += n
+		switch {
+		case err == io.EOF:
+			c.eof = true
+			return nil
+		case err != nil:
+			return err
+		case n == 0:
+			empty++
+			if empty == maxEmptyReads {
+				return io.ErrNoProgress
+			}
+		default:
+			empty = 0
+		}
+	}
+	return nil
+}
+
+// cut returns the length of the chunk at the start of data, which holds at
+// least max bytes unless the input ends within it.
+func (c *Chunker) cut(data []byte) int {
+	if len(data) <= c.min {
+		return len(data)
+	}
+	if len(data) > c.max {
+		data = data[:c.max]
+	}
+	normal := min(c.avg, len(data))
+	gear := c.gear
+	var h uint64
+	i := c.min
+	for ; i < normal; i++ {
+		h = (h << 1) + gear[data[i]]
+		if h&c.strict == 0 {
+			return i + 1
+		}
+	}
+	for ; i < len(data); i++ {
+		h = (h << 1) + gear[data[i]]
+		if h&c.loose == 0 {
+			return i + 1
+		}
+	}
+	return len(data)
+}

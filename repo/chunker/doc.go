@@ -1,0 +1,17 @@
+// Package chunker splits a byte stream into content-defined chunks with
+// FastCDC: a gear rolling hash, a minimum size that is skipped without
+// hashing, normalized chunking with a stricter mask below the average size and
+// a looser one above it, and a hard cut at the maximum size.
+//
+// The gear table is derived from a per-repository secret key (see NewGear), so
+// that chunk boundaries, and therefore chunk sizes, do not reveal which known
+// files a repository holds. The gear derivation, the masks (see Params) and
+// the cut rule (see Chunker) are part of the repository format: the same key,
+// parameters and input must yield the same chunks forever, or deduplication
+// against existing snapshots is silently lost. Changing any of them needs a
+// new format version; the golden tests in this package guard them.
+//
+// The package must never allocate per chunk, hold more than one buffer of
+// about twice the maximum chunk size, or know anything of hashing, packing or
+// encrypting the chunks it returns: it only finds boundaries.
+package chunker

@@ -1,0 +1,130 @@
+package repo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Encryption names stored in the config's header line.
+const (
+	EncryptionXChaCha = "xchacha20-poly1305"
+	EncryptionNone    = "none"
+)
+
+// ChunkerParams are the content-defined chunker's sizes in bytes. They are
+// fixed when a repository is made: changing them would end deduplication
+// against everything already stored.
+type ChunkerParams struct {
+	Min int `json:"min"`
+	Avg int `json:"avg"`
+	Max int `json:"max"`
+}
+
+// Config is the repository's config object.
+type Config struct {
+	Version     int           `json:"version"`
+	ID          string        `json:"id"` // 64 hex digits, random, stable for the repository's life
+	Created     time.Time     `json:"created"`
+	Compression string        `json:"compression"` // "zstd"
+	Chunker     ChunkerParams `json:"chunker"`
+	PackSize    int           `json:"pack_size"` // target size of packs in bytes
+	// InsecureKey holds the blob ID and chunker keys of a repository made
+	// with --insecure-no-encryption, which has no key files.
+	InsecureKey *MasterKey `json:"insecure_key,omitempty"`
+}
+
+// DefaultPackSize is the target size of a pack: large enough that a
+// repository of 1 TB has about 60,000 packs, small enough that a restore
+// of one file need not read much beside it.
+const DefaultPackSize = 16 << 20
+
+func newConfig(now time.Time, chunker ChunkerParams) (Config, error) {
+	var id [32]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return Config{}, err
+	}
+	return Config{
+		Version:     FormatVersion,
+		ID:          hex.EncodeToString(id[:]),
+		Created:     now.UTC(),
+		Compression: "zstd",
+		Chunker:     chunker,
+		PackSize:    DefaultPackSize,
+	}, nil
+}
+
+func (c Config) check() error {
+	if _, err := hex.DecodeString(c.ID); err != nil || len(c.ID) != 64 {
+		return fmt.Errorf("config: bad repository id %q", c.ID)
+	}
+	if c.Compression != "zstd" {
+		return fmt.Errorf("config: unknown compression %q", c.Compression)
+	}
+	p := c.Chunker
+	if p.Min < 64 || p.Avg <= p.Min || p.Max <= p.Avg || p.Max > 64<<20 || p.Avg&(p.Avg-1) != 0 {
+		return fmt.Errorf("config: bad chunker sizes %d/%d/%d", p.Min, p.Avg, p.Max)
+	}
+	if c.PackSize < 1<<20 || c.PackSize > 1<<30 {
+		return fmt.Errorf("config: bad pack size %d", c.PackSize)
+	}
+	return nil
+}
+
+// The config object is "nightjar config 1 <encryption>\n" and the sealed
+// Config JSON, with "config" as the name in the associated data.
+
+func encodeConfig(s sealer, encryption string, c Config) ([]byte, error) {
+	plain, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	header := headerLine("config", encryption)
+	return s.seal(append([]byte(nil), header...), plain, associatedData(header, "config")), nil
+}
+
+// configEncryption reads the encryption named in the config's header line.
+func configEncryption(data []byte) (string, error) {
+	extra, _, _, err := splitHeader("config", data)
+	if err != nil {
+		return "", err
+	}
+	if len(extra) != 1 || (extra[0] != EncryptionXChaCha && extra[0] != EncryptionNone) {
+		return "", fmt.Errorf("config: unknown encryption %v: %w", extra, ErrIntegrity)
+	}
+	return extra[0], nil
+}
+
+func decodeConfig(s sealer, data []byte) (Config, error) {
+	_, header, body, err := splitHeader("config", data)
+	if err != nil {
+		return Config{}, err
+	}
+	plain, err := s.open(nil, body, associatedData(header, "config"))
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	var c Config
+	if err := json.Unmarshal(plain, &c); err != nil {
+		return Config{}, fmt.Errorf("config: %v: %w", err, ErrIntegrity)
+	}
+	if c.Version > FormatVersion {
+		return Config{}, fmt.Errorf("config version %d: %w", c.Version, ErrUnsupportedVersion)
+	}
+	if err := c.check(); err != nil {
+		return Config{}, fmt.Errorf("%v: %w", err, ErrIntegrity)
+	}
+	return c, nil
+}
+
+func loadConfigData(ctx context.Context, be Backend) ([]byte, error) {
+	data, err := be.Load(ctx, Handle{Type: ConfigFile, Name: "config"}, 0, -1)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%s: %w", be.Location(), ErrNoRepository)
+	}
+	return data, err
+}

@@ -1,0 +1,265 @@
+package repo
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// IndexedBlob is a blob and the pack that holds it.
+type IndexedBlob struct {
+	PackedBlob
+	Pack ID
+}
+
+// An index file is "nightjar index 1\n" and a sealed body (associated data:
+// the header line and a zero byte; the name is the BLAKE3-256 of the whole
+// file). The body, all integers uint32 LE:
+//
+//	count of packs, then each pack ID (32 bytes)
+//	count of superseded index IDs, then each ID (32 bytes)
+//	count of blobs, then each blob sorted by ID, strictly ascending:
+//	  ID (32) | pack number (4, into the pack list) | type (1) |
+//	  compression (1) | offset (4) | sealed length (4) | raw length (4)
+//
+// Superseded IDs name index files whose content this one contains, so that
+// a later prune can replace index files without a moment in which a blob is
+// unindexed. Sorted blobs let prune merge index files as sorted streams.
+
+const indexEntrySize = 32 + 4 + 1 + 1 + 4 + 4 + 4
+
+type indexFile struct {
+	Packs      []ID
+	Supersedes []ID
+	Blobs      []IndexedBlob // sorted by ID
+}
+
+func encodeIndexBody(f indexFile) []byte {
+	packNum := make(map[ID]uint32, len(f.Packs))
+	for i, p := range f.Packs {
+		packNum[p] = uint32(i)
+	}
+	buf := make([]byte, 0, 12+32*(len(f.Packs)+len(f.Supersedes))+indexEntrySize*len(f.Blobs))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(f.Packs)))
+	for _, p := range f.Packs {
+		buf = append(buf, p[:]...)
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(f.Supersedes)))
+	for _, s := range f.Supersedes {
+		buf = append(buf, s[:]...)
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(f.Blobs)))
+	for _, b := range f.Blobs {
+		buf = append(buf, b.ID[:]...)
+		buf = binary.LittleEndian.AppendUint32(buf, packNum[b.Pack])
+		buf = append(buf, byte(b.Type), b.Compression)
+		buf = binary.LittleEndian.AppendUint32(buf, b.Offset)
+		buf = binary.LittleEndian.AppendUint32(buf, b.Length)
+		buf = binary.LittleEndian.AppendUint32(buf, b.RawLength)
+	}
+	return buf
+}
+
+func decodeIndexBody(p []byte) (indexFile, error) {
+	var f indexFile
+	bad := func(what string) (indexFile, error) {
+		return indexFile{}, fmt.Errorf("index: %s: %w", what, ErrIntegrity)
+	}
+	readIDs := func() ([]ID, bool) {
+		if len(p) < 4 {
+			return nil, false
+		}
+		n := int(binary.LittleEndian.Uint32(p))
+		p = p[4:]
+		if n > len(p)/32 {
+			return nil, false
+		}
+		ids := make([]ID, n)
+		for i := range ids {
+			copy(ids[i][:], p[:32])
+			p = p[32:]
+		}
+		return ids, true
+	}
+	var ok bool
+	if f.Packs, ok = readIDs(); !ok {
+		return bad("truncated pack list")
+	}
+	if f.Supersedes, ok = readIDs(); !ok {
+		return bad("truncated superseded list")
+	}
+	if len(p) < 4 {
+		return bad("truncated blob count")
+	}
+	n := int(binary.LittleEndian.Uint32(p))
+	p = p[4:]
+	if len(p) != n*indexEntrySize {
+		return bad(fmt.Sprintf("%d blobs in %d bytes", n, len(p)))
+	}
+	f.Blobs = make([]IndexedBlob, n)
+	for i := range f.Blobs {
+		b := &f.Blobs[i]
+		copy(b.ID[:], p[:32])
+		pack := binary.LittleEndian.Uint32(p[32:])
+		if int(pack) >= len(f.Packs) {
+			return bad(fmt.Sprintf("blob %d names pack %d of %d", i, pack, len(f.Packs)))
+		}
+		b.Pack = f.Packs[pack]
+		b.Type = BlobType(p[36])
+		b.Compression = p[37]
+		b.Offset = binary.LittleEndian.Uint32(p[38:])
+		b.Length = binary.LittleEndian.Uint32(p[42:])
+		b.RawLength = binary.LittleEndian.Uint32(p[46:])
+		if !b.Type.valid() || b.Compression > compressZstd {
+			return bad(fmt.Sprintf("blob %d has bad type or compression", i))
+		}
+		if i > 0 && bytes.Compare(f.Blobs[i-1].ID[:], b.ID[:]) >= 0 {
+			return bad("blobs not sorted")
+		}
+		p = p[indexEntrySize:]
+	}
+	return f, nil
+}
+
+// Index is the in-memory map from blob ID to where the blob is stored, and
+// the set of blobs being written by this process. Safe for concurrent use.
+type Index struct {
+	mu      sync.RWMutex
+	packs   []ID
+	packNum map[ID]uint32
+	blobs   map[ID]indexEntry
+	pending map[ID]struct{}
+}
+
+// indexEntry is the compact in-memory form of IndexedBlob (24 bytes).
+type indexEntry struct {
+	pack      uint32
+	offset    uint32
+	length    uint32
+	rawLength uint32
+	typ       BlobType
+	comp      uint8
+}
+
+func newIndex() *Index {
+	return &Index{packNum: map[ID]uint32{}, blobs: map[ID]indexEntry{}, pending: map[ID]struct{}{}}
+}
+
+func (x *Index) packNumber(pack ID) uint32 {
+	n, ok := x.packNum[pack]
+	if !ok {
+		n = uint32(len(x.packs))
+		x.packs = append(x.packs, pack)
+		x.packNum[pack] = n
+	}
+	return n
+}
+
+// add records blobs as stored; a blob already known keeps its first place.
+func (x *Index) add(blobs []IndexedBlob) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, b := range blobs {
+		delete(x.pending, b.ID)
+		if _, ok := x.blobs[b.ID]; ok {
+			continue
+		}
+		x.blobs[b.ID] = indexEntry{
+			pack: x.packNumber(b.Pack), offset: b.Offset, length: b.Length,
+			rawLength: b.RawLength, typ: b.Type, comp: b.Compression,
+		}
+	}
+}
+
+// Lookup returns where blob id is stored.
+func (x *Index) Lookup(id ID) (IndexedBlob, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	e, ok := x.blobs[id]
+	if !ok {
+		return IndexedBlob{}, false
+	}
+	return x.expand(id, e), true
+}
+
+func (x *Index) expand(id ID, e indexEntry) IndexedBlob {
+	return IndexedBlob{
+		PackedBlob: PackedBlob{ID: id, Type: e.typ, Compression: e.comp, Offset: e.offset, Length: e.length, RawLength: e.rawLength},
+		Pack:       x.packs[e.pack],
+	}
+}
+
+// Has reports whether blob id is stored.
+func (x *Index) Has(id ID) bool {
+	x.mu.RLock()
+	_, ok := x.blobs[id]
+	x.mu.RUnlock()
+	return ok
+}
+
+// reserve marks id as being written and reports true, unless it is already
+// stored or being written.
+func (x *Index) reserve(id ID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.blobs[id]; ok {
+		return false
+	}
+	if _, ok := x.pending[id]; ok {
+		return false
+	}
+	x.pending[id] = struct{}{}
+	return true
+}
+
+func (x *Index) unreserve(id ID) {
+	x.mu.Lock()
+	delete(x.pending, id)
+	x.mu.Unlock()
+}
+
+// HasPack reports whether any indexed blob lies in pack.
+func (x *Index) HasPack(pack ID) bool {
+	x.mu.RLock()
+	_, ok := x.packNum[pack]
+	x.mu.RUnlock()
+	return ok
+}
+
+// Len returns the number of indexed blobs.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.blobs)
+}
+
+// Each calls fn for every indexed blob, in no set order.
+func (x *Index) Each(fn func(IndexedBlob)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for id, e := range x.blobs {
+		fn(x.expand(id, e))
+	}
+}
+
+// sortedIndexFile builds the body of an index file for blobs.
+func sortedIndexFile(blobs []IndexedBlob) indexFile {
+	sort.Slice(blobs, func(i, j int) bool { return bytes.Compare(blobs[i].ID[:], blobs[j].ID[:]) < 0 })
+	var f indexFile
+	seen := map[ID]bool{}
+	out := blobs[:0]
+	for i, b := range blobs {
+		if i > 0 && b.ID == blobs[i-1].ID {
+			continue
+		}
+		out = append(out, b)
+		if !seen[b.Pack] {
+			seen[b.Pack] = true
+			f.Packs = append(f.Packs, b.Pack)
+		}
+	}
+	f.Blobs = out
+	return f
+}

@@ -1,0 +1,176 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// KDFParams are the Argon2id parameters stored in a key file.
+type KDFParams struct {
+	Algorithm string `json:"algorithm"` // always "argon2id"
+	Time      uint32 `json:"time"`      // passes
+	MemoryKiB uint32 `json:"memory_kib"`
+	Threads   uint8  `json:"threads"`
+	Salt      []byte `json:"salt"` // 16 random bytes
+}
+
+// DefaultKDF is RFC 9106's second recommended Argon2id setting: 3 passes
+// over 64 MiB with 4 lanes.
+var DefaultKDF = KDFParams{Algorithm: "argon2id", Time: 3, MemoryKiB: 64 * 1024, Threads: 4}
+
+// KDF limits accepted when reading a key file, so that a damaged or hostile
+// key file cannot make nightjar allocate unbounded memory.
+const (
+	maxKDFMemoryKiB = 4 * 1024 * 1024
+	maxKDFTime      = 100
+)
+
+func (p KDFParams) check() error {
+	switch {
+	case p.Algorithm != "argon2id":
+		return fmt.Errorf("unknown key derivation %q (want argon2id)", p.Algorithm)
+	case p.Time < 1 || p.Time > maxKDFTime:
+		return fmt.Errorf("argon2id time %d out of range 1..%d", p.Time, maxKDFTime)
+	case p.MemoryKiB < 8*uint32(max(p.Threads, 1)) || p.MemoryKiB > maxKDFMemoryKiB:
+		return fmt.Errorf("argon2id memory %d KiB out of range", p.MemoryKiB)
+	case p.Threads < 1:
+		return fmt.Errorf("argon2id threads must be at least 1")
+	case len(p.Salt) < 16:
+		return fmt.Errorf("argon2id salt of %d bytes is too short", len(p.Salt))
+	}
+	return nil
+}
+
+func (p KDFParams) derive(password []byte) []byte {
+	return argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, 32)
+}
+
+// KeyInfo describes a key file; it is stored in clear (and authenticated).
+type KeyInfo struct {
+	Name     string    `json:"-"`
+	Created  time.Time `json:"created"`
+	Hostname string    `json:"hostname"`
+	Username string    `json:"username"`
+	KDF      KDFParams `json:"kdf"`
+}
+
+// A key file is the line "nightjar key 1", one line of KeyInfo JSON, then
+// the master key JSON sealed with XChaCha20-Poly1305 under the Argon2id key;
+// the associated data is both lines, a zero byte and the key file's name.
+
+func newKeyName() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func encodeKeyFile(name string, info KeyInfo, password []byte, mk *MasterKey) ([]byte, error) {
+	infoJSON, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	prefix := append(headerLine("key"), infoJSON...)
+	prefix = append(prefix, '\n')
+	s, err := newAEADSealer(info.KDF.derive(password))
+	if err != nil {
+		return nil, err
+	}
+	plain, err := json.Marshal(mk)
+	if err != nil {
+		return nil, err
+	}
+	return s.seal(prefix, plain, associatedData(prefix, name)), nil
+}
+
+// decodeKeyInfo reads the clear part of a key file.
+func decodeKeyInfo(name string, data []byte) (KeyInfo, []byte, []byte, error) {
+	_, header, rest, err := splitHeader("key", data)
+	if err != nil {
+		return KeyInfo{}, nil, nil, err
+	}
+	nl := bytes.IndexByte(rest, '\n')
+	if nl < 0 {
+		return KeyInfo{}, nil, nil, fmt.Errorf("key %s: no info line: %w", name, ErrIntegrity)
+	}
+	var info KeyInfo
+	if err := json.Unmarshal(rest[:nl], &info); err != nil {
+		return KeyInfo{}, nil, nil, fmt.Errorf("key %s: %v: %w", name, err, ErrIntegrity)
+	}
+	if err := info.KDF.check(); err != nil {
+		return KeyInfo{}, nil, nil, fmt.Errorf("key %s: %v: %w", name, err, ErrIntegrity)
+	}
+	info.Name = name
+	prefix := data[:len(header)+nl+1]
+	return info, prefix, rest[nl+1:], nil
+}
+
+// openKeyFile unwraps the master key with password. A wrong password and a
+// damaged key file look alike: both fail authentication.
+func openKeyFile(name string, data, password []byte) (*MasterKey, KeyInfo, error) {
+	info, prefix, body, err := decodeKeyInfo(name, data)
+	if err != nil {
+		return nil, info, err
+	}
+	s, err := newAEADSealer(info.KDF.derive(password))
+	if err != nil {
+		return nil, info, err
+	}
+	plain, err := s.open(nil, body, associatedData(prefix, name))
+	if err != nil {
+		return nil, info, ErrWrongPassword
+	}
+	var mk MasterKey
+	if err := json.Unmarshal(plain, &mk); err != nil || !mk.valid() {
+		return nil, info, fmt.Errorf("key %s: malformed master key: %w", name, ErrIntegrity)
+	}
+	return &mk, info, nil
+}
+
+func newKeyInfo(kdf KDFParams, now time.Time) (KeyInfo, error) {
+	kdf.Salt = make([]byte, 16)
+	if _, err := rand.Read(kdf.Salt); err != nil {
+		return KeyInfo{}, err
+	}
+	info := KeyInfo{Created: now.UTC(), KDF: kdf}
+	info.Hostname, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		info.Username = u.Username
+	}
+	return info, nil
+}
+
+// writeKey wraps mk under password in a new key file and returns its info.
+func writeKey(ctx context.Context, be Backend, mk *MasterKey, password []byte, kdf KDFParams, now time.Time) (KeyInfo, error) {
+	if len(password) == 0 {
+		return KeyInfo{}, errors.New("empty password")
+	}
+	name, err := newKeyName()
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	info, err := newKeyInfo(kdf, now)
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	data, err := encodeKeyFile(name, info, password, mk)
+	if err != nil {
+		return KeyInfo{}, err
+	}
+	if err := be.Save(ctx, Handle{Type: KeyFile, Name: name}, data); err != nil {
+		return KeyInfo{}, fmt.Errorf("save key: %w", err)
+	}
+	info.Name = name
+	return info, nil
+}

@@ -1,0 +1,350 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
+	tmpDir   = "tmp"
+)
+
+// ErrNotEmpty is returned by Create for a folder that holds something other
+// than a repository.
+var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar repository")
+
+var folders = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile}
+
+// Backend is a repository in a local folder.
+type Backend struct {
+	root string
+}
+
+var (
+	_ repo.Backend       = (*Backend)(nil)
+	_ repo.ProcessLocker = (*Backend)(nil)
+)
+
+// Create prepares an empty or missing folder to hold a new repository. It
+// refuses a folder that holds anything.
+func Create(path string) (*Backend, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("create repository at %s: %w", path, err)
+	}
+	entries, err := os.ReadDir(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(abs, dirMode); err != nil {
+			return nil, fmt.Errorf("create repository folder: %w", err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("create repository at %s: %w", abs, err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(abs, string(repo.ConfigFile))); err == nil {
+			return nil, fmt.Errorf("create repository at %s: %w", abs, repo.ErrAlreadyExists)
+		}
+		return nil, fmt.Errorf("create repository at %s: %w", abs, ErrNotEmpty)
+	}
+	for _, t := range append(folders, tmpDir) {
+		if err := os.MkdirAll(filepath.Join(abs, string(t)), dirMode); err != nil {
+			return nil, fmt.Errorf("create repository folder: %w", err)
+		}
+	}
+	for i := 0; i < 256; i++ {
+		dir := filepath.Join(abs, string(repo.PackFile), fmt.Sprintf("%02x", i))
+		if err := os.Mkdir(dir, dirMode); err != nil {
+			return nil, fmt.Errorf("create repository folder: %w", err)
+		}
+	}
+	return &Backend{root: abs}, nil
+}
+
+// Open opens the repository in an existing folder. It fails with an error
+// wrapping repo.ErrNoRepository when the folder holds no repository.
+func Open(path string) (*Backend, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open repository at %s: %w", path, err)
+	}
+	if _, err := os.Stat(filepath.Join(abs, string(repo.ConfigFile))); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", abs, repo.ErrNoRepository)
+		}
+		return nil, fmt.Errorf("open repository at %s: %w", abs, err)
+	}
+	return &Backend{root: abs}, nil
+}
+
+// Location returns the repository's absolute folder.
+func (b *Backend) Location() string { return b.root }
+
+func (b *Backend) path(h repo.Handle) (string, error) {
+	if h.Type == repo.ConfigFile {
+		return filepath.Join(b.root, string(repo.ConfigFile)), nil
+	}
+	if !validName(h.Name) {
+		return "", fmt.Errorf("invalid object name %q", h.Name)
+	}
+	switch h.Type {
+	case repo.PackFile:
+		if len(h.Name) < 2 {
+			return "", fmt.Errorf("invalid pack name %q", h.Name)
+		}
+		return filepath.Join(b.root, string(h.Type), h.Name[:2], h.Name), nil
+	case repo.KeyFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile:
+		return filepath.Join(b.root, string(h.Type), h.Name), nil
+	}
+	return "", fmt.Errorf("unknown object type %q", h.Type)
+}
+
+// validName accepts the names the format uses: letters, digits, '.', '-'
+// and '_', not starting with '.', at most 128 bytes.
+func validName(name string) bool {
+	if name == "" || len(name) > 128 || name[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// writeTemp writes data to a new synced temporary file and returns it open.
+func (b *Backend) writeTemp(data []byte) (*os.File, error) {
+	var rnd [12]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(b.root, tmpDir, hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(name)
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(name)
+		return nil, err
+	}
+	return f, nil
+}
+
+// publish renames the synced temporary file into place and syncs the folder.
+func publish(tmp, final string) error {
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(final))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Save stores data under h atomically and durably.
+func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	final, err := b.path(h)
+	if err != nil {
+		return err
+	}
+	f, err := b.writeTemp(data)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	tmp := f.Name()
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	if err := publish(tmp, final); err != nil {
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	return nil
+}
+
+// Load reads length bytes from offset (length < 0: to the end).
+func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name, err := b.path(h)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, notFound(h, err)
+	}
+	defer f.Close()
+	if length < 0 {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", h, err)
+		}
+		length = fi.Size() - offset
+		if length < 0 {
+			return nil, fmt.Errorf("load %s: offset %d beyond size %d", h, offset, fi.Size())
+		}
+	}
+	buf := make([]byte, length)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == length) {
+		return nil, fmt.Errorf("load %s at %d+%d: %w", h, offset, length, err)
+	}
+	return buf, nil
+}
+
+// Stat returns the size of an object.
+func (b *Backend) Stat(ctx context.Context, h repo.Handle) (int64, error) {
+	name, err := b.path(h)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return 0, notFound(h, err)
+	}
+	return fi.Size(), nil
+}
+
+// List calls fn for each object of type t.
+func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string, size int64) error) error {
+	dirs := []string{filepath.Join(b.root, string(t))}
+	if t == repo.PackFile {
+		dirs = dirs[:0]
+		for i := 0; i < 256; i++ {
+			dirs = append(dirs, filepath.Join(b.root, string(t), fmt.Sprintf("%02x", i)))
+		}
+	}
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", t, err)
+		}
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !e.Type().IsRegular() || !validName(e.Name()) {
+				continue
+			}
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("list %s: %w", t, err)
+			}
+			if err := fn(e.Name(), fi.Size()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Remove deletes one object.
+func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
+	name, err := b.path(h)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(name); err != nil {
+		return notFound(h, err)
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// SaveHeld stores a lock object that stays flocked by this process until
+// release is called. The flock is taken before the object becomes visible,
+// so no other process ever sees it unheld while its owner lives.
+func (b *Backend) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (func() error, error) {
+	final, err := b.path(h)
+	if err != nil {
+		return nil, err
+	}
+	f, err := b.writeTemp(data)
+	if err != nil {
+		return nil, fmt.Errorf("save %s: %w", h, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("hold %s: %w", h, err)
+	}
+	if err := publish(f.Name(), final); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("save %s: %w", h, err)
+	}
+	release := func() error {
+		rmErr := os.Remove(final)
+		closeErr := f.Close()
+		if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", h, rmErr)
+		}
+		return closeErr
+	}
+	return release, nil
+}
+
+// Held reports whether some live process holds the flock of lock object h.
+func (b *Backend) Held(ctx context.Context, h repo.Handle) (bool, error) {
+	name, err := b.path(h)
+	if err != nil {
+		return false, err
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return false, notFound(h, err)
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("test %s: %w", h, err)
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false, nil
+}
+
+func notFound(h repo.Handle, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", h, repo.ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", h, err)
+}

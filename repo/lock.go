@@ -1,0 +1,132 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+)
+
+// LockInfo is the content of a lock object.
+type LockInfo struct {
+	Exclusive bool      `json:"exclusive"`
+	Hostname  string    `json:"hostname"`
+	Username  string    `json:"username"`
+	PID       int       `json:"pid"`
+	Time      time.Time `json:"time"`
+	Purpose   string    `json:"purpose"` // the command that holds it: backup, check, ...
+}
+
+func (l LockInfo) String() string {
+	kind := "shared"
+	if l.Exclusive {
+		kind = "exclusive"
+	}
+	return fmt.Sprintf("%s lock for %s by pid %d of %s@%s since %s", kind, l.Purpose, l.PID,
+		l.Username, l.Hostname, l.Time.Format(time.RFC3339))
+}
+
+// Lock is a lock this process holds on the repository.
+type Lock struct {
+	release func() error
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() error { return l.release() }
+
+// Lock takes a shared lock (backups, checks, restores) or an exclusive lock
+// (destructive maintenance). It never waits: a conflicting lock of a live
+// process fails with an error wrapping ErrBusy that names the holder. A lock
+// is never broken for being old, only when its owner is provably dead.
+func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (*Lock, error) {
+	pl, ok := r.be.(ProcessLocker)
+	if !ok {
+		return nil, fmt.Errorf("storage at %s cannot hold locks", r.be.Location())
+	}
+	info := LockInfo{Exclusive: exclusive, PID: os.Getpid(), Time: r.now().UTC(), Purpose: purpose}
+	info.Hostname, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		info.Username = u.Username
+	}
+	name := NewSnapshotID()
+	plain, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	release, err := pl.SaveHeld(ctx, Handle{Type: LockFile, Name: name}, sealObject(r.seal, "lock", name, plain))
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	conflict, err := r.conflictingLock(ctx, pl, name, exclusive)
+	if err != nil || conflict != nil {
+		_ = release()
+		if err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		return nil, fmt.Errorf("%w: %s", ErrBusy, conflict)
+	}
+	return &Lock{release: release}, nil
+}
+
+// conflictingLock looks at every other lock, removes those of dead
+// processes and returns the first live one that conflicts.
+func (r *Repository) conflictingLock(ctx context.Context, pl ProcessLocker, own string, exclusive bool) (*LockInfo, error) {
+	var names []string
+	if err := r.be.List(ctx, LockFile, func(name string, _ int64) error {
+		if name != own {
+			names = append(names, name)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		h := Handle{Type: LockFile, Name: name}
+		held, err := pl.Held(ctx, h)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !held {
+			// Its owner is dead: the kernel dropped its flock.
+			if err := r.be.Remove(ctx, h); err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, fmt.Errorf("remove lock of dead process: %w", err)
+			}
+			continue
+		}
+		info, err := r.readLock(ctx, name)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			// A live lock we cannot read is treated as exclusive.
+			return &LockInfo{Exclusive: true, Purpose: "unknown (" + strings.TrimSpace(err.Error()) + ")"}, nil
+		}
+		if exclusive || info.Exclusive {
+			return &info, nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *Repository) readLock(ctx context.Context, name string) (LockInfo, error) {
+	data, err := r.be.Load(ctx, Handle{Type: LockFile, Name: name}, 0, -1)
+	if err != nil {
+		return LockInfo{}, err
+	}
+	plain, err := openObject(r.seal, "lock", name, data)
+	if err != nil {
+		return LockInfo{}, err
+	}
+	var info LockInfo
+	if err := json.Unmarshal(plain, &info); err != nil {
+		return LockInfo{}, fmt.Errorf("lock %s: %v: %w", name, err, ErrIntegrity)
+	}
+	return info, nil
+}

@@ -1,0 +1,257 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Repository is an open repository: its config, master key and index.
+type Repository struct {
+	be         Backend
+	cfg        Config
+	encryption string
+	key        *MasterKey
+	keyName    string // the key file that opened it ("" when insecure)
+	seal       sealer
+	hasher     *blobHasher
+	idx        *Index
+	zenc       *zstd.Encoder
+	zdec       *zstd.Decoder
+	now        func() time.Time
+
+	packers chan *packer
+
+	// unindexed holds stored blobs that no index file lists yet; flushIndex
+	// writes them out. indexMu also orders index writes.
+	indexMu         sync.Mutex
+	unindexed       []IndexedBlob
+	unindexedPacks  map[ID]bool
+	writtenPacks    int
+	writtenBytes    int64
+}
+
+// InitOptions are the choices made when a repository is created.
+type InitOptions struct {
+	Insecure bool          // no encryption: only with --insecure-no-encryption
+	KDF      KDFParams     // zero: DefaultKDF
+	Chunker  ChunkerParams // sizes of the content-defined chunker
+	Now      func() time.Time
+}
+
+// Init creates a repository in be, protected by password (ignored when
+// opts.Insecure), and returns it open.
+func Init(ctx context.Context, be Backend, password []byte, opts InitOptions) (*Repository, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if _, err := be.Stat(ctx, Handle{Type: ConfigFile, Name: "config"}); err == nil {
+		return nil, ErrAlreadyExists
+	}
+	cfg, err := newConfig(now(), opts.Chunker)
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	mk, err := newMasterKey()
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	var keyName string
+	if opts.Insecure {
+		cfg.InsecureKey = &MasterKey{BlobID: mk.BlobID, Chunker: mk.Chunker}
+		data, err = encodeConfig(plainSealer{}, EncryptionNone, cfg)
+	} else {
+		kdf := opts.KDF
+		if kdf.Algorithm == "" {
+			kdf = DefaultKDF
+		}
+		info, werr := writeKey(ctx, be, mk, password, kdf, now())
+		if werr != nil {
+			return nil, fmt.Errorf("init: %w", werr)
+		}
+		keyName = info.Name
+		s, serr := newAEADSealer(mk.Encrypt)
+		if serr != nil {
+			return nil, serr
+		}
+		data, err = encodeConfig(s, EncryptionXChaCha, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	// The config is written last: its presence is what makes a repository.
+	if err := be.Save(ctx, Handle{Type: ConfigFile, Name: "config"}, data); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	return newRepository(be, cfg, mk, keyName, opts.Insecure, now)
+}
+
+// OpenOptions are the choices made when a repository is opened.
+type OpenOptions struct {
+	// Password is called only when the repository is encrypted.
+	Password func() ([]byte, error)
+	Now      func() time.Time
+}
+
+// Open opens the repository in be. The index is not loaded: call LoadIndex.
+func Open(ctx context.Context, be Backend, opts OpenOptions) (*Repository, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	data, err := loadConfigData(ctx, be)
+	if err != nil {
+		return nil, err
+	}
+	encryption, err := configEncryption(data)
+	if err != nil {
+		return nil, err
+	}
+	if encryption == EncryptionNone {
+		return openInsecure(ctx, be, data, now)
+	}
+	if opts.Password == nil {
+		return nil, errors.New("repository is encrypted and no password was given")
+	}
+	password, err := opts.Password()
+	if err != nil {
+		return nil, err
+	}
+	mk, keyName, err := unlock(ctx, be, password)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newAEADSealer(mk.Encrypt)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := decodeConfig(s, data)
+	if err != nil {
+		return nil, err
+	}
+	return newRepository(be, cfg, mk, keyName, false, now)
+}
+
+func openInsecure(ctx context.Context, be Backend, data []byte, now func() time.Time) (*Repository, error) {
+	// An unencrypted config beside key files means someone replaced the
+	// config of an encrypted repository: writing to it would leak data.
+	keys := 0
+	if err := be.List(ctx, KeyFile, func(string, int64) error { keys++; return nil }); err != nil {
+		return nil, err
+	}
+	if keys > 0 {
+		return nil, fmt.Errorf("config says the repository is unencrypted but it has %d key files: %w", keys, ErrIntegrity)
+	}
+	cfg, err := decodeConfig(plainSealer{}, data)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.InsecureKey == nil || len(cfg.InsecureKey.BlobID) != 32 || len(cfg.InsecureKey.Chunker) != 32 {
+		return nil, fmt.Errorf("config: missing keys of unencrypted repository: %w", ErrIntegrity)
+	}
+	return newRepository(be, cfg, cfg.InsecureKey, "", true, now)
+}
+
+// unlock tries password on every key file.
+func unlock(ctx context.Context, be Backend, password []byte) (*MasterKey, string, error) {
+	var names []string
+	if err := be.List(ctx, KeyFile, func(name string, _ int64) error {
+		names = append(names, name)
+		return nil
+	}); err != nil {
+		return nil, "", fmt.Errorf("list keys: %w", err)
+	}
+	if len(names) == 0 {
+		return nil, "", fmt.Errorf("repository has no key files: %w", ErrIntegrity)
+	}
+	var damaged []error
+	for _, name := range names {
+		data, err := be.Load(ctx, Handle{Type: KeyFile, Name: name}, 0, -1)
+		if err != nil {
+			return nil, "", fmt.Errorf("load key: %w", err)
+		}
+		mk, _, err := openKeyFile(name, data, password)
+		if err == nil {
+			return mk, name, nil
+		}
+		if !errors.Is(err, ErrWrongPassword) {
+			damaged = append(damaged, err)
+		}
+	}
+	if len(damaged) == len(names) {
+		return nil, "", fmt.Errorf("no key file is readable: %w", errors.Join(damaged...))
+	}
+	return nil, "", ErrWrongPassword
+}
+
+func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecure bool, now func() time.Time) (*Repository, error) {
+	r := &Repository{
+		be: be, cfg: cfg, key: mk, keyName: keyName, now: now,
+		hasher:         newBlobHasher(mk.BlobID),
+		idx:            newIndex(),
+		unindexedPacks: map[ID]bool{},
+	}
+	if insecure {
+		r.seal, r.encryption = plainSealer{}, EncryptionNone
+	} else {
+		s, err := newAEADSealer(mk.Encrypt)
+		if err != nil {
+			return nil, err
+		}
+		r.seal, r.encryption = s, EncryptionXChaCha
+	}
+	var err error
+	r.zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	r.zdec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(256<<20))
+	if err != nil {
+		return nil, err
+	}
+	n := runtime.GOMAXPROCS(0)
+	r.packers = make(chan *packer, n)
+	for i := 0; i < n; i++ {
+		r.packers <- &packer{}
+	}
+	return r, nil
+}
+
+// Close releases the repository's decoders. It does not flush: call Flush.
+func (r *Repository) Close() {
+	r.zdec.Close()
+}
+
+// Backend returns the storage the repository lives in.
+func (r *Repository) Backend() Backend { return r.be }
+
+// Config returns the repository's config.
+func (r *Repository) Config() Config { return r.cfg }
+
+// ID returns the repository's stable ID.
+func (r *Repository) ID() string { return r.cfg.ID }
+
+// Insecure reports whether the repository stores data unencrypted.
+func (r *Repository) Insecure() bool { return r.encryption == EncryptionNone }
+
+// KeyName returns the key file that opened the repository.
+func (r *Repository) KeyName() string { return r.keyName }
+
+// ChunkerKey returns the secret that keys the chunker's gear table.
+func (r *Repository) ChunkerKey() [32]byte { return [32]byte(r.key.Chunker) }
+
+// Index returns the in-memory index (filled by LoadIndex and by writes).
+func (r *Repository) Index() *Index { return r.idx }
+
+// BlobID computes the ID of a blob's plaintext.
+func (r *Repository) BlobID(data []byte) ID { return r.hasher.sum(data) }

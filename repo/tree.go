@@ -1,0 +1,130 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Node types.
+const (
+	NodeFile     = "file"
+	NodeDir      = "dir"
+	NodeSymlink  = "symlink"
+	NodeFIFO     = "fifo"
+	NodeCharDev  = "chardev"
+	NodeBlockDev = "blockdev"
+	NodeSocket   = "socket"
+)
+
+// Node is one entry of a directory. Name and LinkTarget are raw bytes held
+// in a string; names that are not valid UTF-8 are stored base64-encoded in
+// name_raw (link_target_raw), so that every name comes back exactly.
+type Node struct {
+	Name       string    `json:"-"`
+	Type       string    `json:"type"`
+	Mode       uint32    `json:"mode"` // permission bits with setuid, setgid and sticky (07777)
+	UID        uint32    `json:"uid"`
+	GID        uint32    `json:"gid"`
+	User       string    `json:"user,omitempty"`
+	Group      string    `json:"group,omitempty"`
+	Size       uint64    `json:"size,omitempty"`
+	MTime      time.Time `json:"mtime"`
+	CTime      time.Time `json:"ctime"`
+	Inode      uint64    `json:"inode,omitempty"`
+	Device     uint64    `json:"device,omitempty"`
+	Links      uint64    `json:"links,omitempty"`
+	Rdev       uint64    `json:"rdev,omitempty"` // device number of chardev and blockdev nodes
+	LinkTarget string    `json:"-"`
+	Content    []ID      `json:"content,omitempty"` // data blobs of a file, in order
+	Subtree    *ID       `json:"subtree,omitempty"` // tree blob of a directory
+	Xattrs     []Xattr   `json:"xattrs,omitempty"`
+}
+
+// Xattr is one extended attribute.
+type Xattr struct {
+	Name  string `json:"name"`
+	Value []byte `json:"value"`
+}
+
+type nodeJSON struct {
+	Name          string `json:"name,omitempty"`
+	NameRaw       []byte `json:"name_raw,omitempty"`
+	LinkTarget    string `json:"link_target,omitempty"`
+	LinkTargetRaw []byte `json:"link_target_raw,omitempty"`
+	*nodeFields
+}
+
+type nodeFields Node
+
+// MarshalJSON writes names that are not valid UTF-8 as base64.
+func (n Node) MarshalJSON() ([]byte, error) {
+	j := nodeJSON{nodeFields: (*nodeFields)(&n)}
+	j.Name, j.NameRaw = splitRaw(n.Name)
+	j.LinkTarget, j.LinkTargetRaw = splitRaw(n.LinkTarget)
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (n *Node) UnmarshalJSON(b []byte) error {
+	j := nodeJSON{nodeFields: (*nodeFields)(n)}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	n.Name = joinRaw(j.Name, j.NameRaw)
+	n.LinkTarget = joinRaw(j.LinkTarget, j.LinkTargetRaw)
+	return nil
+}
+
+func splitRaw(s string) (string, []byte) {
+	if utf8.ValidString(s) {
+		return s, nil
+	}
+	return "", []byte(s)
+}
+
+func joinRaw(s string, raw []byte) string {
+	if raw != nil {
+		return string(raw)
+	}
+	return s
+}
+
+// ValidName reports whether name can be an entry of a directory: not
+// empty, not "." or "..", and without '/' or NUL. Restore refuses others,
+// so that a crafted tree cannot write outside the target.
+func ValidName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+// Tree is a directory listing, sorted by name (byte order).
+type Tree struct {
+	Nodes []Node `json:"nodes"`
+}
+
+// SaveTree stores a tree blob and returns its ID.
+func (r *Repository) SaveTree(ctx context.Context, t *Tree) (ID, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return ID{}, fmt.Errorf("encode tree: %w", err)
+	}
+	id := r.BlobID(data)
+	_, err = r.SaveBlob(ctx, TreeBlob, id, data)
+	return id, err
+}
+
+// LoadTree reads and verifies a tree blob.
+func (r *Repository) LoadTree(ctx context.Context, id ID) (*Tree, error) {
+	data, err := r.LoadBlob(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load tree: %w", err)
+	}
+	var t Tree
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("tree %s: %v: %w", id.Short(), err, ErrIntegrity)
+	}
+	return &t, nil
+}
