@@ -535,4 +535,3 @@ func (rs *restorer) verifyFile(target string, node *repo.Node) error {
 	}
 	return nil
 }
-

@@ -69,23 +69,67 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 	})
 	var err error
 	if len(p.buf) >= r.cfg.PackSize {
-		err = r.writePack(ctx, p)
+		err = r.startPackWrite(ctx, p)
 	}
 	r.packers <- p
 	return err
 }
 
-// writePack finishes p's pack, stores it and indexes its blobs. On error
-// the blobs are released so that a retry stores them again.
-func (r *Repository) writePack(ctx context.Context, p *packer) error {
-	if len(p.blobs) == 0 {
+// startPackWrite hands p's full pack to a background writer and gives p an
+// empty buffer, so that sealing goes on while the pack is stored. At most
+// maxPackWrites packs are in flight; more wait here (backpressure).
+func (r *Repository) startPackWrite(ctx context.Context, p *packer) error {
+	if err := r.packWriteError(); err != nil {
+		return err
+	}
+	blobs, data := p.blobs, p.buf
+	p.blobs, p.buf = nil, r.packBuffer()
+	select {
+	case r.packWrites <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.packWG.Add(1)
+	go func() {
+		defer r.packWG.Done()
+		err := r.writePack(ctx, blobs, data)
+		<-r.packWrites
+		if err != nil {
+			r.packErrMu.Lock()
+			if r.packErr == nil {
+				r.packErr = err
+			}
+			r.packErrMu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func (r *Repository) packWriteError() error {
+	r.packErrMu.Lock()
+	defer r.packErrMu.Unlock()
+	return r.packErr
+}
+
+func (r *Repository) packBuffer() []byte {
+	if b, ok := r.packBufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, r.cfg.PackSize+r.cfg.PackSize/8)
+}
+
+// writePack finishes a pack from its blobs, stores it and indexes its
+// blobs. On error the blobs are released so that a retry stores them again.
+func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, buf []byte) error {
+	if len(blobs) == 0 {
 		return nil
 	}
-	blobs := p.blobs
-	data := appendPackTail(r.seal, p.buf, blobs)
+	data := appendPackTail(r.seal, buf, blobs)
 	packID := fileID(data)
 	err := r.be.Save(ctx, Handle{Type: PackFile, Name: packID.String()}, data)
-	p.buf, p.blobs = data[:0], nil
+	size := len(data)
+	data = data[:0]
+	r.packBufs.Put(&data)
 	if err != nil {
 		for _, b := range blobs {
 			r.idx.unreserve(b.ID)
@@ -99,7 +143,7 @@ func (r *Repository) writePack(ctx context.Context, p *packer) error {
 	r.idx.add(indexed)
 	r.indexMu.Lock()
 	r.writtenPacks++
-	r.writtenBytes += int64(len(data))
+	r.writtenBytes += int64(size)
 	r.unindexed = append(r.unindexed, indexed...)
 	r.unindexedPacks[packID] = true
 	full := len(r.unindexedPacks) >= maxPacksPerIndex
@@ -133,9 +177,15 @@ func (r *Repository) Flush(ctx context.Context) error {
 		}
 	}
 	for _, p := range all {
-		if err := r.writePack(ctx, p); err != nil {
-			return err
+		if len(p.blobs) > 0 {
+			if err := r.startPackWrite(ctx, p); err != nil {
+				return err
+			}
 		}
+	}
+	r.packWG.Wait()
+	if err := r.packWriteError(); err != nil {
+		return err
 	}
 	return r.flushIndex(ctx)
 }

@@ -339,4 +339,3 @@ func (c *checker) walkTree(ctx context.Context, id ID) []brokenRef {
 	c.treeMemo[id] = refs
 	return refs
 }
-

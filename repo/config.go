@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
 
 // Encryption names stored in the config's header line.
@@ -65,8 +67,8 @@ func (c Config) check() error {
 	if c.Compression != "zstd" {
 		return fmt.Errorf("config: unknown compression %q", c.Compression)
 	}
-	p := c.Chunker
-	if p.Min < 64 || p.Avg <= p.Min || p.Max <= p.Avg || p.Max > 64<<20 || p.Avg&(p.Avg-1) != 0 {
+	p := chunker.Params{Min: c.Chunker.Min, Avg: c.Chunker.Avg, Max: c.Chunker.Max}
+	if err := p.Validate(); err != nil || p.Max > maxBlobSize {
 		return fmt.Errorf("config: bad chunker sizes %d/%d/%d", p.Min, p.Avg, p.Max)
 	}
 	if c.PackSize < 1<<20 || c.PackSize > 1<<30 {

@@ -27,13 +27,21 @@ type Repository struct {
 
 	packers chan *packer
 
+	// Full packs are written in the background, at most cap(packWrites)
+	// at a time; packWG counts them and packErr keeps the first failure.
+	packWrites chan struct{}
+	packWG     sync.WaitGroup
+	packErrMu  sync.Mutex
+	packErr    error
+	packBufs   sync.Pool
+
 	// unindexed holds stored blobs that no index file lists yet; flushIndex
 	// writes them out. indexMu also orders index writes.
-	indexMu         sync.Mutex
-	unindexed       []IndexedBlob
-	unindexedPacks  map[ID]bool
-	writtenPacks    int
-	writtenBytes    int64
+	indexMu        sync.Mutex
+	unindexed      []IndexedBlob
+	unindexedPacks map[ID]bool
+	writtenPacks   int
+	writtenBytes   int64
 }
 
 // InitOptions are the choices made when a repository is created.
@@ -220,12 +228,16 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 		return nil, err
 	}
 	n := runtime.GOMAXPROCS(0)
+	r.packWrites = make(chan struct{}, maxPackWrites)
 	r.packers = make(chan *packer, n)
 	for i := 0; i < n; i++ {
 		r.packers <- &packer{}
 	}
 	return r, nil
 }
+
+// maxPackWrites is how many packs are stored concurrently.
+const maxPackWrites = 2
 
 // Close releases the repository's decoders. It does not flush: call Flush.
 func (r *Repository) Close() {

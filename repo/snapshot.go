@@ -279,4 +279,3 @@ func (r *Repository) ReadInventory(ctx context.Context, s *Snapshot, fn func(ID)
 	}
 	return nil
 }
-
