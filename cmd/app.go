@@ -32,7 +32,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:            "nightjar",
 		Usage:           "schedule and run encrypted, deduplicated backups",
 		Version:         version,
@@ -45,5 +45,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return usageError{err}
 		},
 		Commands: commands(),
+	}
+	setUsageErrors(app.Commands)
+	return app
+}
+
+// setUsageErrors makes a bad flag in any command a usage error (exit 2)
+// with one line, instead of the library's help dump.
+func setUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+		setUsageErrors(c.Subcommands)
 	}
 }

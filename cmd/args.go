@@ -44,7 +44,9 @@ func interspersed(args []string, cmds []*cli.Command) []string {
 			positional = append(positional, rest[i:]...)
 			break
 		}
-		if len(a) < 2 || a[0] != '-' {
+		if len(a) < 2 || a[0] != '-' || (a[1] >= '0' && a[1] <= '9') {
+			// Not a flag: an argument, or a negative number such as the
+			// -1 of "monthly -1 03:00".
 			positional = append(positional, a)
 			continue
 		}

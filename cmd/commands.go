@@ -12,5 +12,6 @@ func commands() []*cli.Command {
 		restoreCommand(),
 		checkCommand(),
 		keyCommand(),
+		scheduleCommand(),
 	}
 }
