@@ -3,8 +3,10 @@ module github.com/nightjar-backup/nightjar
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/dustin/go-humanize v1.1.0
 	github.com/klauspost/compress v1.20.4
+	github.com/pressly/goose/v3 v3.30.0
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sync v0.25.0
@@ -12,11 +14,22 @@ require (
 	golang.org/x/term v0.48.0
 	golang.org/x/time v0.16.0
 	lukechampine.com/blake3 v1.4.1
+	modernc.org/sqlite v1.62.0
 )
 
 require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/mfridman/interpolate v0.0.2 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	modernc.org/libc v1.80.2 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
 )

@@ -1,24 +1,20 @@
 #!/usr/bin/env bash
-# Builds nightjar and runs it end to end on this repository's docs folder:
-# init, backup, snapshots, ls, restore --verify, check --read-data.
+# Runs nightjar's main job end to end on config.example.toml as shipped:
+# the scheduler runs the job "sample", which backs up testdata/demo/sample
+# into ./demo-repo (created on first use); then the snapshot is listed,
+# restored with verification and compared with the original.
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="/usr/local/go/bin:$PATH"
 
-demo=${NIGHTJAR_DEMO_DIR:-/tmp/nightjar-demo}
-rm -rf "$demo"
-mkdir -p "$demo"
-printf 'correct horse battery staple\n' > "$demo/password"
-chmod 600 "$demo/password"
-export NIGHTJAR_REPOSITORY="$demo/repo"
-export NIGHTJAR_PASSWORD_FILE="$demo/password"
-
 go build -o nightjar .
-./nightjar init
-./nightjar backup --tag demo docs
-./nightjar snapshots
-./nightjar ls latest
-./nightjar restore latest --target "$demo/restored" --verify
-./nightjar check --read-data
-diff -r docs "$demo/restored$(pwd)/docs"
-echo "quickstart: the restored copy of docs is identical to the original"
+./nightjar job run sample --wait --config config.example.toml
+./nightjar runs --config config.example.toml --limit 5
+
+export NIGHTJAR_REPOSITORY=demo-repo
+export NIGHTJAR_PASSWORD_FILE=testdata/demo/password
+./nightjar snapshots --tag demo
+rm -rf demo-restore
+./nightjar restore latest --target demo-restore --verify
+diff -r testdata/demo/sample "demo-restore$(pwd)/testdata/demo/sample"
+echo "quickstart: the restored copy of testdata/demo/sample is identical to the original"

@@ -13,5 +13,11 @@ func commands() []*cli.Command {
 		checkCommand(),
 		keyCommand(),
 		scheduleCommand(),
+		configCommand(),
+		tickCommand(),
+		serveCommand(),
+		jobCommand(),
+		runsCommand(),
+		installCommand(),
 	}
 }

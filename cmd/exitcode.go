@@ -15,6 +15,7 @@ const (
 	ExitFailure       = 1   // the command failed (including a check that found damage)
 	ExitUsage         = 2   // bad command line, config or input: nothing was done
 	ExitPartial       = 3   // a snapshot was made but some files or sources were skipped
+	ExitConflict      = 4   // the job already has a queued or running run
 	ExitNoRepository  = 10  // no repository at the given location
 	ExitBusy          = 11  // the repository is locked by another live process
 	ExitWrongPassword = 12  // no key of the repository opens with the password

@@ -1,0 +1,181 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/nightjar-backup/nightjar/backup/filter"
+	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// RepositoryOpener opens a repository by its config name, creating it when
+// the config allows. It is wired by cmd.
+type RepositoryOpener func(ctx context.Context, name string) (*repo.Repository, error)
+
+// JobSources gives the sources of a job: each path with its excludes.
+type JobSources func(job string) ([]SourceSpec, []string)
+
+// SourceSpec is one path a job backs up.
+type SourceSpec struct {
+	Path    string
+	Exclude []string
+}
+
+// Executor runs scheduled jobs: one snapshot per source, in one repository
+// opened once per run. It implements pass.Executor.
+type Executor struct {
+	Open    RepositoryOpener
+	Sources JobSources
+	Version string
+}
+
+var _ pass.Executor = (*Executor)(nil)
+
+// Execute backs up each source of the job into its own snapshot. A source
+// that fails is a skipped object and does not stop the others; all sources
+// failing is a failure with code ALL_SOURCES_FAILED.
+func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (pass.Result, error) {
+	var res pass.Result
+	sources, tags := e.Sources(job.Name)
+	if len(sources) == 0 {
+		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "NO_SOURCES", Err: fmt.Errorf("job %s has no sources", job.Name)}
+	}
+	r, err := e.Open(ctx, job.Repository)
+	if err != nil {
+		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+	}
+	defer r.Close()
+	lock, err := r.Lock(ctx, false, "backup of job "+job.Name)
+	if err != nil {
+		return res, Classify(err)
+	}
+	defer lock.Unlock()
+	if err := r.LoadIndex(ctx); err != nil {
+		return res, Classify(err)
+	}
+	var limiter *limit.Limiter
+	if job.Bandwidth > 0 {
+		limiter = limit.New(job.Bandwidth)
+	}
+	failed := 0
+	var lastErr error
+	for _, src := range sources {
+		opts := Options{
+			Paths:      []string{src.Path},
+			Tags:       append(append([]string{}, tags...), "job:"+job.Name),
+			Excludes:   src.Exclude,
+			Limiter:    limiter,
+			SnapshotID: SnapshotID(run.ID, src.Path),
+			Version:    e.Version,
+		}
+		if len(src.Exclude) > 0 {
+			m, err := filter.Compile(src.Exclude)
+			if err != nil {
+				return res, &pass.ClassError{Class: pass.ClassConfig, Code: "BAD_EXCLUDE", Err: err}
+			}
+			opts.Exclude = m
+		}
+		out, err := Backup(ctx, r, opts)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, &pass.ClassError{Class: pass.ClassCancelled, Code: "CANCELLED", Err: ctx.Err()}
+			}
+			if !errors.Is(err, ErrNothingSaved) {
+				// A repository error stops the run: the next source would
+				// meet it too.
+				return res, Classify(fmt.Errorf("source %s: %w", src.Path, err))
+			}
+			failed++
+			lastErr = err
+			res.Figures.FilesSkipped++
+			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path, Reason: err.Error()})
+			continue
+		}
+		s := out.Snapshot.Summary
+		res.Figures.BytesRead += s.BytesRead
+		res.Figures.BytesAdded += s.BytesAdded
+		res.Figures.Files += s.FilesNew + s.FilesChanged + s.FilesUnchanged
+		res.Figures.FilesSkipped += s.FilesSkipped
+		for _, sk := range s.Skipped {
+			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: sk.Path, Reason: sk.Reason})
+		}
+		res.Snapshots = append(res.Snapshots, pass.SnapshotRef{RepositoryID: r.ID(), SnapshotID: out.Snapshot.ID, Source: src.Path})
+	}
+	if failed == len(sources) {
+		return res, &pass.ClassError{Class: pass.ClassSource, Code: "ALL_SOURCES_FAILED", Err: fmt.Errorf("no source could be read: %w", lastErr)}
+	}
+	return res, nil
+}
+
+// SnapshotID names the snapshot of one source made by one run:
+// run-<run>-<source>, at most 64 characters, with path separators, leading
+// dots and ".." replaced, so that a snapshot can be traced to its run even
+// without the database.
+func SnapshotID(runID int64, source string) string {
+	prefix := "run-" + strconv.FormatInt(runID, 10) + "-"
+	var b strings.Builder
+	for _, c := range []byte(strings.Trim(source, "/")) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteByte(c)
+		case c == '.':
+			b.WriteByte('.')
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := strings.ReplaceAll(b.String(), "..", "__")
+	name = strings.TrimLeft(name, ".")
+	if name == "" {
+		name = "root"
+	}
+	if len(prefix)+len(name) > 64 {
+		// Keep the end of the path: it tells sources apart best.
+		name = name[len(name)-(64-len(prefix)):]
+		name = strings.TrimLeft(name, ".")
+	}
+	return prefix + name
+}
+
+// Classify gives an error the class that decides its retry.
+func Classify(err error) error {
+	var ce *pass.ClassError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	class, code := pass.ClassUnknown, "ERROR"
+	switch {
+	case errors.Is(err, context.Canceled):
+		class, code = pass.ClassCancelled, "CANCELLED"
+	case errors.Is(err, repo.ErrWrongPassword):
+		class, code = pass.ClassAuth, "WRONG_PASSWORD"
+	case errors.Is(err, repo.ErrIntegrity):
+		class, code = pass.ClassIntegrity, "INTEGRITY"
+	case errors.Is(err, repo.ErrUnsupportedVersion):
+		class, code = pass.ClassConfig, "UNSUPPORTED_VERSION"
+	case errors.Is(err, repo.ErrBusy):
+		class, code = pass.ClassBusy, "REPOSITORY_BUSY"
+	case errors.Is(err, repo.ErrNoRepository):
+		class, code = pass.ClassRepository, "NO_REPOSITORY"
+	case errors.Is(err, fs.ErrPermission):
+		class, code = pass.ClassSecurity, "PERMISSION_DENIED"
+	case errors.Is(err, syscall.ENOSPC):
+		class, code = pass.ClassRepository, "NO_SPACE"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		class, code = pass.ClassTransient, "TIMEOUT"
+	default:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			class, code = pass.ClassRepository, "IO_ERROR"
+		}
+	}
+	return &pass.ClassError{Class: class, Code: code, Err: err}
+}

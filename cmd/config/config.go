@@ -1,0 +1,619 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/schedule"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// Config is a loaded, validated config.
+type Config struct {
+	Path         string // the file it came from
+	StatePath    string // "" when the config names none: the caller picks the default
+	Limits       pass.Limits
+	Heartbeat    time.Duration
+	StaleAfter   time.Duration
+	TickInterval time.Duration
+	Grace        time.Duration // how late a slot may be noticed and still count as on time
+	Repositories map[string]Repository
+	Windows      []schedule.Window
+	Jobs         []Job // in file order
+}
+
+// Repository is a [repository.NAME] table.
+type Repository struct {
+	Name              string
+	Path              string
+	Password          PasswordSource
+	CreateIfMissing   bool
+	MaxConcurrentRuns int
+}
+
+// PasswordSource says where a repository's password comes from: exactly one
+// field is set.
+type PasswordSource struct {
+	File    string
+	Command string
+	Env     string
+}
+
+// Job is a [[job]] table.
+type Job struct {
+	Def     pass.JobDef
+	Sources []Source
+	Tags    []string
+	RPO     time.Duration
+}
+
+// Source is a [[job.source]] table.
+type Source struct {
+	Path    string
+	Exclude []string
+}
+
+// Defaults of the [scheduler] table.
+const (
+	DefaultHeartbeat         = 30 * time.Second
+	DefaultStaleAfter        = 5 * time.Minute
+	DefaultTickInterval      = 10 * time.Second
+	DefaultGrace             = 5 * time.Minute
+	DefaultMaxConcurrentRuns = 2
+	DefaultRunsPerRepository = 1
+	DefaultRunsPerSource     = 1
+)
+
+// ErrInvalid marks a config that failed validation; Problems lists every
+// problem, one line each.
+type ErrInvalid struct {
+	Path     string
+	Problems []string
+}
+
+func (e *ErrInvalid) Error() string {
+	if len(e.Problems) == 1 {
+		return e.Problems[0]
+	}
+	return fmt.Sprintf("%s (and %d more problems: nightjar config validate lists them)\n%s",
+		e.Problems[0], len(e.Problems)-1, strings.Join(e.Problems[1:], "\n"))
+}
+
+type rawConfig struct {
+	Scheduler  rawScheduler             `toml:"scheduler"`
+	Repository map[string]rawRepository `toml:"repository"`
+	Window     []rawWindow              `toml:"window"`
+	Job        []rawJob                 `toml:"job"`
+}
+
+type rawScheduler struct {
+	State             string `toml:"state"`
+	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
+	MaxRunsPerSource  *int   `toml:"max_runs_per_source"`
+	Heartbeat         string `toml:"heartbeat"`
+	StaleAfter        string `toml:"stale_after"`
+	TickInterval      string `toml:"tick_interval"`
+	OnTimeGrace       string `toml:"on_time_grace"`
+}
+
+type rawRepository struct {
+	Path              string `toml:"path"`
+	PasswordFile      string `toml:"password_file"`
+	PasswordCommand   string `toml:"password_command"`
+	PasswordEnv       string `toml:"password_env"`
+	CreateIfMissing   bool   `toml:"create_if_missing"`
+	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
+}
+
+type rawWindow struct {
+	Name     string   `toml:"name"`
+	Kind     string   `toml:"kind"`
+	Start    string   `toml:"start"`
+	Duration string   `toml:"duration"`
+	TimeZone string   `toml:"time_zone"`
+	From     string   `toml:"from"`
+	Until    string   `toml:"until"`
+	Jobs     []string `toml:"jobs"`
+}
+
+type rawJob struct {
+	Name       string      `toml:"name"`
+	Repository string      `toml:"repository"`
+	Schedule   string      `toml:"schedule"`
+	TimeZone   string      `toml:"time_zone"`
+	Priority   string      `toml:"priority"`
+	Bandwidth  string      `toml:"bandwidth"`
+	RPO        string      `toml:"rpo"`
+	CatchUp    string      `toml:"catch_up"`
+	DependsOn  []string    `toml:"depends_on"`
+	Retry      *rawRetry   `toml:"retry"`
+	Tags       []string    `toml:"tags"`
+	Source     []rawSource `toml:"source"`
+}
+
+type rawRetry struct {
+	Attempts *int   `toml:"attempts"`
+	Initial  string `toml:"initial"`
+	Max      string `toml:"max"`
+}
+
+type rawSource struct {
+	Path    string   `toml:"path"`
+	Command string   `toml:"command"`
+	Exclude []string `toml:"exclude"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// loader collects problems with their lines.
+type loader struct {
+	file     string
+	lines    lineIndex
+	dir      string
+	problems []string
+}
+
+func (l *loader) addf(key, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	line := l.lines.line(key)
+	shown := displayKey(key)
+	if line > 0 {
+		l.problems = append(l.problems, fmt.Sprintf("%s:%d: %s: %s", l.file, line, shown, msg))
+	} else {
+		l.problems = append(l.problems, fmt.Sprintf("%s: %s: %s", l.file, shown, msg))
+	}
+}
+
+// displayKey turns "job.2.schedule" into "job[2].schedule" for messages.
+func displayKey(key string) string {
+	parts := strings.Split(key, ".")
+	var b strings.Builder
+	for i, p := range parts {
+		if _, err := fmt.Sscanf(p, "%d", new(int)); err == nil && i > 0 && !strings.ContainsAny(p, "abcdefghijklmnopqrstuvwxyz") {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// abs resolves a path relative to the config file's folder.
+func (l *loader) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(l.dir, p)
+}
+
+func (l *loader) duration(key, text string, def time.Duration) time.Duration {
+	if text == "" {
+		return def
+	}
+	d, err := schedule.ParseDuration(text)
+	if err != nil {
+		l.addf(key, "%v", err)
+		return def
+	}
+	return d
+}
+
+// Load reads and validates the config at path; now anchors RPO and window
+// checks. Every problem found is reported in one *ErrInvalid.
+func Load(path string, now time.Time) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(abs, string(data), now)
+}
+
+// Parse validates config text as if read from path.
+func Parse(path, text string, now time.Time) (*Config, error) {
+	l := &loader{file: path, lines: indexLines(text), dir: filepath.Dir(path)}
+	var raw rawConfig
+	md, err := toml.Decode(text, &raw)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, &ErrInvalid{Path: path, Problems: []string{fmt.Sprintf("%s:%d: %s", path, perr.Position.Line, firstLine(perr.Message))}}
+		}
+		return nil, &ErrInvalid{Path: path, Problems: []string{fmt.Sprintf("%s: %v", path, err)}}
+	}
+	for _, k := range md.Undecoded() {
+		keys := l.lines.find(strings.Join(k, "."))
+		if len(keys) == 0 {
+			keys = []string{strings.Join(k, ".")}
+		}
+		for _, key := range keys {
+			l.addf(key, "unknown key (allowed here: %s)", allowedKeys(k))
+		}
+	}
+	cfg := &Config{Path: path, Repositories: map[string]Repository{}}
+	l.scheduler(raw.Scheduler, cfg)
+	l.repositories(raw.Repository, cfg)
+	l.jobs(raw.Job, cfg, now)
+	l.windows(raw.Window, cfg)
+	l.dependencies(cfg)
+	l.reachable(cfg, now)
+	if len(l.problems) > 0 {
+		return nil, &ErrInvalid{Path: path, Problems: l.problems}
+	}
+	return cfg, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// allowedKeys names the keys allowed in the table that holds key k.
+func allowedKeys(k toml.Key) string {
+	tables := map[string][]string{
+		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
+		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs"},
+		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source"},
+		"job.retry":  {"attempts", "initial", "max"},
+		"job.source": {"path", "exclude"},
+		"top":        {"scheduler", "repository", "window", "job"},
+	}
+	var table string
+	switch {
+	case len(k) == 1:
+		table = "top"
+	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source"):
+		table = "job." + k[1]
+	default:
+		table = k[0]
+	}
+	if keys, ok := tables[table]; ok {
+		return strings.Join(keys, ", ")
+	}
+	return strings.Join(tables["top"], ", ")
+}
+
+func (l *loader) scheduler(raw rawScheduler, cfg *Config) {
+	cfg.StatePath = l.abs(raw.State)
+	cfg.Heartbeat = l.duration("scheduler.heartbeat", raw.Heartbeat, DefaultHeartbeat)
+	cfg.StaleAfter = l.duration("scheduler.stale_after", raw.StaleAfter, DefaultStaleAfter)
+	cfg.TickInterval = l.duration("scheduler.tick_interval", raw.TickInterval, DefaultTickInterval)
+	cfg.Grace = l.duration("scheduler.on_time_grace", raw.OnTimeGrace, DefaultGrace)
+	if cfg.StaleAfter < 3*cfg.Heartbeat {
+		l.addf("scheduler.stale_after", "%s must be at least three heartbeats (3 × %s): a live run would be taken for dead", cfg.StaleAfter, cfg.Heartbeat)
+	}
+	cfg.Limits = pass.Limits{Global: DefaultMaxConcurrentRuns, PerSource: DefaultRunsPerSource, PerRepository: map[string]int{}}
+	if raw.MaxConcurrentRuns != nil {
+		if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {
+			l.addf("scheduler.max_concurrent_runs", "%d is not allowed: want 1 to 1000", *raw.MaxConcurrentRuns)
+		}
+		cfg.Limits.Global = *raw.MaxConcurrentRuns
+	}
+	if raw.MaxRunsPerSource != nil {
+		if *raw.MaxRunsPerSource < 1 || *raw.MaxRunsPerSource > 1000 {
+			l.addf("scheduler.max_runs_per_source", "%d is not allowed: want 1 to 1000", *raw.MaxRunsPerSource)
+		}
+		cfg.Limits.PerSource = *raw.MaxRunsPerSource
+	}
+}
+
+func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
+	names := make([]string, 0, len(raws))
+	for name := range raws {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := raws[name]
+		key := "repository." + name
+		if !nameRE.MatchString(name) {
+			l.addf(key, "repository name %q: want letters, digits, '.', '-' or '_' (at most 64)", name)
+		}
+		r := Repository{Name: name, Path: l.abs(raw.Path), CreateIfMissing: raw.CreateIfMissing, MaxConcurrentRuns: DefaultRunsPerRepository}
+		if raw.Path == "" {
+			l.addf(key+".path", "missing: every repository needs a path")
+		}
+		r.Password = PasswordSource{File: l.abs(raw.PasswordFile), Command: raw.PasswordCommand, Env: raw.PasswordEnv}
+		set := 0
+		for _, v := range []string{raw.PasswordFile, raw.PasswordCommand, raw.PasswordEnv} {
+			if v != "" {
+				set++
+			}
+		}
+		if set != 1 {
+			l.addf(key, "set exactly one of password_file, password_command or password_env (a password is never written in the config)")
+		}
+		if raw.MaxConcurrentRuns != nil {
+			if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {
+				l.addf(key+".max_concurrent_runs", "%d is not allowed: want 1 to 1000", *raw.MaxConcurrentRuns)
+			}
+			r.MaxConcurrentRuns = *raw.MaxConcurrentRuns
+		}
+		cfg.Limits.PerRepository[name] = r.MaxConcurrentRuns
+		cfg.Repositories[name] = r
+	}
+}
+
+func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
+	seen := map[string]bool{}
+	for i, raw := range raws {
+		key := fmt.Sprintf("job.%d", i)
+		if raw.Name == "" {
+			l.addf(key+".name", "missing: every job needs a name")
+		} else if !nameRE.MatchString(raw.Name) {
+			l.addf(key+".name", "job name %q: want letters, digits, '.', '-' or '_' (at most 64)", raw.Name)
+		} else if seen[raw.Name] {
+			l.addf(key+".name", "job %q is declared twice", raw.Name)
+		}
+		seen[raw.Name] = true
+		job := Job{Tags: raw.Tags}
+		def := &job.Def
+		def.Name = raw.Name
+		def.Repository = raw.Repository
+		if raw.Repository == "" {
+			l.addf(key+".repository", "missing: name one of the [repository.NAME] tables")
+		} else if _, ok := cfg.Repositories[raw.Repository]; !ok {
+			l.addf(key+".repository", "unknown repository %q (declared: %s)", raw.Repository, declared(cfg.Repositories))
+		}
+		loc, err := schedule.LoadLocation(raw.TimeZone)
+		if err != nil {
+			l.addf(key+".time_zone", "%v", err)
+			loc = time.UTC
+		}
+		spec := raw.Schedule
+		if spec == "" {
+			l.addf(key+".schedule", "missing: such as \"daily 02:00\", \"every 6h\", \"cron 0 3 * * *\" or \"manual\"")
+		} else if s, err := schedule.Parse(spec, loc); err != nil {
+			l.addf(key+".schedule", "%v", err)
+		} else {
+			def.Schedule = s
+			if raw.RPO != "" {
+				if rpo, err := schedule.ParseDuration(raw.RPO); err != nil {
+					l.addf(key+".rpo", "%v", err)
+				} else if err := schedule.CheckRPO(s, rpo, now); err != nil {
+					l.addf(key+".rpo", "%v", err)
+				} else {
+					job.RPO = rpo
+				}
+			}
+		}
+		def.Priority = raw.Priority
+		switch raw.Priority {
+		case "":
+			def.Priority = "normal"
+		case "low", "normal", "high", "critical":
+		default:
+			l.addf(key+".priority", "%q is not one of low, normal, high, critical", raw.Priority)
+		}
+		if raw.Bandwidth != "" {
+			rate, err := limit.ParseRate(raw.Bandwidth)
+			if err != nil {
+				l.addf(key+".bandwidth", "%v", err)
+			}
+			def.Bandwidth = rate
+		}
+		if def.CatchUp, err = schedule.ParseCatchUp(raw.CatchUp); err != nil {
+			l.addf(key+".catch_up", "%v", err)
+		}
+		def.Retry = pass.RetryPolicy{Attempts: 3, Initial: 30 * time.Second, Max: 15 * time.Minute}
+		if raw.Retry != nil {
+			if raw.Retry.Attempts != nil {
+				def.Retry.Attempts = *raw.Retry.Attempts
+				if def.Retry.Attempts < 1 || def.Retry.Attempts > 10 {
+					l.addf(key+".retry", "attempts %d is not allowed: want 1 to 10 (1: no retry)", def.Retry.Attempts)
+				}
+			}
+			def.Retry.Initial = l.duration(key+".retry", raw.Retry.Initial, def.Retry.Initial)
+			def.Retry.Max = l.duration(key+".retry", raw.Retry.Max, def.Retry.Max)
+			if def.Retry.Initial > def.Retry.Max {
+				l.addf(key+".retry", "initial %s is longer than max %s", def.Retry.Initial, def.Retry.Max)
+			}
+		}
+		def.DependsOn = raw.DependsOn
+		for _, tag := range raw.Tags {
+			if tag == "" || strings.ContainsAny(tag, ",\n") {
+				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
+			}
+		}
+		if len(raw.Source) == 0 {
+			l.addf(key, "job %q has no [[job.source]]: say what to back up", raw.Name)
+		}
+		for j, src := range raw.Source {
+			skey := fmt.Sprintf("%s.source.%d", key, j)
+			switch {
+			case src.Command != "":
+				l.addf(skey+".command", "command sources are not supported yet: nightjar backs up paths (path = \"/data\"); a skipped source would make a backup that looks complete and is not")
+				continue
+			case src.Path == "":
+				l.addf(skey+".path", "missing: the file or folder to back up")
+				continue
+			}
+			p := filepath.Clean(l.abs(src.Path))
+			job.Sources = append(job.Sources, Source{Path: p, Exclude: src.Exclude})
+			def.Sources = append(def.Sources, p)
+		}
+		cfg.Jobs = append(cfg.Jobs, job)
+	}
+}
+
+func declared(repos map[string]Repository) string {
+	if len(repos) == 0 {
+		return "none"
+	}
+	var names []string
+	for n := range repos {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func (l *loader) windows(raws []rawWindow, cfg *Config) {
+	jobs := map[string]bool{}
+	for _, j := range cfg.Jobs {
+		jobs[j.Def.Name] = true
+	}
+	for i, raw := range raws {
+		key := fmt.Sprintf("window.%d", i)
+		name := raw.Name
+		if name == "" {
+			name = fmt.Sprintf("window %d", i+1)
+		}
+		kind, err := schedule.ParseWindowKind(raw.Kind)
+		if err != nil {
+			l.addf(key+".kind", "%v", err)
+			continue
+		}
+		for _, j := range raw.Jobs {
+			if !jobs[j] {
+				l.addf(key+".jobs", "unknown job %q", j)
+			}
+		}
+		recurring := raw.Start != "" || raw.Duration != ""
+		oneTime := raw.From != "" || raw.Until != ""
+		switch {
+		case recurring && oneTime:
+			l.addf(key, "a window is either recurring (start and duration) or one-time (from and until), not both")
+		case recurring:
+			loc, err := schedule.LoadLocation(raw.TimeZone)
+			if err != nil {
+				l.addf(key+".time_zone", "%v", err)
+				continue
+			}
+			start, err := schedule.Parse(raw.Start, loc)
+			if err != nil {
+				l.addf(key+".start", "%v", err)
+				continue
+			}
+			if raw.Duration == "" {
+				l.addf(key+".duration", "missing: how long the window lasts, such as \"12h\"")
+				continue
+			}
+			length := l.duration(key+".duration", raw.Duration, 0)
+			if length == 0 {
+				continue
+			}
+			w, err := schedule.NewRecurringWindow(name, kind, start, length, raw.Jobs)
+			if err != nil {
+				l.addf(key, "%v", err)
+				continue
+			}
+			cfg.Windows = append(cfg.Windows, w)
+		case oneTime:
+			from, err1 := time.Parse(time.RFC3339, raw.From)
+			until, err2 := time.Parse(time.RFC3339, raw.Until)
+			if err1 != nil {
+				l.addf(key+".from", "%q is not an RFC3339 time such as 2026-12-24T18:00:00+01:00", raw.From)
+				continue
+			}
+			if err2 != nil {
+				l.addf(key+".until", "%q is not an RFC3339 time such as 2026-12-27T08:00:00+01:00", raw.Until)
+				continue
+			}
+			w, err := schedule.NewOneTimeWindow(name, kind, from, until, raw.Jobs)
+			if err != nil {
+				l.addf(key, "%v", err)
+				continue
+			}
+			cfg.Windows = append(cfg.Windows, w)
+		default:
+			l.addf(key, "a window needs start and duration (recurring) or from and until (one-time)")
+		}
+	}
+}
+
+// dependencies rejects unknown jobs, self-dependencies and cycles.
+func (l *loader) dependencies(cfg *Config) {
+	index := map[string]int{}
+	for i, j := range cfg.Jobs {
+		index[j.Def.Name] = i
+	}
+	for i, j := range cfg.Jobs {
+		for _, dep := range j.Def.DependsOn {
+			key := fmt.Sprintf("job.%d.depends_on", i)
+			switch _, ok := index[dep]; {
+			case dep == j.Def.Name:
+				l.addf(key, "job %q depends on itself", dep)
+			case !ok:
+				l.addf(key, "unknown job %q", dep)
+			}
+		}
+	}
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	state := make([]int, len(cfg.Jobs))
+	var stack []string
+	reported := map[string]bool{}
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = visiting
+		stack = append(stack, cfg.Jobs[i].Def.Name)
+		for _, dep := range cfg.Jobs[i].Def.DependsOn {
+			j, ok := index[dep]
+			if !ok || dep == cfg.Jobs[i].Def.Name {
+				continue
+			}
+			switch state[j] {
+			case visiting:
+				start := 0
+				for k, name := range stack {
+					if name == dep {
+						start = k
+					}
+				}
+				cycle := append(append([]string{}, stack[start:]...), dep)
+				text := strings.Join(cycle, " → ")
+				if !reported[text] {
+					reported[text] = true
+					l.addf(fmt.Sprintf("job.%d.depends_on", i), "dependency cycle: %s", text)
+				}
+			case unvisited:
+				visit(j)
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[i] = done
+	}
+	for i := range cfg.Jobs {
+		if state[i] == unvisited {
+			visit(i)
+		}
+	}
+}
+
+// reachable rejects jobs whose windows leave them no instant to run.
+func (l *loader) reachable(cfg *Config, now time.Time) {
+	if len(cfg.Windows) == 0 {
+		return
+	}
+	for i, j := range cfg.Jobs {
+		next, ok := j.Def.Schedule.Next(now)
+		if !ok {
+			continue
+		}
+		if _, err := schedule.FirstAllowed(j.Def.Name, next, cfg.Windows); err != nil {
+			l.addf(fmt.Sprintf("job.%d.schedule", i), "%v", err)
+		}
+	}
+}

@@ -1,0 +1,525 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// runJSON is a run in JSON output.
+type runJSON struct {
+	ID           int64          `json:"id"`
+	Job          string         `json:"job"`
+	Trigger      string         `json:"trigger"`
+	Attempt      int            `json:"attempt"`
+	Status       string         `json:"status"`
+	ScheduledAt  *time.Time     `json:"scheduled_at,omitempty"`
+	NotBefore    *time.Time     `json:"not_before,omitempty"`
+	StartedAt    *time.Time     `json:"started_at,omitempty"`
+	EndedAt      *time.Time     `json:"ended_at,omitempty"`
+	DelaySeconds *float64       `json:"delay_seconds,omitempty"`
+	HeldReason   string         `json:"held_reason,omitempty"`
+	ErrorClass   string         `json:"error_class,omitempty"`
+	ErrorCode    string         `json:"error_code,omitempty"`
+	Message      string         `json:"message,omitempty"`
+	MissedSlots  int            `json:"missed_slots"`
+	BytesRead    int64          `json:"bytes_read"`
+	BytesAdded   int64          `json:"bytes_added"`
+	Files        int64          `json:"files"`
+	FilesSkipped int64          `json:"files_skipped"`
+	Skipped      []pass.Skipped `json:"skipped"`
+	Snapshots    []snapshotRef  `json:"snapshots"`
+}
+
+type snapshotRef struct {
+	RepositoryID string `json:"repository_id"`
+	SnapshotID   string `json:"snapshot_id"`
+	Source       string `json:"source"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func toRunJSON(r pass.Run) runJSON {
+	out := runJSON{ID: r.ID, Job: r.Job, Trigger: r.Trigger, Attempt: r.Attempt, Status: r.Status,
+		ScheduledAt: timePtr(r.ScheduledAt), NotBefore: timePtr(r.NotBefore), StartedAt: timePtr(r.StartedAt),
+		EndedAt: timePtr(r.EndedAt), HeldReason: r.HeldReason, ErrorClass: r.ErrorClass, ErrorCode: r.ErrorCode,
+		Message: r.Message, MissedSlots: r.MissedSlots, BytesRead: r.Figures.BytesRead, BytesAdded: r.Figures.BytesAdded,
+		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Snapshots: []snapshotRef{}}
+	if !r.StartedAt.IsZero() && !r.ScheduledAt.IsZero() {
+		d := r.StartedAt.Sub(r.ScheduledAt).Seconds()
+		out.DelaySeconds = &d
+	}
+	for _, s := range r.Snapshots {
+		out.Snapshots = append(out.Snapshots, snapshotRef{RepositoryID: s.RepositoryID, SnapshotID: s.SnapshotID, Source: s.Source})
+	}
+	return out
+}
+
+func runsJSON(runs []pass.Run) []runJSON {
+	out := []runJSON{}
+	for _, r := range runs {
+		out = append(out, toRunJSON(r))
+	}
+	return out
+}
+
+// openJobs opens the scheduler without an executor and synchronises the
+// jobs from the config, so that job commands see what the config says.
+func openJobs(c *cli.Context, p *printer) (*scheduler, error) {
+	s, err := openScheduler(c, false)
+	if err != nil {
+		return nil, err
+	}
+	warnings, err := s.pass.Sync(c.Context)
+	if err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	for _, w := range warnings {
+		p.Warnf("%s", w)
+	}
+	return s, nil
+}
+
+func jobCommand() *cli.Command {
+	flags := func(extra ...cli.Flag) []cli.Flag { return append(append(configFlags(), atFlag()), extra...) }
+	return &cli.Command{
+		Name:  "job",
+		Usage: "look at and steer the jobs of the config",
+		Subcommands: []*cli.Command{
+			{Name: "list", Usage: "list the jobs", ArgsUsage: " ", Flags: flags(jsonFlag()), Action: runJobList},
+			{Name: "show", Usage: "show one job", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: runJobShow},
+			{Name: "run", Usage: "queue a run of a job now (the next tick starts it)", ArgsUsage: "NAME",
+				Flags: flags(jsonFlag(), &cli.BoolFlag{Name: "wait", Usage: "run a pass now and wait for the run to end"}), Action: runJobRun},
+			{Name: "pause", Usage: "stop claiming a job's slots", ArgsUsage: "NAME", Flags: flags(), Action: runJobPause},
+			{Name: "resume", Usage: "claim a job's slots again, from its next slot after now", ArgsUsage: "NAME", Flags: flags(), Action: runJobResume},
+			{Name: "explain", Usage: "say why a job is or is not running now", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: runJobExplain},
+		},
+	}
+}
+
+type jobJSON struct {
+	Name        string   `json:"name"`
+	Schedule    string   `json:"schedule"`
+	Description string   `json:"description"`
+	Repository  string   `json:"repository"`
+	Priority    string   `json:"priority"`
+	Paused      bool     `json:"paused"`
+	NextRun     *string  `json:"next_run"`
+	State       string   `json:"state"`
+	DependsOn   []string `json:"depends_on"`
+	Active      *runJSON `json:"active_run"`
+	LastRun     *runJSON `json:"last_run"`
+}
+
+func (s *scheduler) jobJSON(info db.JobInfo) jobJSON {
+	def := s.pass.Jobs[info.Name]
+	out := jobJSON{Name: info.Name, Schedule: def.Schedule.String(), Description: def.Schedule.Description(),
+		Repository: info.Repository, Priority: info.Priority, Paused: info.Paused, DependsOn: nonNil(info.DependsOn)}
+	if !info.NextRun.IsZero() {
+		t := info.NextRun.UTC().Format(time.RFC3339)
+		out.NextRun = &t
+	}
+	out.State = "idle"
+	if info.Paused {
+		out.State = "paused"
+	}
+	if info.Active != nil {
+		out.State = info.Active.Status
+		a := toRunJSON(*info.Active)
+		out.Active = &a
+	}
+	if info.LastRun != nil {
+		l := toRunJSON(*info.LastRun)
+		out.LastRun = &l
+	}
+	return out
+}
+
+func runJobList(c *cli.Context) error {
+	p := newPrinter(c)
+	s, err := openJobs(c, p)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	jobs, err := s.db.Jobs(c.Context)
+	if err != nil {
+		return err
+	}
+	out := []jobJSON{}
+	for _, j := range jobs {
+		out = append(out, s.jobJSON(j))
+	}
+	if p.jsonOut {
+		return p.JSON(out)
+	}
+	p.Printf("%-20s %-10s %-22s %-16s %s\n", "JOB", "STATE", "NEXT RUN (UTC)", "LAST RUN", "SCHEDULE")
+	for _, j := range out {
+		next, last := "-", "-"
+		if j.NextRun != nil {
+			next = *j.NextRun
+		}
+		if j.LastRun != nil {
+			last = j.LastRun.Status
+		}
+		p.Printf("%-20s %-10s %-22s %-16s %s\n", j.Name, j.State, next, last, j.Description)
+	}
+	return nil
+}
+
+func jobArg(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usageError{fmt.Errorf("%s needs exactly one job NAME (nightjar job list shows them)", c.Command.FullName())}
+	}
+	return c.Args().First(), nil
+}
+
+func runJobShow(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	s, err := openJobs(c, p)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	info, err := s.db.JobByName(c.Context, name)
+	if err != nil {
+		return jobError(err)
+	}
+	j := s.jobJSON(info)
+	if p.jsonOut {
+		return p.JSON(j)
+	}
+	p.Printf("job %s\n  schedule:   %s (%s)\n  repository: %s\n  priority:   %s\n  state:      %s\n", j.Name, j.Description, j.Schedule, j.Repository, j.Priority, j.State)
+	if j.NextRun != nil {
+		p.Printf("  next run:   %s\n", *j.NextRun)
+	}
+	if j.LastRun != nil {
+		p.Printf("  last run:   %d, %s\n", j.LastRun.ID, describeRun(*info.LastRun))
+	}
+	if j.Active != nil {
+		p.Printf("  active run: %d, %s\n", j.Active.ID, j.Active.Status)
+	}
+	return nil
+}
+
+// jobError maps the state database's answers to exit codes.
+func jobError(err error) error {
+	switch {
+	case errors.Is(err, db.ErrUnknownJob), errors.Is(err, db.ErrNotFound):
+		return usageError{err}
+	case errors.Is(err, db.ErrActive):
+		return codedError{code: ExitConflict, err: err}
+	}
+	return err
+}
+
+func runJobRun(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	s, err := openJobs(c, p)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	info, err := s.db.JobByName(c.Context, name)
+	if err != nil {
+		return jobError(err)
+	}
+	run, err := s.db.QueueRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual}, actor())
+	if err != nil {
+		return jobError(fmt.Errorf("job %s: %w", name, err))
+	}
+	if info.Paused {
+		p.Warnf("job %s is paused: this run was queued anyway, the job stays paused", name)
+	}
+	if !c.Bool("wait") {
+		if err := p.JSON(toRunJSON(run)); err != nil {
+			return err
+		}
+		p.Printf("run %d of job %s is queued: the next tick starts it (it has not run yet)\n", run.ID, name)
+		return nil
+	}
+	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
+		return err
+	}
+	s.pass.Executor = newExecutor(s.cfg)
+	sum, err := s.pass.Run(c.Context)
+	if err != nil {
+		return err
+	}
+	ended, err := s.db.Run(c.Context, run.ID)
+	if err != nil {
+		return err
+	}
+	if err := p.JSON(toRunJSON(ended)); err != nil {
+		return err
+	}
+	for _, h := range sum.Held {
+		if h.RunID == run.ID {
+			p.Printf("run %d of job %s is queued but held: %s\n", run.ID, name, h.Reason)
+			return codedError{code: ExitBusy, err: fmt.Errorf("run %d is held: %s", run.ID, h.Reason), silent: true}
+		}
+	}
+	p.Printf("run %d of job %s: %s\n", ended.ID, name, describeRun(ended))
+	switch ended.Status {
+	case pass.StatusSucceeded:
+		return nil
+	case pass.StatusPartialFailure:
+		return codedError{code: ExitPartial, err: fmt.Errorf("run %d: %s", ended.ID, ended.Message), silent: true}
+	case pass.StatusQueued, pass.StatusRunning:
+		return nil
+	}
+	return codedError{code: ExitFailure, err: fmt.Errorf("run %d: %s", ended.ID, ended.Status), silent: true}
+}
+
+func runJobPause(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	s, err := openJobs(c, p)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	changed, err := s.db.PauseJob(c.Context, name, actor())
+	if err != nil {
+		return jobError(err)
+	}
+	if !changed {
+		p.Printf("job %s was already paused\n", name)
+		return nil
+	}
+	p.Printf("job %s is paused: no new runs are claimed (a queued or running run is left alone)\n", name)
+	return nil
+}
+
+func runJobResume(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	s, err := openJobs(c, p)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	def, ok := s.pass.Jobs[name]
+	if !ok {
+		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
+	}
+	next, err := s.pass.NextRun(def, s.now())
+	if err != nil {
+		return err
+	}
+	changed, err := s.db.ResumeJob(c.Context, name, next, actor())
+	if err != nil {
+		return jobError(err)
+	}
+	if !changed {
+		p.Printf("job %s was not paused\n", name)
+		return nil
+	}
+	if next.IsZero() {
+		p.Printf("job %s is resumed (it runs only on request)\n", name)
+	} else {
+		p.Printf("job %s is resumed: next run %s (%s from now)\n", name, next.Format(time.RFC3339), humanize.RelTime(s.now(), next, "", ""))
+	}
+	return nil
+}
+
+func runJobExplain(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	s, err := openJobs(c, p)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	jobs, err := s.db.Jobs(c.Context)
+	if err != nil {
+		return err
+	}
+	state := pass.AdmitState{LastSucceeded: map[string]bool{}}
+	var this *db.JobInfo
+	for i, j := range jobs {
+		if j.Name == name {
+			this = &jobs[i]
+		}
+		if j.Active != nil {
+			if j.Active.Status == pass.StatusRunning {
+				state.Running = append(state.Running, *j.Active)
+			} else {
+				state.Queued = append(state.Queued, *j.Active)
+			}
+		}
+		state.LastSucceeded[j.Name] = j.LastRun != nil && j.LastRun.Status == pass.StatusSucceeded
+	}
+	if this == nil {
+		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
+	}
+	e := s.pass.Explain(s.pass.Jobs[name], this.Job, state)
+	if p.jsonOut {
+		var next *string
+		if !e.NextRun.IsZero() {
+			t := e.NextRun.UTC().Format(time.RFC3339)
+			next = &t
+		}
+		return p.JSON(map[string]any{"job": e.Job, "state": e.State, "next_run": next, "reasons": nonNil(e.Lines)})
+	}
+	p.Printf("%s", e.String())
+	return nil
+}
+
+func runsCommand() *cli.Command {
+	flags := func(extra ...cli.Flag) []cli.Flag { return append(configFlags(), extra...) }
+	return &cli.Command{
+		Name:      "runs",
+		Usage:     "list the runs of jobs, newest first",
+		ArgsUsage: " ",
+		Flags: flags(jsonFlag(),
+			&cli.StringFlag{Name: "job", Usage: "only runs of job `NAME`"},
+			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` runs (0: all)"}),
+		Action: runRunsList,
+		Subcommands: []*cli.Command{
+			{Name: "show", Usage: "show one run", ArgsUsage: "RUN", Flags: flags(jsonFlag()), Action: runRunsShow},
+			{Name: "cancel", Usage: "cancel a queued or running run", ArgsUsage: "RUN", Flags: flags(), Action: runRunsCancel},
+		},
+	}
+}
+
+// openState opens the state database alone: reading runs needs neither
+// the executor nor a synchronised config.
+func openState(c *cli.Context) (*db.DB, error) {
+	cfg, err := loadConfig(c, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return db.Open(c.Context, statePath(c, cfg), time.Now)
+}
+
+func runRunsList(c *cli.Context) error {
+	p := newPrinter(c)
+	if c.Int("limit") < 0 {
+		return usageError{fmt.Errorf("invalid --limit %d: want 0 (all) or more", c.Int("limit"))}
+	}
+	state, err := openState(c)
+	if err != nil {
+		return err
+	}
+	defer state.Close()
+	runs, err := state.Runs(c.Context, db.RunFilter{Job: c.String("job"), Limit: c.Int("limit")})
+	if err != nil {
+		return jobError(err)
+	}
+	if p.jsonOut {
+		return p.JSON(runsJSON(runs))
+	}
+	p.Printf("%-6s %-20s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
+	for _, r := range runs {
+		started := "-"
+		if !r.StartedAt.IsZero() {
+			started = r.StartedAt.UTC().Format("2006-01-02 15:04:05")
+		}
+		msg := r.Message
+		if r.Status == pass.StatusQueued && r.HeldReason != "" {
+			msg = r.HeldReason
+		}
+		p.Printf("%-6d %-20s %-9s %-3d %-16s %-20s %s\n", r.ID, r.Job, r.Trigger, r.Attempt, r.Status, started, msg)
+	}
+	return nil
+}
+
+func runArg(c *cli.Context) (int64, error) {
+	if c.NArg() != 1 {
+		return 0, usageError{fmt.Errorf("%s needs exactly one RUN id (nightjar runs lists them)", c.Command.FullName())}
+	}
+	id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageError{fmt.Errorf("invalid run id %q: want a positive number", c.Args().First())}
+	}
+	return id, nil
+}
+
+func runRunsShow(c *cli.Context) error {
+	p := newPrinter(c)
+	id, err := runArg(c)
+	if err != nil {
+		return err
+	}
+	state, err := openState(c)
+	if err != nil {
+		return err
+	}
+	defer state.Close()
+	r, err := state.Run(c.Context, id)
+	if err != nil {
+		return jobError(fmt.Errorf("run %d: %w", id, err))
+	}
+	if p.jsonOut {
+		return p.JSON(toRunJSON(r))
+	}
+	j := toRunJSON(r)
+	p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
+	p.Printf("  trigger %s, attempt %d, missed slots before it: %d\n", r.Trigger, r.Attempt, r.MissedSlots)
+	for label, t := range map[string]*time.Time{"scheduled": j.ScheduledAt, "started": j.StartedAt, "ended": j.EndedAt} {
+		if t != nil {
+			p.Printf("  %-9s %s\n", label, t.UTC().Format(time.RFC3339))
+		}
+	}
+	if r.HeldReason != "" {
+		p.Printf("  held: %s\n", r.HeldReason)
+	}
+	for _, s := range r.Figures.Skipped {
+		p.Printf("  skipped %s: %s\n", s.Object, s.Reason)
+	}
+	return nil
+}
+
+func runRunsCancel(c *cli.Context) error {
+	p := newPrinter(c)
+	id, err := runArg(c)
+	if err != nil {
+		return err
+	}
+	state, err := openState(c)
+	if err != nil {
+		return err
+	}
+	defer state.Close()
+	r, err := state.CancelRun(c.Context, id, actor())
+	if err != nil {
+		return jobError(fmt.Errorf("run %d: %w", id, err))
+	}
+	if r.Status == pass.StatusCancelled {
+		p.Printf("run %d of job %s is cancelled\n", r.ID, r.Job)
+	} else {
+		p.Printf("run %d of job %s: cancellation requested; its runner stops it at its next heartbeat\n", r.ID, r.Job)
+	}
+	return nil
+}

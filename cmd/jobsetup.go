@@ -1,0 +1,217 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/backup"
+	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/chunker"
+	"github.com/nightjar-backup/nightjar/repo/local"
+)
+
+// configFlags are taken by every command that reads the job config.
+func configFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", EnvVars: []string{"NIGHTJAR_CONFIG"}, Usage: "config `FILE` (default $XDG_CONFIG_HOME/nightjar/config.toml, or /etc/nightjar/config.toml for root)"},
+		&cli.StringFlag{Name: "state", EnvVars: []string{"NIGHTJAR_STATE"}, Usage: "state database `FILE` (default: the config's scheduler.state, else $XDG_STATE_HOME/nightjar/state.db, or /var/lib/nightjar/state.db for root)"},
+	}
+}
+
+func defaultConfigPath() string {
+	if os.Geteuid() == 0 {
+		return "/etc/nightjar/config.toml"
+	}
+	if dir := os.Getenv("XDG_CONFIG_HOME"); dir != "" {
+		return filepath.Join(dir, "nightjar", "config.toml")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config", "nightjar", "config.toml")
+}
+
+func defaultStatePath() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/nightjar/state.db"
+	}
+	if dir := os.Getenv("XDG_STATE_HOME"); dir != "" {
+		return filepath.Join(dir, "nightjar", "state.db")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "state", "nightjar", "state.db")
+}
+
+// loadConfig reads and validates the config named by the flags. A broken
+// config is a usage error: nothing was touched.
+func loadConfig(c *cli.Context, now time.Time) (*config.Config, error) {
+	path := c.String("config")
+	if path == "" {
+		path = defaultConfigPath()
+	}
+	cfg, err := config.Load(path, now)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}
+
+// statePath picks the state database: --state, then the config, then the
+// default.
+func statePath(c *cli.Context, cfg *config.Config) string {
+	if p := c.String("state"); p != "" {
+		return p
+	}
+	if cfg != nil && cfg.StatePath != "" {
+		return cfg.StatePath
+	}
+	return defaultStatePath()
+}
+
+// repositoryPassword reads a configured repository's password.
+func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, error) {
+	switch {
+	case rc.Password.File != "":
+		data, err := os.ReadFile(rc.Password.File)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: read password file: %w", rc.Name, err)
+		}
+		return checkPassword(firstLine(data), "password file "+rc.Password.File)
+	case rc.Password.Command != "":
+		out, err := runPasswordCommand(ctx, rc.Password.Command)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
+		}
+		return checkPassword(firstLine(out), "password command of repository "+rc.Name)
+	case rc.Password.Env != "":
+		pw, ok := os.LookupEnv(rc.Password.Env)
+		if !ok {
+			return nil, fmt.Errorf("repository %s: environment variable %s is not set", rc.Name, rc.Password.Env)
+		}
+		return checkPassword([]byte(pw), rc.Password.Env)
+	}
+	return nil, fmt.Errorf("repository %s has no password source", rc.Name)
+}
+
+// checkKeyMaterial makes sure that every repository a job uses has a
+// readable password now, so that a missing file is found when the
+// scheduler starts, not at 2 a.m.
+func checkKeyMaterial(ctx context.Context, cfg *config.Config) error {
+	used := map[string]bool{}
+	for _, j := range cfg.Jobs {
+		used[j.Def.Repository] = true
+	}
+	for name := range used {
+		if _, err := repositoryPassword(ctx, cfg.Repositories[name]); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
+// repositoryOpener opens configured repositories for the executor,
+// creating one on first use when create_if_missing says so.
+func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
+	return func(ctx context.Context, name string) (*repo.Repository, error) {
+		rc, ok := cfg.Repositories[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown repository %q", name)
+		}
+		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
+		be, err := local.Open(rc.Path)
+		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
+			created, cerr := createRepository(ctx, rc, password)
+			if cerr == nil {
+				return created, nil
+			}
+			// Another pass may have created it at the same moment.
+			if be, err = local.Open(rc.Path); err != nil {
+				return nil, cerr
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return repo.Open(ctx, be, repo.OpenOptions{Password: password})
+	}
+}
+
+func createRepository(ctx context.Context, rc config.Repository, password func() ([]byte, error)) (*repo.Repository, error) {
+	pw, err := password()
+	if err != nil {
+		return nil, err
+	}
+	be, err := local.Create(rc.Path)
+	if err != nil {
+		return nil, err
+	}
+	cp := chunker.DefaultParams
+	return repo.Init(ctx, be, pw, repo.InitOptions{Chunker: repo.ChunkerParams{Min: cp.Min, Avg: cp.Avg, Max: cp.Max}})
+}
+
+// jobSources gives the executor each job's sources and tags.
+func jobSources(cfg *config.Config) backup.JobSources {
+	return func(name string) ([]backup.SourceSpec, []string) {
+		for _, j := range cfg.Jobs {
+			if j.Def.Name != name {
+				continue
+			}
+			var out []backup.SourceSpec
+			for _, s := range j.Sources {
+				out = append(out, backup.SourceSpec{Path: s.Path, Exclude: s.Exclude})
+			}
+			return out, j.Tags
+		}
+		return nil, nil
+	}
+}
+
+func configCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "config",
+		Usage: "work with the job config",
+		Subcommands: []*cli.Command{{
+			Name:      "validate",
+			Usage:     "check a config file without touching anything",
+			ArgsUsage: " ",
+			Flags:     append(configFlags(), jsonFlag()),
+			Action:    runConfigValidate,
+		}},
+	}
+}
+
+func runConfigValidate(c *cli.Context) error {
+	p := newPrinter(c)
+	path := c.String("config")
+	if path == "" {
+		path = defaultConfigPath()
+	}
+	cfg, err := config.Load(path, time.Now())
+	var invalid *config.ErrInvalid
+	if errors.As(err, &invalid) {
+		if p.jsonOut {
+			_ = p.JSON(map[string]any{"valid": false, "problems": invalid.Problems})
+		} else {
+			for _, pr := range invalid.Problems {
+				fmt.Fprintln(c.App.ErrWriter, pr)
+			}
+		}
+		return codedError{code: ExitUsage, err: err, silent: true}
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	if p.jsonOut {
+		return p.JSON(map[string]any{"valid": true, "problems": []string{}, "jobs": len(cfg.Jobs), "repositories": len(cfg.Repositories)})
+	}
+	p.Printf("%s is valid: %d jobs, %d repositories, %d windows\n", cfg.Path, len(cfg.Jobs), len(cfg.Repositories), len(cfg.Windows))
+	for _, j := range cfg.Jobs {
+		p.Printf("  %s: %s\n", j.Def.Name, j.Def.Schedule.Description())
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/backup"
+	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// atFlag lets a pass run at a simulated time: for trying a config, for
+// importing, and for tests. The clock then advances from that instant.
+func atFlag() cli.Flag {
+	return &cli.StringFlag{Name: "at", Usage: "act as if the time were `RFC3339` (the clock runs on from there)"}
+}
+
+// clock returns the command's clock: the real time, or --at moving forward.
+func clock(c *cli.Context) (func() time.Time, error) {
+	at := c.String("at")
+	if at == "" {
+		return time.Now, nil
+	}
+	start, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("invalid --at %q: want RFC3339 such as 2026-03-29T01:30:00Z", at)}
+	}
+	began := time.Now()
+	return func() time.Time { return start.Add(time.Since(began)) }, nil
+}
+
+// scheduler is what tick, serve and the job commands share.
+type scheduler struct {
+	cfg  *config.Config
+	db   *db.DB
+	pass *pass.Pass
+	now  func() time.Time
+}
+
+func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
+	now, err := clock(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := loadConfig(c, now())
+	if err != nil {
+		return nil, err
+	}
+	var exec pass.Executor
+	if withExecutor {
+		if err := checkKeyMaterial(c.Context, cfg); err != nil {
+			return nil, err
+		}
+		exec = newExecutor(cfg)
+	}
+	state, err := db.Open(c.Context, statePath(c, cfg), now)
+	if err != nil {
+		return nil, err
+	}
+	jobs := map[string]pass.JobDef{}
+	for _, j := range cfg.Jobs {
+		jobs[j.Def.Name] = j.Def
+	}
+	host, _ := os.Hostname()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if c.Bool("verbose") {
+		logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	}
+	p := &pass.Pass{
+		Store: state, Executor: exec, Jobs: jobs, Windows: cfg.Windows, Limits: cfg.Limits,
+		Now: now, Heartbeat: cfg.Heartbeat, StaleAfter: cfg.StaleAfter, Grace: cfg.Grace,
+		Runner:     host + ":" + strconv.Itoa(os.Getpid()),
+		RunnerDead: runnerDead(host),
+		Logger:     logger,
+	}
+	return &scheduler{cfg: cfg, db: state, pass: p, now: now}, nil
+}
+
+func newExecutor(cfg *config.Config) *backup.Executor {
+	return &backup.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version}
+}
+
+// runnerDead reports a runner on this host whose process is gone. Runners
+// on other hosts are judged by their heartbeat alone.
+func runnerDead(host string) func(string) bool {
+	return func(runner string) bool {
+		h, pidText, ok := strings.Cut(runner, ":")
+		if !ok || h != host {
+			return false
+		}
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 {
+			return false
+		}
+		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	}
+}
+
+func actor() db.Actor {
+	a := db.Actor{}
+	if u, err := user.Current(); err == nil {
+		a.User = u.Username
+	} else {
+		a.User = strconv.Itoa(os.Getuid())
+	}
+	a.Host, _ = os.Hostname()
+	return a
+}
+
+func tickCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "tick",
+		Usage:     "run one scheduler pass: start the due jobs and wait for them",
+		ArgsUsage: " ",
+		Flags: append(configFlags(), atFlag(), jsonFlag(),
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the pass decides to stderr"}),
+		Action: runTick,
+	}
+}
+
+func runTick(c *cli.Context) error {
+	p := newPrinter(c)
+	s, err := openScheduler(c, true)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	sum, err := s.pass.Run(c.Context)
+	if err != nil {
+		return fmt.Errorf("tick: %w", err)
+	}
+	return reportPass(p, sum)
+}
+
+// passJSON is what tick --json prints.
+type passJSON struct {
+	Claimed   []runJSON `json:"claimed"`
+	Started   []runJSON `json:"started"`
+	Finished  []runJSON `json:"finished"`
+	Requeued  []runJSON `json:"requeued"`
+	Reclaimed []runJSON `json:"reclaimed"`
+	Held      []heldRun `json:"held"`
+	Missed    []missed  `json:"missed"`
+	Warnings  []string  `json:"warnings"`
+	Shutdown  bool      `json:"shutdown"`
+}
+
+type heldRun struct {
+	RunID  int64  `json:"run_id"`
+	Job    string `json:"job"`
+	Reason string `json:"reason"`
+}
+
+type missed struct {
+	Job      string    `json:"job"`
+	Slots    int       `json:"slots"`
+	Latest   time.Time `json:"latest"`
+	CaughtUp bool      `json:"caught_up"`
+}
+
+// reportPass prints what a pass did, and fails the command when a run it
+// finished did not fully succeed, so that cron mails the operator.
+func reportPass(p *printer, sum pass.Summary) error {
+	out := passJSON{Claimed: runsJSON(sum.Claimed), Started: runsJSON(sum.Started), Finished: runsJSON(sum.Finished),
+		Requeued: runsJSON(sum.Requeued), Reclaimed: runsJSON(sum.Reclaimed), Held: []heldRun{}, Missed: []missed{},
+		Warnings: nonNil(sum.Warnings), Shutdown: sum.Shutdown}
+	for _, h := range sum.Held {
+		out.Held = append(out.Held, heldRun{RunID: h.RunID, Job: h.Job, Reason: h.Reason})
+	}
+	for _, m := range sum.Missed {
+		out.Missed = append(out.Missed, missed{Job: m.Job, Slots: m.Slots, Latest: m.Latest, CaughtUp: m.CaughtUp})
+	}
+	if err := p.JSON(out); err != nil {
+		return err
+	}
+	for _, r := range sum.Reclaimed {
+		p.Printf("reclaimed run %d of job %s: its runner stopped answering (%s)\n", r.ID, r.Job, r.Message)
+	}
+	for _, m := range sum.Missed {
+		what := "nothing runs until the next slot (catch_up = skip)"
+		if m.CaughtUp {
+			what = "one catch-up run was queued"
+		}
+		p.Printf("job %s missed %d slots (latest %s): %s\n", m.Job, m.Slots, m.Latest.Format(time.RFC3339), what)
+	}
+	for _, r := range sum.Finished {
+		p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
+	}
+	for _, h := range sum.Held {
+		p.Printf("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
+	}
+	for _, r := range sum.Requeued {
+		p.Printf("run %d of job %s queued (%s, attempt %d, not before %s)\n", r.ID, r.Job, r.Trigger, r.Attempt, r.NotBefore.Format(time.RFC3339))
+	}
+	for _, w := range sum.Warnings {
+		p.Warnf("%s", w)
+	}
+	if len(sum.Claimed) == 0 && len(sum.Finished) == 0 && len(sum.Held) == 0 {
+		p.Printf("nothing was due\n")
+	}
+	worst := ExitOK
+	for _, r := range sum.Finished {
+		switch r.Status {
+		case pass.StatusFailed:
+			worst = ExitFailure
+		case pass.StatusPartialFailure:
+			if worst == ExitOK {
+				worst = ExitPartial
+			}
+		}
+	}
+	if worst != ExitOK {
+		return codedError{code: worst, err: errors.New("some runs did not fully succeed"), silent: p.jsonOut}
+	}
+	return nil
+}
+
+func describeRun(r pass.Run) string {
+	var b strings.Builder
+	b.WriteString(r.Status)
+	if r.ErrorCode != "" {
+		fmt.Fprintf(&b, " [%s/%s]", r.ErrorClass, r.ErrorCode)
+	}
+	if r.Message != "" {
+		b.WriteString(": " + r.Message)
+	}
+	if len(r.Snapshots) > 0 {
+		var ids []string
+		for _, s := range r.Snapshots {
+			ids = append(ids, s.SnapshotID)
+		}
+		fmt.Fprintf(&b, " (snapshots %s; read %s, added %s)", strings.Join(ids, ", "),
+			humanize.IBytes(uint64(r.Figures.BytesRead)), humanize.IBytes(uint64(r.Figures.BytesAdded)))
+	}
+	return b.String()
+}
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "run a scheduler pass every tick_interval until stopped",
+		ArgsUsage: " ",
+		Flags: append(configFlags(),
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the passes decide to stderr"}),
+		Action: runServe,
+	}
+}
+
+func runServe(c *cli.Context) error {
+	p := newPrinter(c)
+	s, err := openScheduler(c, true)
+	if err != nil {
+		return err
+	}
+	defer s.db.Close()
+	host, _ := os.Hostname()
+	runner := db.Runner{ID: s.pass.Runner, Host: host, PID: os.Getpid()}
+	if err := s.db.RegisterRunner(c.Context, runner); err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
+		defer cancel()
+		_ = s.db.RemoveRunner(ctx, runner.ID)
+	}()
+	p.Printf("nightjar serve: %d jobs, a pass every %s (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
+	ticker := time.NewTicker(s.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		if err := s.db.RunnerHeartbeat(c.Context, runner.ID); err != nil && c.Context.Err() == nil {
+			p.Warnf("runner heartbeat: %v", err)
+		}
+		sum, err := s.pass.Run(c.Context)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Warnings) > 0 || sum.Shutdown {
+			_ = reportPass(p, sum)
+		}
+		if sum.Shutdown || c.Context.Err() != nil {
+			if len(sum.Abandoned) > 0 {
+				p.Warnf("%d runs did not stop in time: the next pass reclaims them", len(sum.Abandoned))
+			}
+			return nil
+		}
+		select {
+		case <-ticker.C:
+		case <-c.Context.Done():
+			return nil
+		}
+	}
+}

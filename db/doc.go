@@ -1,0 +1,42 @@
+// Package db is nightjar's state database: SQLite through modernc.org/sqlite
+// (pure Go, no cgo), with its schema migrated by goose from the SQL files in
+// migrations/, which are embedded in the binary and applied by Open.
+//
+// It records what happened and why: the jobs synchronised from the
+// configuration, every run with its trigger, times, status, error class,
+// figures and held reason, the snapshots a run made (by reference only:
+// repository ID and snapshot ID), an audit trail of who paused, resumed,
+// triggered, cancelled or deleted what, and the live `serve` runners. *DB
+// implements pass.Store, so the scheduler pass can use it without knowing
+// SQL.
+//
+// # Rules
+//
+// It is the only package that writes SQL, and every method is one
+// transaction. Writing transactions begin with BEGIN IMMEDIATE (the
+// _txlock=immediate connection parameter), so two passes in two processes
+// queue for the write lock instead of both reading and then both claiming:
+// the same job or run is never handed to two of them. Reads that need a
+// consistent view use a read-only (deferred) transaction. Open serialises
+// migrations between processes with flock(2) on a file beside the
+// database (its path plus ".lock"), which it leaves in place.
+//
+// The invariants live in the schema, not only in this code: one active
+// (queued or running) run per job (a partial unique index), no succeeded run
+// with skipped files, no failed run without an error class, no held reason
+// outside a queued run and no empty one, no self-dependency, no zero
+// bandwidth, and only known statuses, triggers, classes and priorities.
+//
+// Times are stored as INTEGER nanoseconds since the Unix epoch, UTC; NULL
+// means not set (the zero time.Time). They are read back in UTC. Times
+// outside the years 1678 to 2262 cannot be stored.
+//
+// # What it must never do
+//
+// It knows nothing of repositories' insides: it never opens one, never
+// copies a manifest, and records a backup only by reference. It makes no
+// scheduling decision (the pass's callbacks do, inside the transaction), and
+// it never reads the real clock: Open is handed one. It never deletes a run:
+// an aborted run is an event, and a job removed from the configuration is
+// soft-deleted with its history kept.
+package db

@@ -1,0 +1,334 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// codeOrphaned is the error code of a run ended by Reclaim.
+const codeOrphaned = "ORPHANED"
+
+// Reclaim ends the orphaned running runs (see pass.Store): those whose
+// heartbeat is before staleBefore, or whose runner dead reports gone (dead
+// may be nil). Each becomes failed, class transient, code ORPHANED, and the
+// run retry returns for it is queued. Two exceptions, both without a call
+// to retry: a run whose cancellation was requested becomes cancelled (code
+// ORPHANED), since cancellation outweighs everything; and a removed job
+// gets no retry. It returns the runs it ended, as stored.
+func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(pass.Run) *pass.Run) ([]pass.Run, error) {
+	var reclaimed []pass.Run
+	err := d.write(ctx, "reclaim orphaned runs", func(tx *sql.Tx) error {
+		reclaimed = nil
+		type orphan struct {
+			run       pass.Run
+			cancelled bool
+			message   string
+		}
+		var orphans []orphan
+		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.heartbeat_at, coalesce(r.runner, ''), r.cancel_requested
+			FROM runs r WHERE r.status = 'running' ORDER BY r.id`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var o orphan
+			var heartbeat sql.NullInt64
+			if err := rows.Scan(&o.run.ID, &heartbeat, &o.run.Runner, &o.cancelled); err != nil {
+				rows.Close()
+				return err
+			}
+			o.run.HeartbeatAt = timeOf(heartbeat)
+			orphans = append(orphans, o)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, o := range orphans {
+			var message string
+			switch {
+			case o.run.HeartbeatAt.Before(staleBefore):
+				message = fmt.Sprintf("orphaned: runner %s sent no heartbeat since %s",
+					o.run.Runner, o.run.HeartbeatAt.Format(time.RFC3339))
+			case dead != nil && o.run.Runner != "" && dead(o.run.Runner):
+				message = fmt.Sprintf("orphaned: runner %s is gone", o.run.Runner)
+			default:
+				continue
+			}
+			status, class := pass.StatusFailed, pass.ClassTransient
+			if o.cancelled {
+				status, class = pass.StatusCancelled, pass.ClassCancelled
+				message += "; its cancellation had been requested"
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, error_class = ?,
+				error_code = ?, message = ? WHERE id = ? AND status = 'running'`,
+				status, now.UnixNano(), class, codeOrphaned, message, o.run.ID); err != nil {
+				return fmt.Errorf("run %d: %w", o.run.ID, err)
+			}
+			run, err := getRun(ctx, tx, o.run.ID)
+			if err != nil {
+				return err
+			}
+			reclaimed = append(reclaimed, run)
+			if o.cancelled || retry == nil {
+				continue
+			}
+			if next := retry(run); next != nil {
+				if _, err := insertRun(ctx, tx, run.JobID, *next, now); err != nil && !errors.Is(err, errJobRemoved) {
+					return fmt.Errorf("retry of run %d: %w", run.ID, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reclaimed, nil
+}
+
+// ClaimDue claims the due jobs (see pass.Store) in one BEGIN IMMEDIATE
+// transaction, oldest NextRun first: for each live, unpaused job whose
+// NextRun is set and not after now and that has no queued or running run,
+// it stores the next time plan returns (zero: none) and queues the run
+// plan returns (nil: none). It returns the queued runs.
+func (d *DB) ClaimDue(ctx context.Context, now time.Time, plan func(pass.Job) (time.Time, *pass.Run)) ([]pass.Run, error) {
+	var claimed []pass.Run
+	err := d.write(ctx, "claim due jobs", func(tx *sql.Tx) error {
+		claimed = nil
+		rows, err := tx.QueryContext(ctx, `SELECT j.id, j.name, j.spec, j.paused, j.next_run_at, j.priority
+			FROM jobs j
+			WHERE j.deleted_at IS NULL AND j.paused = 0 AND j.next_run_at IS NOT NULL AND j.next_run_at <= ?
+			  AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.job_id = j.id AND r.status IN ('queued', 'running'))
+			ORDER BY j.next_run_at, j.id`, now.UnixNano())
+		if err != nil {
+			return err
+		}
+		var due []pass.Job
+		for rows.Next() {
+			var j pass.Job
+			var next sql.NullInt64
+			if err := rows.Scan(&j.ID, &j.Name, &j.Spec, &j.Paused, &next, &j.Priority); err != nil {
+				rows.Close()
+				return err
+			}
+			j.NextRun = timeOf(next)
+			due = append(due, j)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, j := range due {
+			next, run := plan(j)
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET next_run_at = ? WHERE id = ?`, ns(next), j.ID); err != nil {
+				return fmt.Errorf("job %q: %w", j.Name, err)
+			}
+			if run == nil {
+				continue
+			}
+			queued, err := insertRun(ctx, tx, j.ID, *run, now)
+			if err != nil {
+				return fmt.Errorf("job %q: %w", j.Name, err)
+			}
+			claimed = append(claimed, queued)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// Admit decides the queued runs (see pass.Store) in one BEGIN IMMEDIATE
+// transaction. decide sees the queued runs whose NotBefore is not after
+// now, oldest first, the running runs, and per live job whether its latest
+// run that started and ended fully succeeded. Each admitted run is started
+// (running, Owner, Runner, StartedAt = HeartbeatAt = now, no held reason);
+// every other decided run stores its HeldReason, which must not be empty (a
+// held run without a reason is a bug). A decision about a run decide was
+// not handed is an error, and nothing is stored. It returns the started
+// runs in the order decided.
+func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitState) []pass.Admission) ([]pass.Run, error) {
+	var started []pass.Run
+	err := d.write(ctx, "admit queued runs", func(tx *sql.Tx) error {
+		started = nil
+		var state pass.AdmitState
+		var err error
+		state.Queued, err = queryRuns(ctx, tx, false, `WHERE r.status = 'queued'
+			AND (r.not_before IS NULL OR r.not_before <= ?) ORDER BY r.queued_at, r.id`, now.UnixNano())
+		if err != nil {
+			return err
+		}
+		state.Running, err = queryRuns(ctx, tx, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`)
+		if err != nil {
+			return err
+		}
+		if state.LastSucceeded, err = lastSucceeded(ctx, tx); err != nil {
+			return err
+		}
+		queued := make(map[int64]bool, len(state.Queued))
+		for _, r := range state.Queued {
+			queued[r.ID] = true
+		}
+		decided := map[int64]bool{}
+		for _, a := range decide(state) {
+			if !queued[a.RunID] {
+				return fmt.Errorf("run %d was decided but is not a queued run that was handed to the decision", a.RunID)
+			}
+			if decided[a.RunID] {
+				return fmt.Errorf("run %d was decided twice", a.RunID)
+			}
+			decided[a.RunID] = true
+			if !a.Admit {
+				if a.HeldReason == "" {
+					return fmt.Errorf("run %d is held without a reason", a.RunID)
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET held_reason = ? WHERE id = ?`, a.HeldReason, a.RunID); err != nil {
+					return fmt.Errorf("hold run %d: %w", a.RunID, err)
+				}
+				continue
+			}
+			if a.Owner == "" {
+				return fmt.Errorf("run %d is admitted without an owner token", a.RunID)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'running', owner = ?, runner = ?,
+				started_at = ?, heartbeat_at = ?, held_reason = NULL WHERE id = ? AND status = 'queued'`,
+				a.Owner, nullString(a.Runner), now.UnixNano(), now.UnixNano(), a.RunID); err != nil {
+				return fmt.Errorf("start run %d: %w", a.RunID, err)
+			}
+			run, err := getRun(ctx, tx, a.RunID)
+			if err != nil {
+				return err
+			}
+			started = append(started, run)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return started, nil
+}
+
+// lastSucceeded tells, per live job, whether its latest run that started
+// and ended fully succeeded. A run cancelled before it started did nothing
+// and does not count.
+func lastSucceeded(ctx context.Context, q querier) (map[string]bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT j.name,
+		coalesce((SELECT r.status FROM runs r
+		          WHERE r.job_id = j.id AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
+		          ORDER BY r.ended_at DESC, r.id DESC LIMIT 1), '')
+		FROM jobs j WHERE j.deleted_at IS NULL`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := map[string]bool{}
+	for rows.Next() {
+		var name, status string
+		if err := rows.Scan(&name, &status); err != nil {
+			return nil, err
+		}
+		m[name] = status == pass.StatusSucceeded
+	}
+	return m, rows.Err()
+}
+
+// Heartbeat renews a running run's heartbeat if owner still holds it (see
+// pass.Store): HeartbeatOK, or HeartbeatCancel when a cancellation was
+// requested; HeartbeatLost, changing nothing, when the run is not running
+// under owner (reclaimed, ended or unknown).
+func (d *DB) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (pass.HeartbeatReply, error) {
+	reply := pass.HeartbeatLost
+	err := d.write(ctx, fmt.Sprintf("heartbeat of run %d", runID), func(tx *sql.Tx) error {
+		var cancel bool
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET heartbeat_at = ?
+			WHERE id = ? AND status = 'running' AND owner = ? RETURNING cancel_requested`,
+			now.UnixNano(), runID, owner).Scan(&cancel)
+		if errors.Is(err, sql.ErrNoRows) {
+			reply = pass.HeartbeatLost
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		reply = pass.HeartbeatOK
+		if cancel {
+			reply = pass.HeartbeatCancel
+		}
+		return nil
+	})
+	if err != nil {
+		return pass.HeartbeatLost, err
+	}
+	return reply, nil
+}
+
+var ended = map[string]bool{
+	pass.StatusSucceeded: true, pass.StatusPartialFailure: true, pass.StatusFailed: true,
+	pass.StatusCancelled: true, pass.StatusInterrupted: true,
+}
+
+// Finish records a run's end if owner still holds it (see pass.Store):
+// Status (an end state), EndedAt (zero: now), ErrorClass, ErrorCode,
+// Message, Figures and Snapshots, and queues next (nil: none) in the same
+// transaction. It reports false, changing nothing, when the run is not
+// running under owner. The schema refuses a succeeded run with skipped
+// files and a failed run without a class. A removed job gets no next run.
+func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.Run) (bool, error) {
+	if !ended[run.Status] {
+		return false, fmt.Errorf("finish run %d: status %q is not an end state", run.ID, run.Status)
+	}
+	now := d.now()
+	if run.EndedAt.IsZero() {
+		run.EndedAt = now
+	}
+	skipped := run.Figures.Skipped
+	if skipped == nil {
+		skipped = []pass.Skipped{}
+	}
+	skippedJSON, err := json.Marshal(skipped)
+	if err != nil {
+		return false, fmt.Errorf("finish run %d: %w", run.ID, err)
+	}
+	err = d.write(ctx, fmt.Sprintf("finish run %d", run.ID), func(tx *sql.Tx) error {
+		var jobID int64
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, error_class = ?, error_code = ?,
+			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?
+			WHERE id = ? AND status = 'running' AND owner = ? RETURNING job_id`,
+			run.Status, run.EndedAt.UnixNano(), nullString(run.ErrorClass), nullString(run.ErrorCode), run.Message,
+			run.Figures.BytesRead, run.Figures.BytesAdded, run.Figures.Files, run.Figures.FilesSkipped,
+			string(skippedJSON), run.ID, owner).Scan(&jobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errRollback
+		}
+		if err != nil {
+			return err
+		}
+		for _, s := range run.Snapshots {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, repository_id, snapshot_id, source)
+				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, run.ID, s.RepositoryID, s.SnapshotID, s.Source); err != nil {
+				return fmt.Errorf("snapshot %s: %w", s.SnapshotID, err)
+			}
+		}
+		if next != nil {
+			if _, err := insertRun(ctx, tx, jobID, *next, run.EndedAt); err != nil && !errors.Is(err, errJobRemoved) {
+				return fmt.Errorf("next run: %w", err)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errRollback) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}

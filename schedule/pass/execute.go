@@ -1,0 +1,286 @@
+package pass
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// outcome is how one run of the pass ended.
+type outcome struct {
+	run  Run  // as recorded (or as started, when lost)
+	next *Run // queued with the result
+	lost bool // the run was taken away: nothing was written
+	err  error
+}
+
+// execute runs the started runs concurrently and records their results.
+// It returns when they have all ended, or ShutdownWait after ctx ends.
+func (p *Pass) execute(ctx context.Context, sum *Summary) error {
+	if len(sum.Started) == 0 {
+		return nil
+	}
+	outcomes := make(chan outcome, len(sum.Started)) // never blocks a run
+	var wg sync.WaitGroup
+	for _, r := range sum.Started {
+		wg.Go(func() { outcomes <- p.runOne(ctx, r) })
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+
+	select {
+	case <-all:
+	case <-ctx.Done():
+		timer := time.NewTimer(p.shutdownWait())
+		defer timer.Stop()
+		select {
+		case <-all:
+		case <-timer.C:
+		}
+	}
+
+	ended := map[int64]bool{}
+	var errs []error
+	for done := false; !done; {
+		select {
+		case o := <-outcomes:
+			ended[o.run.ID] = true
+			switch {
+			case o.err != nil:
+				errs = append(errs, o.err)
+				sum.Warnings = append(sum.Warnings, o.err.Error())
+			case o.lost:
+				sum.Lost = append(sum.Lost, o.run)
+			default:
+				sum.Finished = append(sum.Finished, o.run)
+				if o.next != nil {
+					sum.Requeued = append(sum.Requeued, *o.next)
+				}
+			}
+		default:
+			done = true
+		}
+	}
+	for _, r := range sum.Started {
+		if !ended[r.ID] {
+			msg := fmt.Sprintf("run %d of job %s did not stop within %s of the shutdown: it is left to orphan reclaim", r.ID, r.Job, p.shutdownWait())
+			p.log().Warn(msg)
+			sum.Warnings = append(sum.Warnings, msg)
+			sum.Abandoned = append(sum.Abandoned, r)
+		}
+	}
+	byID := func(a, b Run) int { return cmp.Compare(a.ID, b.ID) }
+	slices.SortFunc(sum.Finished, byID)
+	slices.SortFunc(sum.Lost, byID)
+	slices.SortFunc(sum.Requeued, func(a, b Run) int { return strings.Compare(a.Job, b.Job) })
+	return errors.Join(errs...)
+}
+
+// runOne executes one run with its heartbeat and records its result.
+func (p *Pass) runOne(ctx context.Context, run Run) outcome {
+	def, _ := p.def(run.Job) // admission only starts runs of known jobs
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var cancelled, lost atomic.Bool
+	beating := make(chan struct{})
+	go func() {
+		defer close(beating)
+		p.beat(runCtx, run, cancel, &cancelled, &lost)
+	}()
+
+	p.log().Info("run started", "run", run.ID, "job", run.Job, "trigger", run.Trigger, "attempt", run.Attempt)
+	res, err := p.executeRun(runCtx, def, run)
+	cancel()
+	<-beating
+
+	if lost.Load() {
+		p.log().Warn("run was taken away while running: nothing is written", "run", run.ID, "job", run.Job)
+		return outcome{run: run, lost: true}
+	}
+	final, next := p.result(run, res, err, cancelled.Load(), ctx.Err() != nil)
+	// The result is written even when the pass is shutting down.
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
+	defer stop()
+	ok, ferr := p.Store.Finish(wctx, final, run.Owner, next)
+	switch {
+	case ferr != nil:
+		return outcome{run: run, err: fmt.Errorf("record run %d of job %s: %w", run.ID, run.Job, ferr)}
+	case !ok:
+		p.log().Warn("run was taken away before its result was written: nothing is written", "run", run.ID, "job", run.Job)
+		return outcome{run: run, lost: true}
+	}
+	p.log().Info("run ended", "run", final.ID, "job", final.Job, "status", final.Status,
+		"class", final.ErrorClass, "code", final.ErrorCode, "message", final.Message)
+	if next != nil {
+		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
+	}
+	return outcome{run: final, next: next}
+}
+
+// beat renews the run's heartbeat every Heartbeat until ctx ends. A user's
+// cancellation or the loss of the run cancels the run.
+func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled, lost *atomic.Bool) {
+	ticker := time.NewTicker(p.heartbeatEvery())
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		reply, err := p.Store.Heartbeat(ctx, run.ID, run.Owner, p.Now())
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// A missed heartbeat is not fatal; too many and the run is
+			// reclaimed, which the next reply says.
+			p.log().Warn("heartbeat failed", "run", run.ID, "job", run.Job, "err", err)
+			continue
+		}
+		switch reply {
+		case HeartbeatCancel:
+			cancelled.Store(true)
+			cancel()
+			return
+		case HeartbeatLost:
+			lost.Store(true)
+			cancel()
+			return
+		}
+	}
+}
+
+// executeRun calls the Executor, turning a missing executor and a panic
+// into errors.
+func (p *Pass) executeRun(ctx context.Context, def JobDef, run Run) (res Result, err error) {
+	if p.Executor == nil {
+		return Result{}, &ClassError{Class: ClassConfig, Code: CodeExecutorNotConfigured,
+			Err: errors.New("no executor is configured: nothing was backed up")}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = Result{}, &ClassError{Class: ClassUnknown, Code: CodeExecutorPanic, Err: fmt.Errorf("executor panicked: %v", v)}
+		}
+	}()
+	return p.Executor.Execute(ctx, def, run)
+}
+
+// result decides how a run ended, in this order: a user's cancellation
+// outweighs everything; then an interruption by shutdown; then the
+// executor's error with its class; then skipped objects (partial
+// failure). It returns the run to record and the run to queue with it.
+func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) (Run, *Run) {
+	now := p.Now()
+	r := run
+	r.EndedAt = now
+	r.Figures = res.Figures
+	r.Snapshots = res.Snapshots
+	r.HeldReason = ""
+	r.ErrorClass, r.ErrorCode, r.Message = "", "", ""
+	var ce *ClassError
+	classed := errors.As(err, &ce)
+
+	switch {
+	case cancelled:
+		r.Status, r.ErrorClass, r.ErrorCode = StatusCancelled, ClassCancelled, CodeCancelled
+		r.Message = "cancelled on request"
+		return r, nil
+	case shutdown && err != nil:
+		r.Status, r.ErrorClass, r.ErrorCode = StatusInterrupted, ClassCancelled, CodeInterrupted
+		r.Message = "interrupted by shutdown: queued again to run after the restart"
+		return r, p.requeue(run, now)
+	case err != nil:
+		r.Status, r.ErrorClass, r.Message = StatusFailed, ClassUnknown, err.Error()
+		if classed {
+			r.ErrorClass = cmp.Or(ce.Class, ClassUnknown)
+			r.ErrorCode = ce.Code
+		}
+		if r.ErrorClass == ClassCancelled {
+			r.Status = StatusCancelled
+			return r, nil
+		}
+		if skipped(res.Figures) > 0 {
+			r.Message += "; " + skippedMessage(res.Figures)
+		}
+		return r, p.retryOf(r, r.ErrorClass, now)
+	case skipped(res.Figures) > 0:
+		// Not retried: it would skip the same objects again; it needs a look.
+		r.Status, r.ErrorCode, r.Message = StatusPartialFailure, CodeObjectsSkipped, skippedMessage(res.Figures)
+		return r, nil
+	}
+	r.Status = StatusSucceeded
+	return r, nil
+}
+
+// requeue returns the run that replaces one interrupted by shutdown: the
+// same job, trigger, attempt and slot, to start as soon as a pass admits it.
+func (p *Pass) requeue(run Run, now time.Time) *Run {
+	priority := run.Priority
+	if def, ok := p.def(run.Job); ok {
+		priority = def.Priority
+	}
+	return &Run{
+		JobID:       run.JobID,
+		Job:         run.Job,
+		Trigger:     run.Trigger,
+		Attempt:     max(run.Attempt, 1),
+		Priority:    priority,
+		ScheduledAt: run.ScheduledAt,
+		NotBefore:   now,
+		QueuedAt:    now,
+		Status:      StatusQueued,
+		MissedSlots: run.MissedSlots,
+		HeldReason:  fmt.Sprintf("waiting: queued again after a shutdown interrupted run %d", run.ID),
+	}
+}
+
+func skipped(f Figures) int64 {
+	return max(f.FilesSkipped, int64(len(f.Skipped)))
+}
+
+// skippedMessage says how many objects a run skipped and why, the most
+// frequent reasons first: "17 objects skipped: permission denied".
+func skippedMessage(f Figures) string {
+	n := skipped(f)
+	noun := "objects"
+	if n == 1 {
+		noun = "object"
+	}
+	msg := fmt.Sprintf("%d %s skipped", n, noun)
+	type reason struct {
+		text  string
+		count int
+	}
+	var reasons []reason
+	for _, s := range f.Skipped {
+		text := cmp.Or(s.Reason, "no reason given")
+		if i := slices.IndexFunc(reasons, func(r reason) bool { return r.text == text }); i >= 0 {
+			reasons[i].count++
+		} else {
+			reasons = append(reasons, reason{text: text, count: 1})
+		}
+	}
+	slices.SortStableFunc(reasons, func(a, b reason) int { return b.count - a.count })
+	switch len(reasons) {
+	case 0:
+		return msg
+	case 1:
+		return msg + ": " + reasons[0].text
+	}
+	const shown = 3
+	var parts []string
+	for _, r := range reasons[:min(len(reasons), shown)] {
+		parts = append(parts, fmt.Sprintf("%s (%d)", r.text, r.count))
+	}
+	if len(reasons) > shown {
+		parts = append(parts, plural(len(reasons)-shown, "other reason"))
+	}
+	return msg + ": " + strings.Join(parts, ", ")
+}

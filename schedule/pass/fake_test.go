@@ -1,0 +1,391 @@
+package pass
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeStore is an in-memory Store that keeps the rules the real one keeps:
+// one active run per job, fencing by owner, no succeeded run with skipped
+// objects, no held run without a reason, and no write on a done context.
+type fakeStore struct {
+	mu       sync.Mutex
+	jobs     map[string]*storedJob
+	runs     []*Run // by ID
+	lastID   int64
+	cancels  map[int64]bool // runs a user asked to cancel
+	finishes map[int64]int  // Finish calls per run
+}
+
+type storedJob struct {
+	Job
+	deleted bool
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{jobs: map[string]*storedJob{}, cancels: map[int64]bool{}, finishes: map[int64]int{}}
+}
+
+var _ Store = (*fakeStore)(nil)
+
+func (s *fakeStore) SyncJobs(ctx context.Context, defs []JobDef, spec func(JobDef) string, next func(JobDef) time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := map[string]bool{}
+	for _, def := range defs {
+		keep[def.Name] = true
+		j, ok := s.jobs[def.Name]
+		if !ok {
+			s.lastID++
+			j = &storedJob{Job: Job{ID: s.lastID, Name: def.Name}}
+			s.jobs[def.Name] = j
+		}
+		if !ok || j.deleted || j.Spec != spec(def) {
+			j.Spec, j.NextRun = spec(def), next(def)
+		}
+		j.deleted, j.Priority = false, def.Priority
+	}
+	for name, j := range s.jobs {
+		if !keep[name] {
+			j.deleted = true
+		}
+	}
+	return nil
+}
+
+func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(string) bool, retry func(Run) *Run) ([]Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Run
+	for _, r := range s.runs {
+		if r.Status != StatusRunning || !(r.HeartbeatAt.Before(staleBefore) || dead(r.Runner)) {
+			continue
+		}
+		s.orphan(r, now)
+		out = append(out, *r)
+		if next := retry(*r); next != nil {
+			if _, err := s.queue(*next); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// orphan ends a running run as the store's reclaim does.
+func (s *fakeStore) orphan(r *Run, now time.Time) {
+	r.Status, r.ErrorClass, r.ErrorCode = StatusFailed, ClassTransient, CodeOrphaned
+	r.Message = fmt.Sprintf("runner %s stopped renewing its heartbeat", r.Runner)
+	r.EndedAt, r.Owner = now, ""
+}
+
+func (s *fakeStore) ClaimDue(ctx context.Context, now time.Time, plan func(Job) (time.Time, *Run)) ([]Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Run
+	for _, name := range sortedKeys(s.jobs) {
+		j := s.jobs[name]
+		if j.deleted || j.Paused || j.NextRun.IsZero() || j.NextRun.After(now) || s.active(name) != nil {
+			continue
+		}
+		next, run := plan(j.Job)
+		j.NextRun = next
+		if run != nil {
+			r, err := s.queue(*run)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := AdmitState{LastSucceeded: map[string]bool{}}
+	last := map[string]*Run{}
+	for _, r := range s.runs {
+		switch r.Status {
+		case StatusQueued:
+			if !r.NotBefore.After(now) {
+				st.Queued = append(st.Queued, *r)
+			}
+		case StatusRunning:
+			st.Running = append(st.Running, *r)
+		default:
+			if l := last[r.Job]; l == nil || !r.EndedAt.Before(l.EndedAt) {
+				last[r.Job] = r
+			}
+		}
+	}
+	for job, r := range last {
+		st.LastSucceeded[job] = r.Status == StatusSucceeded
+	}
+	slices.SortStableFunc(st.Queued, func(a, b Run) int { return a.QueuedAt.Compare(b.QueuedAt) })
+	decisions := decide(st)
+	decided := map[int64]bool{}
+	var started []Run
+	for _, d := range decisions {
+		r := s.run(d.RunID)
+		if r == nil || r.Status != StatusQueued {
+			return nil, fmt.Errorf("decision for run %d, which is not queued", d.RunID)
+		}
+		decided[d.RunID] = true
+		if !d.Admit {
+			if d.HeldReason == "" {
+				return nil, fmt.Errorf("run %d held without a reason", d.RunID)
+			}
+			r.HeldReason = d.HeldReason
+			continue
+		}
+		if d.Owner == "" || d.Runner == "" {
+			return nil, fmt.Errorf("run %d admitted without owner or runner", d.RunID)
+		}
+		r.Status, r.Owner, r.Runner, r.HeldReason = StatusRunning, d.Owner, d.Runner, ""
+		r.StartedAt, r.HeartbeatAt = now, now
+		started = append(started, *r)
+	}
+	for _, q := range st.Queued {
+		if !decided[q.ID] {
+			return nil, fmt.Errorf("no decision for queued run %d", q.ID)
+		}
+	}
+	return started, nil
+}
+
+func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error) {
+	if err := ctx.Err(); err != nil {
+		return HeartbeatOK, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run(runID)
+	if r == nil || r.Status != StatusRunning || r.Owner != owner {
+		return HeartbeatLost, nil
+	}
+	r.HeartbeatAt = now
+	if s.cancels[runID] {
+		return HeartbeatCancel, nil
+	}
+	return HeartbeatOK, nil
+}
+
+func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishes[run.ID]++
+	r := s.run(run.ID)
+	if r == nil || r.Status != StatusRunning || r.Owner != owner {
+		return false, nil
+	}
+	if run.Status == StatusSucceeded && (run.Figures.FilesSkipped > 0 || len(run.Figures.Skipped) > 0) {
+		return false, errors.New("check constraint: a run with skipped files cannot be succeeded")
+	}
+	switch run.Status {
+	case StatusSucceeded, StatusPartialFailure, StatusFailed, StatusCancelled, StatusInterrupted:
+	default:
+		return false, fmt.Errorf("finish with status %q", run.Status)
+	}
+	r.Status, r.EndedAt = run.Status, run.EndedAt
+	r.ErrorClass, r.ErrorCode, r.Message = run.ErrorClass, run.ErrorCode, run.Message
+	r.Figures, r.Snapshots, r.HeldReason = run.Figures, run.Snapshots, ""
+	if next != nil {
+		if _, err := s.queue(*next); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// queue stores a new queued run, keeping one active run per job.
+func (s *fakeStore) queue(r Run) (Run, error) {
+	j, ok := s.jobs[r.Job]
+	if !ok {
+		return Run{}, ErrUnknownJob
+	}
+	if s.active(r.Job) != nil {
+		return Run{}, ErrActive
+	}
+	if r.Status != StatusQueued {
+		return Run{}, fmt.Errorf("queue run with status %q", r.Status)
+	}
+	s.lastID++
+	r.ID, r.JobID = s.lastID, j.ID
+	s.runs = append(s.runs, &r)
+	return r, nil
+}
+
+func (s *fakeStore) active(job string) *Run {
+	for _, r := range s.runs {
+		if r.Job == job && (r.Status == StatusQueued || r.Status == StatusRunning) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (s *fakeStore) run(id int64) *Run {
+	for _, r := range s.runs {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// The test's side of the store.
+
+// add stores a run directly, as a manual trigger or another runner would.
+func (s *fakeStore) add(t *testing.T, r Run) Run {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.jobs[r.Job]; !ok {
+		s.lastID++
+		s.jobs[r.Job] = &storedJob{Job: Job{ID: s.lastID, Name: r.Job}}
+	}
+	status := cmp.Or(r.Status, StatusQueued)
+	r.Status = StatusQueued
+	stored, err := s.queue(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.run(stored.ID).Status = status
+	stored.Status = status
+	return stored
+}
+
+func (s *fakeStore) job(t *testing.T, name string) Job {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[name]
+	if !ok {
+		t.Fatalf("no job %s in the store", name)
+	}
+	return j.Job
+}
+
+func (s *fakeStore) setJob(name string, change func(*Job)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	change(&s.jobs[name].Job)
+}
+
+// runsOf returns the job's runs, oldest first.
+func (s *fakeStore) runsOf(job string) []Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Run
+	for _, r := range s.runs {
+		if r.Job == job {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+func (s *fakeStore) get(id int64) Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.run(id)
+}
+
+func (s *fakeStore) requestCancel(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancels[id] = true
+}
+
+// reclaimNow ends a running run as another pass's reclaim would.
+func (s *fakeStore) reclaimNow(id int64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.orphan(s.run(id), now)
+}
+
+func (s *fakeStore) finishCalls(id int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finishes[id]
+}
+
+// fakeClock is the pass's clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// recorder is a recording Executor; do decides each run's result (nil: success).
+type recorder struct {
+	mu    sync.Mutex
+	calls []Run
+	do    func(ctx context.Context, job JobDef, run Run) (Result, error)
+}
+
+func (e *recorder) Execute(ctx context.Context, job JobDef, run Run) (Result, error) {
+	e.mu.Lock()
+	e.calls = append(e.calls, run)
+	do := e.do
+	e.mu.Unlock()
+	if do == nil {
+		return Result{Figures: Figures{Files: 1}}, nil
+	}
+	return do(ctx, job, run)
+}
+
+func (e *recorder) ran() []Run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.calls)
+}
+
+// waitDone waits for ctx to end, failing the test if it does not within a few seconds.
+func waitDone(t *testing.T, ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Error("the run's context was never cancelled")
+	}
+}

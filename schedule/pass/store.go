@@ -1,0 +1,81 @@
+package pass
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrActive is returned by Store.QueueRun when the job already has a queued
+// or running run.
+var ErrActive = errors.New("job already has an active run")
+
+// ErrUnknownJob is returned for a job name the store does not have.
+var ErrUnknownJob = errors.New("no such job")
+
+// Store is the state the pass needs. Every method is one transaction; the
+// callbacks run inside it and must be quick and pure (no I/O). Several
+// passes in several processes may call a Store at once: it must never hand
+// the same job or run to two of them.
+type Store interface {
+	// SyncJobs makes the stored jobs match defs. A new job, and a job whose
+	// schedule spec (spec(def)) changed, gets NextRun = next(def), so that
+	// slots before the change are not caught up; a job no longer in defs is
+	// soft-deleted and keeps its runs.
+	SyncJobs(ctx context.Context, defs []JobDef, spec func(JobDef) string, next func(JobDef) time.Time) error
+
+	// Reclaim ends every running run whose heartbeat is before staleBefore,
+	// or whose runner dead reports as gone, as failed with class transient
+	// and code ORPHANED, and queues the run retry returns for it (nil: none).
+	Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(Run) *Run) ([]Run, error)
+
+	// ClaimDue hands plan every job that is not paused or deleted, whose
+	// NextRun is set and not after now, and that has no queued or running
+	// run; it stores the NextRun plan returns and queues the run it returns
+	// (nil: none).
+	ClaimDue(ctx context.Context, now time.Time, plan func(Job) (next time.Time, run *Run)) ([]Run, error)
+
+	// Admit hands decide the queued runs whose NotBefore is not after now
+	// (oldest first) and the running ones; it starts each admitted run
+	// (status running, Owner, Runner, StartedAt and HeartbeatAt = now) and
+	// stores the HeldReason of every other. It returns the started runs.
+	Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error)
+
+	// Heartbeat renews a running run's heartbeat if owner still holds it.
+	Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error)
+
+	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots)
+	// if owner still holds it, and queues next (nil: none) with it. It
+	// reports false, changing nothing, when the run was taken away.
+	Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error)
+}
+
+// HeartbeatReply tells a runner whether to go on.
+type HeartbeatReply int
+
+const (
+	// HeartbeatOK: the run is still this runner's.
+	HeartbeatOK HeartbeatReply = iota
+	// HeartbeatCancel: a user asked to cancel the run; stop and record it as cancelled.
+	HeartbeatCancel
+	// HeartbeatLost: the run was reclaimed; stop and write nothing.
+	HeartbeatLost
+)
+
+// AdmitState is what Admit's decision is made from.
+type AdmitState struct {
+	Queued  []Run // oldest first
+	Running []Run
+	// LastSucceeded tells, per job name, whether the job's latest finished
+	// run fully succeeded (false when it has none).
+	LastSucceeded map[string]bool
+}
+
+// Admission is the decision for one queued run.
+type Admission struct {
+	RunID      int64
+	Admit      bool
+	Owner      string // fencing token, for admitted runs
+	Runner     string // host:pid, for admitted runs
+	HeldReason string // why it waits, for runs not admitted
+}
