@@ -70,23 +70,44 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if c.Bool("verbose") {
+		logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	}
+	s := &scheduler{db: state, now: now}
+	s.configure(cfg, exec, logger)
+	return s, nil
+}
+
+// configure (re)builds the pass from a loaded config.
+func (s *scheduler) configure(cfg *config.Config, exec pass.Executor, logger *slog.Logger) {
 	jobs := map[string]pass.JobDef{}
 	for _, j := range cfg.Jobs {
 		jobs[j.Def.Name] = j.Def
 	}
 	host, _ := os.Hostname()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if c.Bool("verbose") {
-		logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
-	}
-	p := &pass.Pass{
-		Store: state, Executor: exec, Jobs: jobs, Windows: cfg.Windows, Limits: cfg.Limits,
-		Now: now, Heartbeat: cfg.Heartbeat, StaleAfter: cfg.StaleAfter, Grace: cfg.Grace,
+	s.cfg = cfg
+	s.pass = &pass.Pass{
+		Store: s.db, Executor: exec, Jobs: jobs, Windows: cfg.Windows, Limits: cfg.Limits,
+		Now: s.now, Heartbeat: cfg.Heartbeat, StaleAfter: cfg.StaleAfter, Grace: cfg.Grace,
 		Runner:     host + ":" + strconv.Itoa(os.Getpid()),
 		RunnerDead: runnerDead(host),
 		Logger:     logger,
 	}
-	return &scheduler{cfg: cfg, db: state, pass: p, now: now}, nil
+}
+
+// reload re-reads the config between passes of serve. A config that no
+// longer loads keeps the previous one running, with a warning.
+func (s *scheduler) reload(c *cli.Context, p *printer) {
+	cfg, err := loadConfig(c, s.now())
+	if err == nil {
+		err = checkKeyMaterial(c.Context, cfg)
+	}
+	if err != nil {
+		p.Warnf("config not reloaded, the previous one stays in force: %s", errorMessage(err))
+		return
+	}
+	s.configure(cfg, newExecutor(cfg), s.pass.Logger)
 }
 
 func newExecutor(cfg *config.Config) *backup.Executor {
@@ -189,10 +210,17 @@ func reportPass(p *printer, sum pass.Summary) error {
 	for _, r := range sum.Reclaimed {
 		p.Printf("reclaimed run %d of job %s: its runner stopped answering (%s)\n", r.ID, r.Job, r.Message)
 	}
+	claimed := map[string]bool{}
+	for _, r := range sum.Claimed {
+		claimed[r.Job] = true
+	}
 	for _, m := range sum.Missed {
 		what := "nothing runs until the next slot (catch_up = skip)"
-		if m.CaughtUp {
-			what = "one catch-up run was queued"
+		switch {
+		case m.CaughtUp:
+			what = "one catch-up run was queued for them"
+		case claimed[m.Job]:
+			what = "the run of the latest slot covers them; missed slots never run one by one"
 		}
 		p.Printf("job %s missed %d slots (latest %s): %s\n", m.Job, m.Slots, m.Latest.Format(time.RFC3339), what)
 	}
@@ -276,7 +304,7 @@ func runServe(c *cli.Context) error {
 		defer cancel()
 		_ = s.db.RemoveRunner(ctx, runner.ID)
 	}()
-	p.Printf("nightjar serve: %d jobs, a pass every %s (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
+	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
 	ticker := time.NewTicker(s.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -301,5 +329,6 @@ func runServe(c *cli.Context) error {
 		case <-c.Context.Done():
 			return nil
 		}
+		s.reload(c, p)
 	}
 }

@@ -82,13 +82,15 @@ func (r *Repository) startPackWrite(ctx context.Context, p *packer) error {
 	if err := r.packWriteError(); err != nil {
 		return err
 	}
-	blobs, data := p.blobs, p.buf
-	p.blobs, p.buf = nil, r.packBuffer()
+	// Take a write slot first: on cancellation the blobs stay in the
+	// packer, still reserved and unwritten, and Flush reports the error.
 	select {
 	case r.packWrites <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	blobs, data := p.blobs, p.buf
+	p.blobs, p.buf = nil, r.packBuffer()
 	r.packWG.Add(1)
 	go func() {
 		defer r.packWG.Done()
@@ -274,10 +276,13 @@ func (r *Repository) ReadPackHeader(ctx context.Context, id ID, size int64) ([]P
 // SplitPack checks a whole pack file (its name, header and every blob) and
 // returns its blobs with their verified plaintexts through fn. It is what
 // check --read-data and restore's pack reader build on.
+//
+// A pack whose content does not match its name is reported with an error,
+// after its blobs were still checked one by one, so that damage is
+// narrowed to the blobs that are really broken. An error with no blob
+// handed to fn means the header itself is unreadable.
 func (r *Repository) SplitPack(id ID, data []byte, fn func(b PackedBlob, plain []byte, err error)) error {
-	if fileID(data) != id {
-		return fmt.Errorf("pack %s: content does not match its name: %w", id.Short(), ErrIntegrity)
-	}
+	nameOK := fileID(data) == id
 	size := int64(len(data))
 	if size < packTrailerSize {
 		return fmt.Errorf("pack %s: too short: %w", id.Short(), ErrIntegrity)
@@ -294,6 +299,9 @@ func (r *Repository) SplitPack(id ID, data []byte, fn func(b PackedBlob, plain [
 	for _, b := range blobs {
 		plain, err := r.openBlob(b, data[b.Offset:b.Offset+b.Length])
 		fn(b, plain, err)
+	}
+	if !nameOK {
+		return fmt.Errorf("pack %s: content does not match its name: %w", id.Short(), ErrIntegrity)
 	}
 	return nil
 }

@@ -204,9 +204,14 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fractio
 					c.markBroken(b.ID, b.Type, err.Error())
 				}
 			})
-			if err != nil {
+			if err != nil && len(inPack) == 0 {
 				c.packBroken(id, indexed[id], err)
 				return nil
+			}
+			if err != nil {
+				// The blobs were checked one by one: only the broken ones
+				// are marked.
+				c.problem("pack "+id.String(), err.Error())
 			}
 			for _, b := range indexed[id] {
 				if got, ok := inPack[b.ID]; !ok || got != b.PackedBlob {
@@ -329,8 +334,10 @@ func (c *checker) walkTree(ctx context.Context, id ID) []brokenRef {
 				refs = append(refs, brokenRef{path: path.Join(n.Name, sub.path), object: sub.object})
 			}
 		case NodeFile:
+			seen := map[string]bool{}
 			for _, blob := range n.Content {
-				if obj, bad := c.blobState(blob); bad {
+				if obj, bad := c.blobState(blob); bad && !seen[obj] {
+					seen[obj] = true
 					refs = append(refs, brokenRef{path: n.Name, object: obj})
 				}
 			}

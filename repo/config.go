@@ -114,6 +114,9 @@ func decodeConfig(s sealer, data []byte) (Config, error) {
 	if err := json.Unmarshal(plain, &c); err != nil {
 		return Config{}, fmt.Errorf("config: %v: %w", err, ErrIntegrity)
 	}
+	if c.Version < 1 {
+		return Config{}, fmt.Errorf("config version %d: %w", c.Version, ErrIntegrity)
+	}
 	if c.Version > FormatVersion {
 		return Config{}, fmt.Errorf("config version %d: %w", c.Version, ErrUnsupportedVersion)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"time"
@@ -59,8 +60,12 @@ func Init(ctx context.Context, be Backend, password []byte, opts InitOptions) (*
 	if now == nil {
 		now = time.Now
 	}
-	if _, err := be.Stat(ctx, Handle{Type: ConfigFile, Name: "config"}); err == nil {
+	switch _, err := be.Stat(ctx, Handle{Type: ConfigFile, Name: "config"}); {
+	case err == nil:
 		return nil, ErrAlreadyExists
+	case !errors.Is(err, ErrNotFound):
+		// Not knowing is not "missing": never risk replacing a config.
+		return nil, fmt.Errorf("init: look for an existing config: %w", err)
 	}
 	cfg, err := newConfig(now(), opts.Chunker)
 	if err != nil {
@@ -239,9 +244,13 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 // maxPackWrites is how many packs are stored concurrently.
 const maxPackWrites = 2
 
-// Close releases the repository's decoders. It does not flush: call Flush.
+// Close releases the repository's decoders and what its backend keeps
+// open. It does not flush: call Flush.
 func (r *Repository) Close() {
 	r.zdec.Close()
+	if c, ok := r.be.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // Backend returns the storage the repository lives in.

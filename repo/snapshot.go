@@ -92,8 +92,11 @@ func (r *Repository) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
 	h := Handle{Type: SnapshotFile, Name: s.ID}
-	if _, err := r.be.Stat(ctx, h); err == nil {
+	switch _, err := r.be.Stat(ctx, h); {
+	case err == nil:
 		return fmt.Errorf("snapshot %s already exists", s.ID)
+	case !errors.Is(err, ErrNotFound):
+		return fmt.Errorf("save snapshot %s: %w", s.ID, err)
 	}
 	return r.be.Save(ctx, h, sealObject(r.seal, "snapshot", s.ID, plain))
 }
@@ -163,6 +166,9 @@ func SortSnapshots(snaps []*Snapshot) {
 // "latest", only snapshots whose paths equal paths count when paths is not
 // empty.
 func (r *Repository) FindSnapshot(ctx context.Context, ref string, paths []string) (*Snapshot, error) {
+	if ref == "" {
+		return nil, fmt.Errorf("empty snapshot reference: want an ID, a prefix of one, or latest")
+	}
 	if ref == "latest" {
 		snaps, err := r.Snapshots(ctx)
 		if err != nil {

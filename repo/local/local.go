@@ -30,8 +30,12 @@ var folders = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.
 
 // Backend is a repository in a local folder.
 type Backend struct {
-	root string
+	root  string
+	packs *fileCache
 }
+
+// openPacks is how many pack files a Backend keeps open for reading.
+const openPacks = 64
 
 var (
 	_ repo.Backend       = (*Backend)(nil)
@@ -70,7 +74,7 @@ func Create(path string) (*Backend, error) {
 			return nil, fmt.Errorf("create repository folder: %w", err)
 		}
 	}
-	return &Backend{root: abs}, nil
+	return &Backend{root: abs, packs: newFileCache(openPacks)}, nil
 }
 
 // Open opens the repository in an existing folder. It fails with an error
@@ -86,7 +90,13 @@ func Open(path string) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("open repository at %s: %w", abs, err)
 	}
-	return &Backend{root: abs}, nil
+	return &Backend{root: abs, packs: newFileCache(openPacks)}, nil
+}
+
+// Close closes the pack files kept open for reading.
+func (b *Backend) Close() error {
+	b.packs.close()
+	return nil
 }
 
 // Location returns the repository's absolute folder.
@@ -134,6 +144,13 @@ func (b *Backend) writeTemp(data []byte) (*os.File, error) {
 	}
 	name := filepath.Join(b.root, tmpDir, hex.EncodeToString(rnd[:]))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Copies of a repository may lose empty folders (git, some sync
+		// tools): make them again.
+		if mkErr := os.MkdirAll(filepath.Dir(name), dirMode); mkErr == nil {
+			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +169,13 @@ func (b *Backend) writeTemp(data []byte) (*os.File, error) {
 
 // publish renames the synced temporary file into place and syncs the folder.
 func publish(tmp, final string) error {
-	if err := os.Rename(tmp, final); err != nil {
+	err := os.Rename(tmp, final)
+	if errors.Is(err, fs.ErrNotExist) {
+		if mkErr := os.MkdirAll(filepath.Dir(final), dirMode); mkErr == nil {
+			err = os.Rename(tmp, final)
+		}
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -177,6 +200,9 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 	if err != nil {
 		return err
 	}
+	if h.Type == repo.PackFile {
+		b.packs.forget(final)
+	}
 	f, err := b.writeTemp(data)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
@@ -188,6 +214,10 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 	}
 	if err := publish(tmp, final); err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
+	}
+	if h.Type == repo.PackFile {
+		// A reader may have cached the old file while this one was written.
+		b.packs.forget(final)
 	}
 	return nil
 }
@@ -201,11 +231,21 @@ func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, notFound(h, err)
+	var f *os.File
+	if h.Type == repo.PackFile {
+		var done func()
+		f, done, err = b.packs.open(name)
+		if err != nil {
+			return nil, notFound(h, err)
+		}
+		defer done()
+	} else {
+		f, err = os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return nil, notFound(h, err)
+		}
+		defer f.Close()
 	}
-	defer f.Close()
 	if length < 0 {
 		fi, err := f.Stat()
 		if err != nil {
@@ -282,6 +322,9 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 	if err != nil {
 		return err
 	}
+	if h.Type == repo.PackFile {
+		b.packs.forget(name)
+	}
 	if err := os.Remove(name); err != nil {
 		return notFound(h, err)
 	}
@@ -326,7 +369,7 @@ func (b *Backend) Held(ctx context.Context, h repo.Handle) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return false, notFound(h, err)
 	}

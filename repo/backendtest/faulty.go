@@ -1,0 +1,219 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+// ErrInjected is the error of every failure that Faulty injects.
+var ErrInjected = errors.New("backendtest: injected fault")
+
+// Corrupter changes the bytes that a Load of h returned; offset is where in
+// the object data starts.
+type Corrupter func(h repo.Handle, offset int64, data []byte)
+
+// FlipByte returns a Corrupter that inverts the lowest bit of the byte at
+// position at of every loaded object of the type it is installed for, when
+// the loaded range covers it.
+func FlipByte(at int64) Corrupter {
+	return func(_ repo.Handle, offset int64, data []byte) {
+		if at >= offset && at < offset+int64(len(data)) {
+			data[at-offset] ^= 1
+		}
+	}
+}
+
+// Faulty wraps a Backend and, when told to, fails chosen calls or damages
+// what is loaded. With no faults set up it passes everything through. It
+// implements repo.ProcessLocker by passing the calls to the wrapped
+// backend, or failing with errors.ErrUnsupported when that cannot hold
+// locks. Safe for concurrent use.
+type Faulty struct {
+	be repo.Backend
+
+	mu       sync.Mutex
+	saves    map[repo.FileType]int
+	loads    map[repo.FileType]int
+	failSave map[repo.FileType]map[int]bool // call numbers that fail
+	failLoad map[repo.FileType]map[int]bool
+	stats    map[repo.FileType]int
+	failStat map[repo.FileType]map[int]bool
+	corrupt  map[repo.FileType]Corrupter
+}
+
+var (
+	_ repo.Backend       = (*Faulty)(nil)
+	_ repo.ProcessLocker = (*Faulty)(nil)
+)
+
+// NewFaulty wraps be.
+func NewFaulty(be repo.Backend) *Faulty {
+	return &Faulty{
+		be:       be,
+		saves:    map[repo.FileType]int{},
+		loads:    map[repo.FileType]int{},
+		failSave: map[repo.FileType]map[int]bool{},
+		failLoad: map[repo.FileType]map[int]bool{},
+		stats:    map[repo.FileType]int{},
+		failStat: map[repo.FileType]map[int]bool{},
+		corrupt:  map[repo.FileType]Corrupter{},
+	}
+}
+
+// Unwrap returns the wrapped backend.
+func (f *Faulty) Unwrap() repo.Backend { return f.be }
+
+// FailSave makes the nth Save of type t from now on (n = 1: the next one)
+// fail with ErrInjected without storing anything.
+func (f *Faulty) FailSave(t repo.FileType, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failSave[t] == nil {
+		f.failSave[t] = map[int]bool{}
+	}
+	f.failSave[t][f.saves[t]+n] = true
+}
+
+// FailLoad makes the nth Load of type t from now on (n = 1: the next one)
+// fail with ErrInjected.
+func (f *Faulty) FailLoad(t repo.FileType, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failLoad[t] == nil {
+		f.failLoad[t] = map[int]bool{}
+	}
+	f.failLoad[t][f.loads[t]+n] = true
+}
+
+// FailStat makes the nth Stat of type t from now on (n = 1: the next one)
+// fail with ErrInjected, as a storage that cannot be reached would.
+func (f *Faulty) FailStat(t repo.FileType, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failStat[t] == nil {
+		f.failStat[t] = map[int]bool{}
+	}
+	f.failStat[t][f.stats[t]+n] = true
+}
+
+// CorruptLoads passes the result of every later Load of type t through c;
+// a nil c stops it. The stored objects are not changed.
+func (f *Faulty) CorruptLoads(t repo.FileType, c Corrupter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c == nil {
+		delete(f.corrupt, t)
+		return
+	}
+	f.corrupt[t] = c
+}
+
+// Reset removes every fault set up; the call counts stay.
+func (f *Faulty) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failSave = map[repo.FileType]map[int]bool{}
+	f.failLoad = map[repo.FileType]map[int]bool{}
+	f.failStat = map[repo.FileType]map[int]bool{}
+	f.corrupt = map[repo.FileType]Corrupter{}
+}
+
+// Saves returns the number of Save and SaveHeld calls of type t so far,
+// failed ones included; FailSave counts them alike.
+func (f *Faulty) Saves(t repo.FileType) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.saves[t]
+}
+
+// Loads returns the number of Load calls of type t so far, failed ones
+// included.
+func (f *Faulty) Loads(t repo.FileType) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.loads[t]
+}
+
+// Save passes to the wrapped backend unless this call is set up to fail.
+func (f *Faulty) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	f.mu.Lock()
+	f.saves[h.Type]++
+	fail := f.failSave[h.Type][f.saves[h.Type]]
+	f.mu.Unlock()
+	if fail {
+		return fmt.Errorf("save %s: %w", h, ErrInjected)
+	}
+	return f.be.Save(ctx, h, data)
+}
+
+// Load passes to the wrapped backend unless this call is set up to fail,
+// and damages what it returns when set up to.
+func (f *Faulty) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	f.mu.Lock()
+	f.loads[h.Type]++
+	fail := f.failLoad[h.Type][f.loads[h.Type]]
+	corrupt := f.corrupt[h.Type]
+	f.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("load %s: %w", h, ErrInjected)
+	}
+	data, err := f.be.Load(ctx, h, offset, length)
+	if err == nil && corrupt != nil {
+		corrupt(h, offset, data)
+	}
+	return data, err
+}
+
+// Stat passes to the wrapped backend unless this call is set up to fail.
+func (f *Faulty) Stat(ctx context.Context, h repo.Handle) (int64, error) {
+	f.mu.Lock()
+	f.stats[h.Type]++
+	fail := f.failStat[h.Type][f.stats[h.Type]]
+	f.mu.Unlock()
+	if fail {
+		return 0, fmt.Errorf("stat %s: %w", h, ErrInjected)
+	}
+	return f.be.Stat(ctx, h)
+}
+
+// List passes to the wrapped backend.
+func (f *Faulty) List(ctx context.Context, t repo.FileType, fn func(string, int64) error) error {
+	return f.be.List(ctx, t, fn)
+}
+
+// Remove passes to the wrapped backend.
+func (f *Faulty) Remove(ctx context.Context, h repo.Handle) error {
+	return f.be.Remove(ctx, h)
+}
+
+// Location returns the wrapped backend's location.
+func (f *Faulty) Location() string { return f.be.Location() }
+
+// SaveHeld passes to the wrapped backend if it is a repo.ProcessLocker.
+func (f *Faulty) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (func() error, error) {
+	pl, ok := f.be.(repo.ProcessLocker)
+	if !ok {
+		return nil, fmt.Errorf("%s cannot hold locks: %w", f.be.Location(), errors.ErrUnsupported)
+	}
+	f.mu.Lock()
+	f.saves[h.Type]++
+	fail := f.failSave[h.Type][f.saves[h.Type]]
+	f.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("save %s: %w", h, ErrInjected)
+	}
+	return pl.SaveHeld(ctx, h, data)
+}
+
+// Held passes to the wrapped backend if it is a repo.ProcessLocker.
+func (f *Faulty) Held(ctx context.Context, h repo.Handle) (bool, error) {
+	pl, ok := f.be.(repo.ProcessLocker)
+	if !ok {
+		return false, fmt.Errorf("%s cannot hold locks: %w", f.be.Location(), errors.ErrUnsupported)
+	}
+	return pl.Held(ctx, h)
+}

@@ -1,0 +1,527 @@
+package repo_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/memory"
+)
+
+func TestBlobRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		data       []byte
+		compressed bool // stored zstd-compressed
+	}{
+		{"compressible", compressible(1 << 20), true},
+		{"incompressible", random(1, 300<<10), false},
+		{"all zeros", make([]byte, 256<<10), true},
+		{"tiny", []byte("hi"), false},
+		{"empty", []byte{}, false},
+		{"63 bytes", bytes.Repeat([]byte("a"), 63), false},
+		{"64 compressible bytes", bytes.Repeat([]byte("a"), 64), true},
+	}
+	be := memory.New()
+	r := initRepo(t, be)
+	ids := make([]repo.ID, len(tests))
+	for i, tt := range tests {
+		ids[i] = r.BlobID(tt.data)
+		stored, err := r.SaveBlob(ctx, repo.DataBlob, ids[i], tt.data)
+		if err != nil || !stored {
+			t.Fatalf("%s: SaveBlob = %v, %v; want stored", tt.name, stored, err)
+		}
+	}
+	flush(t, r)
+	o := openRepo(t, be)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, rr := range []*repo.Repository{r, o} {
+				got, err := rr.LoadBlob(ctx, ids[i])
+				if err != nil {
+					t.Fatalf("load: %v", err)
+				}
+				if !bytes.Equal(got, tt.data) {
+					t.Fatalf("loaded %d bytes that differ from the %d saved", len(got), len(tt.data))
+				}
+			}
+			b, ok := o.Index().Lookup(ids[i])
+			if !ok {
+				t.Fatal("not in the reloaded index")
+			}
+			if b.Type != repo.DataBlob || b.RawLength != uint32(len(tt.data)) {
+				t.Errorf("index entry %+v: want a data blob of %d bytes", b, len(tt.data))
+			}
+			if tt.compressed && (b.Compression == 0 || b.Length >= b.RawLength) {
+				t.Errorf("compressible blob stored with compression %d in %d bytes of %d", b.Compression, b.Length, b.RawLength)
+			}
+			if !tt.compressed && (b.Compression != 0 || b.Length <= b.RawLength) {
+				t.Errorf("incompressible blob stored with compression %d in %d bytes of %d: want it as it is, sealed", b.Compression, b.Length, b.RawLength)
+			}
+		})
+	}
+}
+
+func TestLoadBlobUnknown(t *testing.T) {
+	r := initRepo(t, memory.New())
+	if _, err := r.LoadBlob(context.Background(), r.BlobID([]byte("never saved"))); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("load of an unknown blob: %v, want ErrNotFound", err)
+	}
+}
+
+func TestDedup(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	data := random(2, 100000)
+	id := r.BlobID(data)
+	stages := []struct {
+		name   string
+		before func()
+		want   bool
+	}{
+		{"first save", func() {}, true},
+		{"same blob before flush", func() {}, false},
+		{"same blob after flush", func() { flush(t, r) }, false},
+	}
+	for _, st := range stages {
+		st.before()
+		stored, err := r.SaveBlob(ctx, repo.DataBlob, id, data)
+		if err != nil || stored != st.want {
+			t.Errorf("%s: SaveBlob = %v, %v; want %v", st.name, stored, err, st.want)
+		}
+	}
+	flush(t, r)
+	o := openRepo(t, be)
+	if stored, err := o.SaveBlob(ctx, repo.DataBlob, id, data); err != nil || stored {
+		t.Errorf("after reopening: SaveBlob = %v, %v; want not stored again", stored, err)
+	}
+	flush(t, o)
+	if got := names(t, be, repo.PackFile); len(got) != 1 {
+		t.Errorf("%d packs for one blob saved four times, want 1", len(got))
+	}
+	count := 0
+	for _, name := range names(t, be, repo.IndexFile) {
+		blobs, _, err := o.ReadIndexFile(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count += len(blobs)
+	}
+	if count != 1 {
+		t.Errorf("index files list the blob %d times, want once", count)
+	}
+	if st := r.WriteStats(); st.Packs != 1 {
+		t.Errorf("WriteStats().Packs = %d, want 1", st.Packs)
+	}
+}
+
+// Many goroutines saving overlapping sets of blobs store each blob once.
+func TestSaveBlobConcurrently(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	const workers, blobs = 8, 300
+	data := make([][]byte, blobs)
+	ids := make([]repo.ID, blobs)
+	for i := range data {
+		if i%2 == 0 {
+			data[i] = random(uint64(i), 64<<10)
+		} else {
+			data[i] = compressible(32<<10 + i)
+		}
+		ids[i] = r.BlobID(data[i])
+	}
+	stored := make([][]bool, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		stored[w] = make([]bool, blobs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			order := rand.New(rand.NewPCG(uint64(w), 0)).Perm(blobs)
+			for _, i := range order {
+				ok, err := r.SaveBlob(ctx, repo.DataBlob, ids[i], data[i])
+				if err != nil {
+					errs <- err
+					return
+				}
+				stored[w][i] = ok
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range blobs {
+		n := 0
+		for w := range workers {
+			if stored[w][i] {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("blob %d stored by %d goroutines, want exactly 1", i, n)
+		}
+	}
+	flush(t, r)
+	o := openRepo(t, be)
+	if o.Index().Len() != blobs {
+		t.Errorf("index has %d blobs, want %d", o.Index().Len(), blobs)
+	}
+	var lwg sync.WaitGroup
+	for w := range workers {
+		lwg.Add(1)
+		go func() {
+			defer lwg.Done()
+			for i := w; i < blobs; i += workers {
+				got, err := o.LoadBlob(ctx, ids[i])
+				if err != nil || !bytes.Equal(got, data[i]) {
+					t.Errorf("blob %d: %v", i, err)
+				}
+			}
+		}()
+	}
+	lwg.Wait()
+}
+
+// Index files list their blobs sorted by ID, name only existing packs, and
+// give back the same index after reopening.
+func TestIndexFiles(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	for round := range 3 {
+		for i := range 50 {
+			saveBlob(t, r, random(uint64(round*1000+i), 1000+i))
+		}
+		flush(t, r)
+	}
+	indexFiles := names(t, be, repo.IndexFile)
+	if len(indexFiles) != 3 {
+		t.Fatalf("%d index files after 3 flushes, want 3", len(indexFiles))
+	}
+	packs := names(t, be, repo.PackFile)
+	total := 0
+	for _, name := range indexFiles {
+		blobs, packIDs, err := r.ReadIndexFile(ctx, name)
+		if err != nil {
+			t.Fatalf("read index %s: %v", name, err)
+		}
+		total += len(blobs)
+		if !slices.IsSortedFunc(blobs, func(a, b repo.IndexedBlob) int { return bytes.Compare(a.ID[:], b.ID[:]) }) {
+			t.Errorf("index %s is not sorted by blob ID", name)
+		}
+		for i := 1; i < len(blobs); i++ {
+			if blobs[i].ID == blobs[i-1].ID {
+				t.Errorf("index %s lists blob %s twice", name, blobs[i].ID.Short())
+			}
+		}
+		for _, p := range packIDs {
+			if !slices.Contains(packs, p.String()) {
+				t.Errorf("index %s names pack %s, which does not exist", name, p.Short())
+			}
+		}
+	}
+	if total != 150 {
+		t.Errorf("index files list %d blobs, want 150", total)
+	}
+
+	o := openRepo(t, be)
+	if o.Index().Len() != r.Index().Len() {
+		t.Fatalf("reloaded index has %d blobs, want %d", o.Index().Len(), r.Index().Len())
+	}
+	r.Index().Each(func(b repo.IndexedBlob) {
+		if got, ok := o.Index().Lookup(b.ID); !ok || got != b {
+			t.Errorf("blob %s reloads as %+v, %v; want %+v", b.ID.Short(), got, ok, b)
+		}
+	})
+}
+
+// A backup interrupted after writing a pack but before its index leaves an
+// unindexed pack; the next writer adopts it instead of storing its blobs
+// again.
+func TestAdoptPacks(t *testing.T) {
+	ctx := context.Background()
+	be := backendtest.NewFaulty(memory.New())
+	r := initRepo(t, be)
+	data := [][]byte{random(1, 50000), compressible(70000), []byte("small")}
+	var ids []repo.ID
+	for _, d := range data {
+		ids = append(ids, saveBlob(t, r, d))
+	}
+	be.FailSave(repo.IndexFile, 1)
+	if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
+		t.Fatalf("flush with a failing index save: %v, want the injected error", err)
+	}
+	packSaves := be.Saves(repo.PackFile)
+	if got := names(t, be, repo.PackFile); len(got) == 0 || len(names(t, be, repo.IndexFile)) != 0 {
+		t.Fatalf("want packs and no index file, have %d packs and index files %v", len(got), names(t, be, repo.IndexFile))
+	}
+
+	o := openRepo(t, be)
+	if o.Index().Len() != 0 {
+		t.Fatalf("index of the interrupted repository has %d blobs, want 0", o.Index().Len())
+	}
+	rep, err := o.Check(ctx, repo.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.UnindexedPacks != len(names(t, be, repo.PackFile)) {
+		t.Errorf("check of the interrupted repository: ok %v, %d unindexed packs; want ok and all packs unindexed%s",
+			rep.OK(), rep.UnindexedPacks, problemList(rep))
+	}
+
+	a := openRepo(t, be)
+	n, err := a.AdoptPacks(ctx)
+	if err != nil || n != len(names(t, be, repo.PackFile)) {
+		t.Fatalf("AdoptPacks = %d, %v; want every pack adopted", n, err)
+	}
+	for i, id := range ids {
+		if stored, err := a.SaveBlob(ctx, repo.DataBlob, id, data[i]); err != nil || stored {
+			t.Errorf("blob %d after adoption: SaveBlob = %v, %v; want it reused", i, stored, err)
+		}
+		if got, err := a.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data[i]) {
+			t.Errorf("blob %d after adoption: load: %v", i, err)
+		}
+	}
+	flush(t, a)
+	if got := be.Saves(repo.PackFile); got != packSaves {
+		t.Errorf("%d pack saves after adoption, want none", got-packSaves)
+	}
+	if n, err := a.AdoptPacks(ctx); err != nil || n != 0 {
+		t.Errorf("second AdoptPacks = %d, %v; want nothing left to adopt", n, err)
+	}
+
+	final := openRepo(t, be)
+	for i, id := range ids {
+		if got, err := final.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data[i]) {
+			t.Errorf("blob %d after adoption and reopening: %v", i, err)
+		}
+	}
+	rep, err = final.Check(ctx, repo.CheckOptions{ReadDataFraction: 1})
+	if err != nil || !rep.OK() || rep.UnindexedPacks != 0 {
+		t.Errorf("check after adoption: %v, unindexed %d%s", err, rep.UnindexedPacks, problemList(rep))
+	}
+}
+
+// A failed index write is retried by the next Flush.
+func TestFlushRetriesIndex(t *testing.T) {
+	ctx := context.Background()
+	be := backendtest.NewFaulty(memory.New())
+	r := initRepo(t, be)
+	data := random(4, 10000)
+	id := saveBlob(t, r, data)
+	be.FailSave(repo.IndexFile, 1)
+	if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
+		t.Fatalf("first flush: %v, want the injected error", err)
+	}
+	flush(t, r)
+	o := openRepo(t, be)
+	if got, err := o.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("blob after retried flush: %v", err)
+	}
+}
+
+// SaveBlob's promise: after Flush returns nil, every blob SaveBlob reported
+// as stored is durable and indexed. A pack write that failed must therefore
+// either be retried or make Flush fail; it must not drop the blobs of that
+// pack silently.
+func TestFlushAfterFailedPackWrite(t *testing.T) {
+	ctx := context.Background()
+	t.Run("failed flush, then flush again", func(t *testing.T) {
+		be := backendtest.NewFaulty(memory.New())
+		r := initRepo(t, be)
+		data := random(5, 10000)
+		id := saveBlob(t, r, data)
+		be.FailSave(repo.PackFile, 1)
+		if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
+			t.Fatalf("first flush: %v, want the injected error", err)
+		}
+		if err := r.Flush(ctx); err != nil {
+			return // still failing: the loss is not hidden
+		}
+		if _, err := r.LoadBlob(ctx, id); err != nil {
+			t.Errorf("second Flush returned nil, but the blob SaveBlob stored before is lost: %v", err)
+		}
+	})
+	t.Run("full pack fails to write while saving", func(t *testing.T) {
+		onePacker(t) // the first blob then shares the pack that fails
+		be := backendtest.NewFaulty(memory.New())
+		r := initRepo(t, be)
+		stored := []repo.ID{saveBlob(t, r, []byte("a blob whose SaveBlob call succeeded"))}
+		be.FailSave(repo.PackFile, 1)
+		for i := range repo.DefaultPackSize/(1<<20) + 4 {
+			data := random(uint64(100+i), 1<<20)
+			id := r.BlobID(data)
+			ok, err := r.SaveBlob(ctx, repo.DataBlob, id, data)
+			if errors.Is(err, backendtest.ErrInjected) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				stored = append(stored, id)
+			}
+		}
+		err := r.Flush(ctx)
+		if be.Saves(repo.PackFile) == 0 {
+			t.Fatal("no pack write was attempted")
+		}
+		if err != nil {
+			return // the loss is reported
+		}
+		for i, id := range stored {
+			if _, err := r.LoadBlob(ctx, id); err != nil {
+				t.Errorf("blob %d: SaveBlob reported it stored and Flush returned nil, but: %v", i, err)
+			}
+		}
+	})
+}
+
+// gatedBackend holds every pack Save until gate is closed, telling started
+// when one begins.
+type gatedBackend struct {
+	repo.Backend
+	gate    chan struct{}
+	started chan struct{}
+}
+
+func (g *gatedBackend) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	if h.Type == repo.PackFile {
+		g.started <- struct{}{}
+		<-g.gate
+	}
+	return g.Backend.Save(ctx, h, data)
+}
+
+// A SaveBlob whose context is cancelled while it waits for a pack write to
+// start must not lose the blobs that earlier SaveBlob calls put in that
+// pack, nor leave them reserved so that they can never be stored again.
+func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
+	onePacker(t)
+	bg := context.Background()
+	be := &gatedBackend{Backend: memory.New(), gate: make(chan struct{}), started: make(chan struct{}, 16)}
+	r := initRepo(t, be)
+	perPack := repo.DefaultPackSize / (1 << 20) // 1 MiB blobs that fill a pack
+	blob := func(i int) ([]byte, repo.ID) {
+		data := random(uint64(1000+i), 1<<20)
+		return data, r.BlobID(data)
+	}
+	// Fill two packs: their writes start and hang, which is as many pack
+	// writes as the repository runs at once.
+	stored := map[int]repo.ID{}
+	for i := range 2 * perPack {
+		data, id := blob(i)
+		if ok, err := r.SaveBlob(bg, repo.DataBlob, id, data); err != nil || !ok {
+			t.Fatalf("blob %d: %v, %v", i, ok, err)
+		}
+		stored[i] = id
+	}
+	for range 2 {
+		select {
+		case <-be.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("pack writes did not start")
+		}
+	}
+	// A third pack's worth: all but its last blob are accepted ...
+	for i := 2 * perPack; i < 3*perPack-1; i++ {
+		data, id := blob(i)
+		if ok, err := r.SaveBlob(bg, repo.DataBlob, id, data); err != nil || !ok {
+			t.Fatalf("blob %d: %v, %v", i, ok, err)
+		}
+		stored[i] = id
+	}
+	// ... and its last blob's call waits for a pack write slot until its
+	// context is cancelled.
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() {
+		data, id := blob(3*perPack - 1)
+		_, err := r.SaveBlob(ctx, repo.DataBlob, id, data)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Log("the last SaveBlob did not wait for a write slot")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SaveBlob does not return when its context is cancelled")
+	}
+	close(be.gate)
+	go func() {
+		for range be.started {
+		}
+	}()
+	if err := r.Flush(bg); err != nil {
+		t.Logf("flush: %v (the loss is reported)", err)
+		return
+	}
+	for i := 2 * perPack; i < 3*perPack-1; i++ {
+		if _, err := r.LoadBlob(bg, stored[i]); err != nil {
+			t.Errorf("blob %d: SaveBlob reported it stored and Flush returned nil, but: %v", i, err)
+			data, id := blob(i)
+			if ok, err := r.SaveBlob(bg, repo.DataBlob, id, data); err == nil && !ok {
+				t.Errorf("blob %d: and SaveBlob refuses to store it again (it stays reserved)", i)
+			}
+			break
+		}
+	}
+}
+
+func TestWriteStats(t *testing.T) {
+	be := memory.New()
+	r := initRepo(t, be)
+	saveBlob(t, r, random(6, 5000))
+	flush(t, r)
+	var size int64
+	for _, ft := range []repo.FileType{repo.PackFile, repo.IndexFile} {
+		if err := be.List(context.Background(), ft, func(_ string, n int64) error { size += n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := r.WriteStats(); st.Packs != len(names(t, be, repo.PackFile)) || st.Bytes != size {
+		t.Errorf("WriteStats = %+v, want %d packs and %d bytes of packs and index files", st, len(names(t, be, repo.PackFile)), size)
+	}
+}
+
+// ExampleRepository_SaveBlob shows the write protocol.
+func ExampleRepository_SaveBlob() {
+	ctx := context.Background()
+	r, err := repo.Init(ctx, memory.New(), []byte("password"), repo.InitOptions{
+		KDF: fastKDF, Chunker: testChunker,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer r.Close()
+	data := []byte("some file content")
+	id := r.BlobID(data)
+	if _, err := r.SaveBlob(ctx, repo.DataBlob, id, data); err != nil {
+		panic(err)
+	}
+	// Only after Flush may anything refer to the blob.
+	if err := r.Flush(ctx); err != nil {
+		panic(err)
+	}
+	got, _ := r.LoadBlob(ctx, id)
+	fmt.Println(string(got))
+	// Output: some file content
+}

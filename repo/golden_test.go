@@ -1,0 +1,201 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/local"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden repository in testdata/repo")
+
+// The golden repository is a small repository of format version 1, written
+// once by this code and committed, so that every later nightjar is tested
+// against reading it. Regenerate it (only for a deliberate format change,
+// which must come with a new version) with
+//
+//	go test ./repo -run TestGoldenRepository -update
+const (
+	goldenDir      = "../testdata/repo/v1"
+	goldenPassword = "nightjar golden repository"
+	goldenSnapshot = "golden-v1"
+)
+
+var goldenTime = time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.UTC)
+
+// goldenFiles are the files of the golden snapshot, below /data.
+var goldenFiles = map[string][]byte{
+	"hello.txt":  compressible(100 << 10),
+	"random.bin": random(42, 70<<10),
+	"caf\xe9":    []byte("a name that is not UTF-8\n"),
+}
+
+func goldenTree(r *repo.Repository, t *testing.T) repo.ID {
+	ctx := context.Background()
+	var nodes []repo.Node
+	for _, name := range []string{"caf\xe9", "hello.txt", "random.bin"} {
+		data := goldenFiles[name]
+		nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o644, Size: uint64(len(data)),
+			MTime: goldenTime, Content: []repo.ID{saveBlob(t, r, data)}})
+	}
+	empty, err := r.SaveTree(ctx, &repo.Tree{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, repo.Node{Name: "empty", Type: repo.NodeDir, Mode: 0o700, MTime: goldenTime, Subtree: &empty},
+		repo.Node{Name: "z-link", Type: repo.NodeSymlink, Mode: 0o777, MTime: goldenTime, LinkTarget: "hello.txt"})
+	slices.SortFunc(nodes, func(a, b repo.Node) int { return strings.Compare(a.Name, b.Name) }) // byte order
+	data, err := r.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "data", Type: repo.NodeDir, Mode: 0o755, MTime: goldenTime, Subtree: &data}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func writeGolden(t *testing.T) {
+	ctx := context.Background()
+	if err := os.RemoveAll(goldenDir); err != nil {
+		t.Fatal(err)
+	}
+	be, err := local.Create(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := initRepoWith(t, be, goldenPassword, repo.InitOptions{Now: func() time.Time { return goldenTime }})
+	root := goldenTree(r, t)
+	flush(t, r)
+	inv := writeInventory(t, r, collectTreeIDs(t, r, root))
+	flush(t, r)
+	snap := &repo.Snapshot{ID: goldenSnapshot, Time: goldenTime, Hostname: "golden", Username: "nightjar",
+		Paths: []string{"/data"}, Tree: root, Inventory: inv, ProgramVersion: "golden"}
+	if err := r.SaveSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	// Git keeps no empty folders: remove them, so that the test reads what
+	// a checkout holds.
+	var dirs []string
+	_ = filepath.WalkDir(goldenDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = os.Remove(dirs[i]) // only empty ones go
+	}
+}
+
+// collectTreeIDs lists every blob the tree root refers to, itself included.
+func collectTreeIDs(t *testing.T, r *repo.Repository, root repo.ID) []repo.ID {
+	ids := []repo.ID{root}
+	tree, err := r.LoadTree(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tree.Nodes {
+		ids = append(ids, n.Content...)
+		if n.Subtree != nil {
+			ids = append(ids, collectTreeIDs(t, r, *n.Subtree)...)
+		}
+	}
+	seen := map[repo.ID]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestGoldenRepository reads the committed version 1 repository: format
+// changes that break reading existing backups fail here.
+func TestGoldenRepository(t *testing.T) {
+	if *update {
+		writeGolden(t)
+	}
+	ctx := context.Background()
+	be, err := local.Open(goldenDir)
+	if err != nil {
+		t.Fatalf("open golden repository (regenerate with -update): %v", err)
+	}
+	if _, err := repo.Open(ctx, be, repo.OpenOptions{Password: pw("not it")}); !errors.Is(err, repo.ErrWrongPassword) {
+		t.Errorf("wrong password: %v, want ErrWrongPassword", err)
+	}
+	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: pw(goldenPassword)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if cfg := r.Config(); cfg.Version != 1 || cfg.Chunker != testChunker || !cfg.Created.Equal(goldenTime) {
+		t.Errorf("config %+v", cfg)
+	}
+	if err := r.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.FindSnapshot(ctx, "latest", []string{"/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.ID != goldenSnapshot || !snap.Time.Equal(goldenTime) || snap.Hostname != "golden" {
+		t.Errorf("snapshot %+v", snap)
+	}
+	root, err := r.LoadTree(ctx, snap.Tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(root.Nodes) != 1 || root.Nodes[0].Name != "data" || root.Nodes[0].Subtree == nil {
+		t.Fatalf("root tree %+v", root.Nodes)
+	}
+	data, err := r.LoadTree(ctx, *root.Nodes[0].Subtree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotNames []string
+	for _, n := range data.Nodes {
+		gotNames = append(gotNames, n.Name)
+		switch n.Type {
+		case repo.NodeFile:
+			var content []byte
+			for _, id := range n.Content {
+				b, err := r.LoadBlob(ctx, id)
+				if err != nil {
+					t.Fatalf("%q: %v", n.Name, err)
+				}
+				content = append(content, b...)
+			}
+			if string(content) != string(goldenFiles[n.Name]) || !n.MTime.Equal(goldenTime) {
+				t.Errorf("file %q reads back differently", n.Name)
+			}
+		case repo.NodeSymlink:
+			if n.LinkTarget != "hello.txt" {
+				t.Errorf("symlink %q -> %q", n.Name, n.LinkTarget)
+			}
+		}
+	}
+	if want := []string{"caf\xe9", "empty", "hello.txt", "random.bin", "z-link"}; !slices.Equal(gotNames, want) {
+		t.Errorf("names %q, want %q", gotNames, want)
+	}
+	var inventory int
+	if err := r.ReadInventory(ctx, snap, func(repo.ID) error { inventory++; return nil }); err != nil || inventory != 6 {
+		t.Errorf("inventory: %d IDs, %v; want 6 (3 trees, 3 files)", inventory, err)
+	}
+	rep, err := r.Check(ctx, repo.CheckOptions{ReadDataFraction: 1})
+	if err != nil || !rep.OK() {
+		t.Errorf("check: %v%s", err, problemList(rep))
+	}
+}

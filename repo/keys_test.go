@@ -1,0 +1,166 @@
+package repo_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/memory"
+)
+
+func openWith(t *testing.T, be repo.Backend, pass string) (*repo.Repository, error) {
+	t.Helper()
+	r, err := repo.Open(context.Background(), be, repo.OpenOptions{Password: pw(pass)})
+	if err == nil {
+		t.Cleanup(r.Close)
+	}
+	return r, err
+}
+
+func keyNames(t *testing.T, r *repo.Repository) []string {
+	t.Helper()
+	infos, err := r.ListKeys(context.Background())
+	if err != nil {
+		t.Fatalf("list keys: %v", err)
+	}
+	var out []string
+	for _, info := range infos {
+		out = append(out, info.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestKeyAddListRemove(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	data := compressible(5000)
+	id := saveBlob(t, r, data)
+	flush(t, r)
+
+	second, err := r.AddKey(ctx, []byte("second password"), fastKDF)
+	if err != nil {
+		t.Fatalf("add key: %v", err)
+	}
+	infos, err := r.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 {
+		t.Fatalf("ListKeys gives %d keys, want 2", len(infos))
+	}
+	for _, info := range infos {
+		if info.KDF.Algorithm != "argon2id" || info.KDF.Time != fastKDF.Time || info.KDF.MemoryKiB != fastKDF.MemoryKiB || len(info.KDF.Salt) < 16 {
+			t.Errorf("key %s stores KDF %+v, want %+v with a salt", info.Name, info.KDF, fastKDF)
+		}
+		if info.Created.IsZero() {
+			t.Errorf("key %s has no creation time", info.Name)
+		}
+	}
+	if bytes.Equal(infos[0].KDF.Salt, infos[1].KDF.Salt) {
+		t.Error("two keys share a salt: salts must be random per key")
+	}
+
+	// Either password opens the repository and reads the same data.
+	for _, pass := range []string{password, "second password"} {
+		o, err := openWith(t, be, pass)
+		if err != nil {
+			t.Fatalf("open with %q: %v", pass, err)
+		}
+		if o.ID() != r.ID() {
+			t.Errorf("open with %q gives repository %s, want %s", pass, o.ID(), r.ID())
+		}
+		if err := o.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := o.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("open with %q: load blob: %v", pass, err)
+		}
+	}
+
+	tests := []struct {
+		name string
+		key  string
+	}{
+		{"the key in use", r.KeyName()},
+		{"the key in use, by prefix", r.KeyName()[:8]},
+		{"unknown key", "ffffffffffff"},
+		{"prefix too short", second.Name[:3]},
+		{"empty name", ""},
+	}
+	for _, tt := range tests {
+		t.Run("refuses "+tt.name, func(t *testing.T) {
+			if err := r.RemoveKey(ctx, tt.key); err == nil {
+				t.Errorf("RemoveKey(%q) succeeded", tt.key)
+			}
+			if got := keyNames(t, r); len(got) != 2 {
+				t.Errorf("keys after refused remove: %v", got)
+			}
+		})
+	}
+
+	if err := r.RemoveKey(ctx, second.Name[:8]); err != nil {
+		t.Fatalf("remove the other key by prefix: %v", err)
+	}
+	if got := keyNames(t, r); !slices.Equal(got, []string{r.KeyName()}) {
+		t.Errorf("keys after remove: %v, want only %s", got, r.KeyName())
+	}
+	if _, err := openWith(t, be, "second password"); !errors.Is(err, repo.ErrWrongPassword) {
+		t.Errorf("open with the removed key's password: %v, want ErrWrongPassword", err)
+	}
+	if _, err := openWith(t, be, password); err != nil {
+		t.Errorf("open with the remaining password: %v", err)
+	}
+}
+
+func TestAddKeyRefusesEmptyPassword(t *testing.T) {
+	r := initRepo(t, memory.New())
+	if _, err := r.AddKey(context.Background(), nil, fastKDF); err == nil {
+		t.Error("AddKey with an empty password succeeded")
+	}
+	if got := keyNames(t, r); len(got) != 1 {
+		t.Errorf("keys: %v, want one", got)
+	}
+}
+
+func TestChangePassword(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	data := random(3, 100000)
+	id := saveBlob(t, r, data)
+	flush(t, r)
+	packs := names(t, be, repo.PackFile)
+	oldKey := r.KeyName()
+
+	info, err := r.ChangePassword(ctx, []byte("new password"), fastKDF)
+	if err != nil {
+		t.Fatalf("change password: %v", err)
+	}
+	if r.KeyName() != info.Name || info.Name == oldKey {
+		t.Errorf("key in use is %s after the change, want the new %s", r.KeyName(), info.Name)
+	}
+	if got := keyNames(t, r); !slices.Equal(got, []string{info.Name}) {
+		t.Errorf("keys after the change: %v, want only the new one", got)
+	}
+	if _, err := openWith(t, be, password); !errors.Is(err, repo.ErrWrongPassword) {
+		t.Errorf("open with the old password: %v, want ErrWrongPassword", err)
+	}
+	o, err := openWith(t, be, "new password")
+	if err != nil {
+		t.Fatalf("open with the new password: %v", err)
+	}
+	if err := o.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := o.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("data after the change: %v", err)
+	}
+	if got := names(t, be, repo.PackFile); !slices.Equal(got, packs) {
+		t.Errorf("changing the password rewrote packs: %v, was %v", got, packs)
+	}
+}
