@@ -93,12 +93,22 @@ type devIno struct{ dev, ino uint64 }
 // is set.
 type fileJob struct {
 	path    string
+	kind    fileKind // counted when the file is saved, not when it is queued
 	node    *repo.Node
 	content []repo.ID
 	err     error
 	changed bool
 	done    chan struct{}
 }
+
+// fileKind is how a file compares with the parent snapshot.
+type fileKind int
+
+const (
+	fileNew fileKind = iota
+	fileChanged
+	fileUnchanged
+)
 
 type saveJob struct {
 	id   repo.ID
@@ -414,6 +424,10 @@ func (a *archiver) loadParent(ctx context.Context, id *repo.ID) map[string]*repo
 // saveEntry saves one file system entry. ok is false when it was skipped.
 func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*repo.Node, bool, error) {
 	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		a.skip(p, "source does not exist")
+		return nil, false, nil
+	}
 	if err != nil {
 		a.skip(p, describe(err))
 		return nil, false, nil
@@ -582,20 +596,13 @@ func (a *archiver) progress(p string) {
 func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, prev *repo.Node) *fileJob {
 	job := &fileJob{path: p, node: node, done: make(chan struct{})}
 	if prev != nil && unchanged(prev, node) {
-		job.content = prev.Content
-		a.mu.Lock()
-		a.summary.FilesUnchanged++
-		a.mu.Unlock()
+		job.content, job.kind = prev.Content, fileUnchanged
 		close(job.done)
 		return job
 	}
-	a.mu.Lock()
 	if prev != nil && prev.Type == repo.NodeFile {
-		a.summary.FilesChanged++
-	} else {
-		a.summary.FilesNew++
+		job.kind = fileChanged
 	}
-	a.mu.Unlock()
 	if node.Links > 1 {
 		key := devIno{node.Device, node.Inode}
 		a.mu.Lock()
@@ -641,6 +648,14 @@ func (a *archiver) finishFile(job *fileJob) bool {
 	}
 	a.files.Add(1)
 	a.mu.Lock()
+	switch job.kind {
+	case fileNew:
+		a.summary.FilesNew++
+	case fileChanged:
+		a.summary.FilesChanged++
+	case fileUnchanged:
+		a.summary.FilesUnchanged++
+	}
 	a.summary.TotalSize += int64(job.node.Size)
 	if job.changed {
 		a.summary.ChangedDuring = append(a.summary.ChangedDuring, job.path)

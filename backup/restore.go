@@ -48,18 +48,22 @@ type RestoreResult struct {
 var ErrVerifyFailed = errors.New("restored files differ from the repository")
 
 type restorer struct {
-	r       *repo.Repository
-	opts    RestoreOptions
-	root    string
-	asRoot  bool
-	mu      sync.Mutex
-	result  RestoreResult
-	links   map[devIno]string // first restored path of each hardlinked inode
-	dirs    []dirMeta         // folders whose metadata is set last, deepest first
-	fileWG  sync.WaitGroup
-	files   chan restoreFile
-	errOnce sync.Once
-	err     error
+	r      *repo.Repository
+	opts   RestoreOptions
+	root   string
+	asRoot bool
+	mu     sync.Mutex
+	result RestoreResult
+	// Hardlinks: the first name of an inode is restored as a file and
+	// recorded in placed once it is in place (with the restored file's own
+	// device and inode); the other names are linked to it at the end.
+	linkFirst map[devIno]bool
+	placed    map[devIno]placedFile
+	dirs      []dirMeta // folders whose metadata is set last, deepest first
+	fileWG    sync.WaitGroup
+	files     chan restoreFile
+	errOnce   sync.Once
+	err       error
 }
 
 type restoreFile struct {
@@ -74,8 +78,14 @@ type dirMeta struct {
 }
 
 type deferredLink struct {
-	first, target, shown string
-	node                 repo.Node
+	target, shown string
+	node          repo.Node
+}
+
+// placedFile is a restored file that later names of its inode link to.
+type placedFile struct {
+	path     string
+	dev, ino uint64
 }
 
 // Restore writes the tree of snapshot s into opts.Target.
@@ -95,8 +105,9 @@ func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts Res
 	}
 	rs := &restorer{
 		r: r, opts: opts, root: root, asRoot: os.Geteuid() == 0,
-		links: map[devIno]string{},
-		files: make(chan restoreFile, opts.Workers*4),
+		linkFirst: map[devIno]bool{},
+		placed:    map[devIno]placedFile{},
+		files:     make(chan restoreFile, opts.Workers*4),
 	}
 	rs.result.OwnershipKept = rs.asRoot
 	ctx, cancel := context.WithCancel(ctx)
@@ -116,7 +127,9 @@ func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts Res
 		return nil, rs.err
 	}
 	for _, l := range links {
-		rs.restoreLink(l)
+		if err := rs.restoreLink(ctx, l); err != nil {
+			return nil, err
+		}
 	}
 	// Folder metadata last, deepest first, so that writing into a folder
 	// does not change its mtime afterwards and read-only folders can be
@@ -201,11 +214,11 @@ func (rs *restorer) walk(ctx context.Context, id repo.ID, shown, dir string, inc
 		case repo.NodeFile:
 			if node.Links > 1 {
 				key := devIno{node.Device, node.Inode}
-				if first, ok := rs.links[key]; ok {
-					*links = append(*links, deferredLink{first: first, target: target, shown: childShown, node: node})
+				if rs.linkFirst[key] {
+					*links = append(*links, deferredLink{target: target, shown: childShown, node: node})
 					continue
 				}
-				rs.links[key] = target
+				rs.linkFirst[key] = true
 			}
 			select {
 			case rs.files <- restoreFile{node: node, target: target, shown: childShown}:
@@ -340,7 +353,22 @@ func (rs *restorer) restoreFile(ctx context.Context, f restoreFile) error {
 	rs.result.Files++
 	rs.result.Bytes += written
 	rs.mu.Unlock()
+	if f.node.Links > 1 {
+		rs.recordPlaced(f)
+	}
 	return nil
+}
+
+// recordPlaced notes a restored hardlinked file, by the device and inode
+// it has now, for the other names of its inode.
+func (rs *restorer) recordPlaced(f restoreFile) {
+	var st unix.Stat_t
+	if err := unix.Lstat(f.target, &st); err != nil {
+		return
+	}
+	rs.mu.Lock()
+	rs.placed[devIno{f.node.Device, f.node.Inode}] = placedFile{path: f.target, dev: st.Dev, ino: st.Ino}
+	rs.mu.Unlock()
 }
 
 func isZero(b []byte) bool {
@@ -358,19 +386,40 @@ func isZero(b []byte) bool {
 	return true
 }
 
-func (rs *restorer) restoreLink(l deferredLink) {
-	tmp := tempName(l.target)
-	if err := os.Link(l.first, tmp); err != nil {
-		rs.skip(l.shown, "hardlink: "+err.Error())
-		return
+// restoreLink makes a later name of a hardlinked inode: a link to the file
+// restore placed for its first name, after checking that this is still the
+// regular file restore wrote. If the first name was not restored (it was
+// skipped, or something replaced it), the name is restored as a file of
+// its own, which later names then link to.
+func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
+	key := devIno{l.node.Device, l.node.Inode}
+	first, ok := rs.placed[key]
+	var st unix.Stat_t
+	if ok && unix.Lstat(first.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
+		st.Dev == first.dev && st.Ino == first.ino {
+		tmp := tempName(l.target)
+		if err := os.Link(first.path, tmp); err != nil {
+			rs.skip(l.shown, "hardlink: "+err.Error())
+			return nil
+		}
+		if err := rs.place(tmp, l.target); err != nil {
+			rs.skip(l.shown, err.Error())
+			return nil
+		}
+		rs.mu.Lock()
+		rs.result.Files++
+		rs.mu.Unlock()
+		return nil
 	}
-	if err := rs.place(tmp, l.target); err != nil {
+	err := rs.restoreFile(ctx, restoreFile{node: l.node, target: l.target, shown: l.shown})
+	var damaged *damageError
+	if errors.As(err, &damaged) {
+		return err
+	}
+	if err != nil {
 		rs.skip(l.shown, err.Error())
-		return
 	}
-	rs.mu.Lock()
-	rs.result.Files++
-	rs.mu.Unlock()
+	return nil
 }
 
 func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {

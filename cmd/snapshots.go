@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
@@ -101,7 +102,8 @@ func lsCommand() *cli.Command {
 
 // lsJSON is one entry in ls --json.
 type lsJSON struct {
-	Path       string    `json:"path"`
+	Path       string    `json:"path"`               // with U+FFFD for bytes that are not UTF-8
+	PathRaw    []byte    `json:"path_raw,omitempty"` // the exact bytes, base64, when Path is not valid UTF-8
 	Type       string    `json:"type"`
 	Mode       string    `json:"mode"`
 	Size       uint64    `json:"size"`
@@ -142,8 +144,12 @@ func runLs(c *cli.Context) error {
 			// Descend only along the way to sub.
 			return strings.HasPrefix(sub, p+"/")
 		}
-		out = append(out, lsJSON{Path: p, Type: n.Type, Mode: modeString(n), Size: n.Size, MTime: n.MTime,
-			User: n.User, Group: n.Group, LinkTarget: n.LinkTarget})
+		entry := lsJSON{Path: p, Type: n.Type, Mode: modeString(n), Size: n.Size, MTime: n.MTime,
+			User: n.User, Group: n.Group, LinkTarget: n.LinkTarget}
+		if !utf8.ValidString(p) {
+			entry.PathRaw = []byte(p)
+		}
+		out = append(out, entry)
 		return true
 	})
 	if err != nil {
@@ -198,6 +204,22 @@ func modeString(n *repo.Node) string {
 			b = append(b, rwx[i])
 		} else {
 			b = append(b, '-')
+		}
+	}
+	// setuid, setgid and sticky show in the execute places, as ls does.
+	special := []struct {
+		bit       uint32
+		at        int
+		set, bare byte
+	}{{0o4000, 3, 's', 'S'}, {0o2000, 6, 's', 'S'}, {0o1000, 9, 't', 'T'}}
+	for _, sp := range special {
+		if n.Mode&sp.bit == 0 {
+			continue
+		}
+		if b[sp.at] == 'x' {
+			b[sp.at] = sp.set
+		} else {
+			b[sp.at] = sp.bare
 		}
 	}
 	return string(b)

@@ -283,6 +283,9 @@ func (c *checker) blobState(id ID) (string, bool) {
 func (c *checker) affect(object, msg, snapshot, p string) {
 	if msg == "" {
 		msg = "missing from the index"
+		if c.report.UnindexedPacks > 0 {
+			msg += fmt.Sprintf(" (%d packs are not indexed: if index files were lost, the next backup re-indexes those packs; check again after it)", c.report.UnindexedPacks)
+		}
 	}
 	pr := c.problem(object, msg)
 	c.mu.Lock()

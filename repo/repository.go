@@ -36,6 +36,8 @@ type Repository struct {
 	packErr    error
 	packBufs   sync.Pool
 
+	compressBufs sync.Pool // *[]byte for zstd output
+
 	// unindexed holds stored blobs that no index file lists yet; flushIndex
 	// writes them out. indexMu also orders index writes.
 	indexMu        sync.Mutex
@@ -233,6 +235,7 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 		return nil, err
 	}
 	n := runtime.GOMAXPROCS(0)
+	r.compressBufs.New = func() any { b := make([]byte, 0, 256<<10); return &b }
 	r.packWrites = make(chan struct{}, maxPackWrites)
 	r.packers = make(chan *packer, n)
 	for i := 0; i < n; i++ {

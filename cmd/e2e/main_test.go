@@ -1,0 +1,116 @@
+// Package e2e runs the real nightjar binary as a separate process and checks
+// what it does to files, repositories and its own output, from the outside.
+//
+// TestMain builds the binary once. Every test gets its own repository,
+// password file, HOME and cache folder in t.TempDir(). Trees are generated
+// by the tests and compared by a walk written here, not by nightjar code.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/local"
+)
+
+// binPath is the nightjar binary built by TestMain.
+var binPath string
+
+// helperEnv makes the test binary act as a helper process instead of
+// running tests (see runHelper).
+const helperEnv = "NIGHTJAR_E2E_HELPER"
+
+func TestMain(m *testing.M) {
+	if h := os.Getenv(helperEnv); h != "" {
+		os.Exit(runHelper(h))
+	}
+	os.Exit(buildAndRun(m))
+}
+
+// binaryEnv names a nightjar binary to test instead of building one, for
+// testing an installed or released binary.
+const binaryEnv = "NIGHTJAR_E2E_BINARY"
+
+func buildAndRun(m *testing.M) int {
+	if bin := os.Getenv(binaryEnv); bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		binPath = abs
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "nightjar-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	// Tests that run the binary as another user must be able to reach it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	binPath = filepath.Join(dir, "nightjar")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", binPath, "github.com/nightjar-backup/nightjar")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: build nightjar: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// runHelper runs one helper role in a child process started by a test.
+func runHelper(role string) int {
+	switch role {
+	case "hold-exclusive-lock":
+		return holdExclusiveLock()
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
+	return 2
+}
+
+// holdExclusiveLock takes an exclusive lock on the repository named by
+// NIGHTJAR_REPOSITORY, prints "locked" and sleeps until it is killed. No
+// command of the CLI takes an exclusive lock yet (prune will), so the test
+// takes one through the repository package, as prune will.
+func holdExclusiveLock() int {
+	ctx := context.Background()
+	be, err := local.Open(os.Getenv("NIGHTJAR_REPOSITORY"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	pw, err := os.ReadFile(os.Getenv("NIGHTJAR_PASSWORD_FILE"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) {
+		return bytes.TrimRight(pw, "\r\n"), nil
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := r.Lock(ctx, true, "e2e exclusive holder"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("locked")
+	time.Sleep(2 * time.Minute)
+	return 0
+}
