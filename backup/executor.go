@@ -68,12 +68,16 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 	failed := 0
 	var lastErr error
 	for _, src := range sources {
+		id, err := freeSnapshotID(ctx, r, run.ID, src.Path)
+		if err != nil {
+			return res, Classify(err)
+		}
 		opts := Options{
 			Paths:      []string{src.Path},
 			Tags:       append(append([]string{}, tags...), "job:"+job.Name),
 			Excludes:   src.Exclude,
 			Limiter:    limiter,
-			SnapshotID: SnapshotID(run.ID, src.Path),
+			SnapshotID: id,
 			Version:    e.Version,
 		}
 		if len(src.Exclude) > 0 {
@@ -113,6 +117,21 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 		return res, &pass.ClassError{Class: pass.ClassSource, Code: "ALL_SOURCES_FAILED", Err: fmt.Errorf("no source could be read: %w", lastErr)}
 	}
 	return res, nil
+}
+
+// freeSnapshotID returns SnapshotID(run, source), or, when the repository
+// has that ID already (the state database was lost and run numbers
+// started again), the same with a random suffix.
+func freeSnapshotID(ctx context.Context, r *repo.Repository, runID int64, source string) (string, error) {
+	id := SnapshotID(runID, source)
+	for i := 0; i < 5; i++ {
+		taken, err := r.HasSnapshot(ctx, id)
+		if err != nil || !taken {
+			return id, err
+		}
+		id = SnapshotID(runID, source+"-"+repo.NewSnapshotID()[:6])
+	}
+	return "", fmt.Errorf("no free snapshot id for run %d and source %s", runID, source)
 }
 
 // SnapshotID names the snapshot of one source made by one run:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -117,6 +118,7 @@ func checkKeyMaterial(ctx context.Context, cfg *config.Config) error {
 // repositoryOpener opens configured repositories for the executor,
 // creating one on first use when create_if_missing says so.
 func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
+	var creating sync.Mutex // runs of one pass create a repository once
 	return func(ctx context.Context, name string) (*repo.Repository, error) {
 		rc, ok := cfg.Repositories[name]
 		if !ok {
@@ -125,14 +127,10 @@ func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
 		be, err := local.Open(rc.Path)
 		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
+			creating.Lock()
 			created, cerr := createRepository(ctx, rc, password)
-			if cerr == nil {
-				return created, nil
-			}
-			// Another pass may have created it at the same moment.
-			if be, err = local.Open(rc.Path); err != nil {
-				return nil, cerr
-			}
+			creating.Unlock()
+			return created, cerr
 		}
 		if err != nil {
 			return nil, err
@@ -141,10 +139,21 @@ func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
 	}
 }
 
+// createRepository creates a configured repository, or opens it when
+// another process created it first: the folder's flock makes concurrent
+// creators take turns, so that two never write two master keys.
 func createRepository(ctx context.Context, rc config.Repository, password func() ([]byte, error)) (*repo.Repository, error) {
 	pw, err := password()
 	if err != nil {
 		return nil, err
+	}
+	unlock, err := local.LockFolder(rc.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if be, err := local.Open(rc.Path); err == nil {
+		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return pw, nil }})
 	}
 	be, err := local.Create(rc.Path)
 	if err != nil {

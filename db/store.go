@@ -318,8 +318,12 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 			}
 		}
 		if next != nil {
-			if _, err := insertRun(ctx, tx, jobID, *next, run.EndedAt); err != nil && !errors.Is(err, errJobRemoved) {
+			queued, err := insertRun(ctx, tx, jobID, *next, run.EndedAt)
+			if err != nil && !errors.Is(err, errJobRemoved) {
 				return fmt.Errorf("next run: %w", err)
+			}
+			if err == nil {
+				*next = queued
 			}
 		}
 		return nil

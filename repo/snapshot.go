@@ -101,6 +101,18 @@ func (r *Repository) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 	return r.be.Save(ctx, h, sealObject(r.seal, "snapshot", s.ID, plain))
 }
 
+// HasSnapshot reports whether a snapshot with exactly this ID exists.
+func (r *Repository) HasSnapshot(ctx context.Context, id string) (bool, error) {
+	_, err := r.be.Stat(ctx, Handle{Type: SnapshotFile, Name: id})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
 // LoadSnapshot reads one snapshot record by its full ID.
 func (r *Repository) LoadSnapshot(ctx context.Context, id string) (*Snapshot, error) {
 	data, err := r.be.Load(ctx, Handle{Type: SnapshotFile, Name: id}, 0, -1)

@@ -391,3 +391,25 @@ func notFound(h repo.Handle, err error) error {
 	}
 	return fmt.Errorf("%s: %w", h, err)
 }
+
+// LockFolder creates path if missing and holds an exclusive flock on the
+// folder itself until unlock is called, so that processes that may create
+// a repository there at the same time do so one after another. It waits
+// for the lock.
+func LockFolder(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(path, dirMode); err != nil {
+		return nil, fmt.Errorf("create repository folder: %w", err)
+	}
+	d, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("lock repository folder: %w", err)
+	}
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("lock repository folder: %w", err)
+	}
+	return func() {
+		_ = unix.Flock(int(d.Fd()), unix.LOCK_UN)
+		d.Close()
+	}, nil
+}

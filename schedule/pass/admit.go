@@ -86,6 +86,7 @@ func (p *Pass) decide(now time.Time, st AdmitState) []Admission {
 		if reason == "" {
 			def, _ := p.def(c.run.Job)
 			u.add(def)
+			u.active[c.run.Job] = "starting now" // for the reasons of its dependents
 		}
 		decisions = append(decisions, Admission{RunID: c.run.ID, Admit: reason == "", HeldReason: reason})
 	}

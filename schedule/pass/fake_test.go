@@ -213,9 +213,11 @@ func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run
 	r.ErrorClass, r.ErrorCode, r.Message = run.ErrorClass, run.ErrorCode, run.Message
 	r.Figures, r.Snapshots, r.HeldReason = run.Figures, run.Snapshots, ""
 	if next != nil {
-		if _, err := s.queue(*next); err != nil {
+		queued, err := s.queue(*next)
+		if err != nil {
 			return false, err
 		}
+		*next = queued
 	}
 	return true, nil
 }

@@ -392,7 +392,7 @@ func TestDependencyWaitsUntilPredecessorSucceeded(t *testing.T) {
 	if got := startedJobs(sum); len(got) != 1 || got[0] != "db-dump" {
 		t.Fatalf("started %v, want db-dump alone", got)
 	}
-	if got, want := heldReasons(sum)["daten"], "waiting: dependency db-dump has not succeeded: it is queued"; got != want {
+	if got, want := heldReasons(sum)["daten"], "waiting: dependency db-dump has not succeeded: it is starting now"; got != want {
 		t.Errorf("held reason %q, want %q", got, want)
 	}
 	sum = f.run(at(h + 2*time.Minute))

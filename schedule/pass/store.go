@@ -45,8 +45,9 @@ type Store interface {
 	Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error)
 
 	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots)
-	// if owner still holds it, and queues next (nil: none) with it. It
-	// reports false, changing nothing, when the run was taken away.
+	// if owner still holds it, and queues next (nil: none) with it, filling
+	// in next as stored (its ID above all). It reports false, changing
+	// nothing, when the run was taken away.
 	Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error)
 }
 
