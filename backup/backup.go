@@ -156,10 +156,7 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		links:    map[devIno]*fileJob{},
 	}
 	a.chunkBufs.New = func() any { b := make([]byte, 0, a.cp.Max); return &b }
-	a.inv, err = newIDSorter()
-	if err != nil {
-		return nil, err
-	}
+	a.inv = newIDSorter()
 	defer a.inv.Close()
 
 	result := &Result{}

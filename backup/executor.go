@@ -152,14 +152,15 @@ func SnapshotID(runID int64, source string) string {
 		}
 	}
 	name := strings.ReplaceAll(b.String(), "..", "__")
-	name = strings.TrimLeft(name, ".")
 	if name == "" {
 		name = "root"
 	}
 	if len(prefix)+len(name) > 64 {
 		// Keep the end of the path: it tells sources apart best.
 		name = name[len(name)-(64-len(prefix)):]
-		name = strings.TrimLeft(name, ".")
+	}
+	if name[0] == '.' {
+		name = "_" + name[1:]
 	}
 	return prefix + name
 }

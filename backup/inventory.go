@@ -17,22 +17,23 @@ import (
 // sorted runs to a temporary file, so its memory does not grow with the
 // size of the backup.
 type idSorter struct {
-	buf  []repo.ID
-	file *os.File
-	runs []int64 // start offsets of the runs in file
-	end  int64
+	runIDs int // IDs kept in memory before a run is spilled
+	buf    []repo.ID
+	file   *os.File
+	runs   []int64 // start offsets of the runs in file
+	end    int64
 }
 
 const sorterRunIDs = 1 << 20 // 32 MiB of IDs per run
 
-func newIDSorter() (*idSorter, error) {
-	return &idSorter{}, nil
+func newIDSorter() *idSorter {
+	return &idSorter{runIDs: sorterRunIDs}
 }
 
 // Add records one ID. It is called by one goroutine at a time.
 func (s *idSorter) Add(id repo.ID) error {
 	s.buf = append(s.buf, id)
-	if len(s.buf) >= sorterRunIDs {
+	if len(s.buf) >= s.runIDs {
 		return s.spill()
 	}
 	return nil
