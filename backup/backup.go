@@ -24,6 +24,22 @@ import (
 // ErrNothingSaved is returned when no source could be read at all.
 var ErrNothingSaved = errors.New("no source could be read: nothing was backed up")
 
+// NothingSavedError is the error wrapping ErrNothingSaved; it lists what
+// could not be read, and why.
+type NothingSavedError struct {
+	Skipped []repo.Skip
+}
+
+func (e *NothingSavedError) Error() string {
+	var parts []string
+	for _, s := range e.Skipped {
+		parts = append(parts, s.Path+": "+s.Reason)
+	}
+	return fmt.Sprintf("%v (%s)", ErrNothingSaved, strings.Join(parts, "; "))
+}
+
+func (e *NothingSavedError) Unwrap() error { return ErrNothingSaved }
+
 // Options describe one backup.
 type Options struct {
 	Paths      []string        // sources; made absolute and cleaned
@@ -196,7 +212,7 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		return nil, a.err
 	}
 	if readable == 0 {
-		return nil, fmt.Errorf("%w (%s)", ErrNothingSaved, a.skipReasons())
+		return nil, &NothingSavedError{Skipped: a.summary.Skipped}
 	}
 	// Every blob the trees refer to must be durable before the inventory
 	// and the snapshot name them.
@@ -281,16 +297,6 @@ func (a *archiver) skip(path, reason string) {
 	if len(a.summary.Skipped) < repo.MaxListedSkips {
 		a.summary.Skipped = append(a.summary.Skipped, repo.Skip{Path: path, Reason: reason})
 	}
-}
-
-func (a *archiver) skipReasons() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var parts []string
-	for _, s := range a.summary.Skipped {
-		parts = append(parts, s.Path+": "+s.Reason)
-	}
-	return strings.Join(parts, "; ")
 }
 
 func (a *archiver) findParent(ctx context.Context) (*repo.Snapshot, error) {

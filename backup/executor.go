@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/backup/limit"
@@ -35,6 +36,7 @@ type Executor struct {
 	Open    RepositoryOpener
 	Sources JobSources
 	Version string
+	Now     func() time.Time // the clock snapshots are dated by; nil: time.Now
 }
 
 var _ pass.Executor = (*Executor)(nil)
@@ -79,6 +81,7 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 			Limiter:    limiter,
 			SnapshotID: id,
 			Version:    e.Version,
+			Now:        e.Now,
 		}
 		if len(src.Exclude) > 0 {
 			m, err := filter.Compile(src.Exclude)
@@ -99,8 +102,13 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 			}
 			failed++
 			lastErr = err
+			reason := err.Error()
+			var nothing *NothingSavedError
+			if errors.As(err, &nothing) && len(nothing.Skipped) == 1 {
+				reason = nothing.Skipped[0].Reason
+			}
 			res.Figures.FilesSkipped++
-			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path, Reason: err.Error()})
+			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path, Reason: reason})
 			continue
 		}
 		s := out.Snapshot.Summary

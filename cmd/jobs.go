@@ -262,7 +262,7 @@ func runJobRun(c *cli.Context) error {
 	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
 		return err
 	}
-	s.pass.Executor = newExecutor(s.cfg)
+	s.pass.Executor = newExecutor(s.cfg, s.now)
 	sum, err := s.pass.Run(c.Context)
 	if err != nil {
 		return err

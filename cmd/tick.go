@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,7 +65,7 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 		if err := checkKeyMaterial(c.Context, cfg); err != nil {
 			return nil, err
 		}
-		exec = newExecutor(cfg)
+		exec = newExecutor(cfg, now)
 	}
 	state, err := db.Open(c.Context, statePath(c, cfg), now)
 	if err != nil {
@@ -107,11 +108,11 @@ func (s *scheduler) reload(c *cli.Context, p *printer) {
 		p.Warnf("config not reloaded, the previous one stays in force: %s", errorMessage(err))
 		return
 	}
-	s.configure(cfg, newExecutor(cfg), s.pass.Logger)
+	s.configure(cfg, newExecutor(cfg, s.now), s.pass.Logger)
 }
 
-func newExecutor(cfg *config.Config) *backup.Executor {
-	return &backup.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version}
+func newExecutor(cfg *config.Config, now func() time.Time) *backup.Executor {
+	return &backup.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now}
 }
 
 // runnerDead reports a runner on this host whose process is gone. Runners
@@ -163,7 +164,13 @@ func runTick(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
 	}
-	return reportPass(p, sum)
+	if err := reportPass(p, sum); err != nil {
+		return err
+	}
+	if sum.Shutdown {
+		return codedError{code: ExitInterrupted, err: errors.New("interrupted: running runs were recorded as interrupted and queued again")}
+	}
+	return nil
 }
 
 // passJSON is what tick --json prints.
@@ -236,7 +243,7 @@ func reportPass(p *printer, sum pass.Summary) error {
 	for _, w := range sum.Warnings {
 		p.Warnf("%s", w)
 	}
-	if len(sum.Claimed) == 0 && len(sum.Finished) == 0 && len(sum.Held) == 0 {
+	if len(sum.Claimed)+len(sum.Finished)+len(sum.Held)+len(sum.Reclaimed)+len(sum.Requeued) == 0 {
 		p.Printf("nothing was due\n")
 	}
 	worst := ExitOK
@@ -305,28 +312,44 @@ func runServe(c *cli.Context) error {
 		_ = s.db.RemoveRunner(ctx, runner.ID)
 	}()
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
+	// Each pass runs in its own goroutine, so that a long backup does not
+	// hold up the next passes: they still claim, admit (within the limits,
+	// which count the runs of every pass), reclaim and record. The state
+	// database hands each run to one pass only.
+	var (
+		passes sync.WaitGroup
+		outMu  sync.Mutex
+	)
+	startPass := func(ps *pass.Pass) {
+		passes.Add(1)
+		go func() {
+			defer passes.Done()
+			sum, err := ps.Run(c.Context)
+			outMu.Lock()
+			defer outMu.Unlock()
+			if err != nil {
+				p.Warnf("pass: %v", err)
+				return
+			}
+			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
+				_ = reportPass(p, sum)
+			}
+			if len(sum.Abandoned) > 0 {
+				p.Warnf("%d runs did not stop in time: the next pass reclaims them", len(sum.Abandoned))
+			}
+		}()
+	}
 	ticker := time.NewTicker(s.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
 		if err := s.db.RunnerHeartbeat(c.Context, runner.ID); err != nil && c.Context.Err() == nil {
 			p.Warnf("runner heartbeat: %v", err)
 		}
-		sum, err := s.pass.Run(c.Context)
-		if err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Warnings) > 0 || sum.Shutdown {
-			_ = reportPass(p, sum)
-		}
-		if sum.Shutdown || c.Context.Err() != nil {
-			if len(sum.Abandoned) > 0 {
-				p.Warnf("%d runs did not stop in time: the next pass reclaims them", len(sum.Abandoned))
-			}
-			return nil
-		}
+		startPass(s.pass)
 		select {
 		case <-ticker.C:
 		case <-c.Context.Done():
+			passes.Wait()
 			return nil
 		}
 		s.reload(c, p)

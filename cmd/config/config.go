@@ -236,7 +236,14 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 		}
 		return nil, &ErrInvalid{Path: path, Problems: []string{fmt.Sprintf("%s: %v", path, err)}}
 	}
+	reported := map[string]bool{}
 	for _, k := range md.Undecoded() {
+		// The decoder names a key of an array of tables once per element,
+		// without the element's number: find reports every element.
+		if reported[strings.Join(k, ".")] {
+			continue
+		}
+		reported[strings.Join(k, ".")] = true
 		keys := l.lines.find(strings.Join(k, "."))
 		if len(keys) == 0 {
 			keys = []string{strings.Join(k, ".")}

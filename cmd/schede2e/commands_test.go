@@ -1,0 +1,550 @@
+package schede2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// job run queues (and says so), a second job run is a conflict, runs cancel
+// cancels a queued run, job run --wait runs it; a paused job is not
+// claimed when due, and job resume computes its next run from then on.
+func TestJobRunCancelPauseResume(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "f.txt"), []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(header("", "") + job("j", "daily 02:00", "", src))
+
+	// The first half runs on the real clock.
+	res := w.must(exitOK, "job", "run", "j")
+	if !strings.Contains(res.stdout, "queued") || strings.Contains(res.stdout, "succeeded") {
+		t.Errorf("job run must say that the run is queued, not that it ran:\n%s", res)
+	}
+	runs := w.runs()
+	if len(runs) != 1 || runs[0].Status != "queued" || runs[0].Trigger != "manual" {
+		t.Fatalf("after job run: %+v, want one queued manual run", runs)
+	}
+	first := runs[0]
+	if _, err := os.Stat(w.repo); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("job run without --wait touched the repository (%v)", err)
+	}
+
+	res = w.must(exitConflict, "job", "run", "j")
+	if !strings.Contains(res.stderr, "active") {
+		t.Errorf("the conflict does not say why:\n%s", res)
+	}
+	if n := len(w.runs()); n != 1 {
+		t.Errorf("a refused job run left %d runs, want 1", n)
+	}
+
+	res = w.must(exitOK, "job", "explain", "j")
+	if !strings.Contains(res.stdout, fmt.Sprintf("run %d", first.ID)) {
+		t.Errorf("job explain does not mention the queued run %d:\n%s", first.ID, res)
+	}
+
+	w.must(exitOK, "runs", "cancel", strconv.FormatInt(first.ID, 10))
+	if r := runByID(t, w.runs(), first.ID); r.Status != "cancelled" || r.StartedAt != nil {
+		t.Errorf("cancelled queued run: status %s started %v, want cancelled, never started", r.Status, r.StartedAt)
+	}
+
+	res = w.must(exitOK, "job", "run", "j", "--wait")
+	if !strings.Contains(res.stdout, "succeeded") {
+		t.Errorf("job run --wait must say how the run ended:\n%s", res)
+	}
+	runs = w.runsOf("j")
+	if len(runs) != 2 || runs[1].Status != "succeeded" || runs[1].Trigger != "manual" || len(runs[1].Snapshots) != 1 {
+		t.Fatalf("after job run --wait: %+v, want a second, succeeded manual run with a snapshot", runs)
+	}
+
+	shown := w.showJob("j", time.Time{})
+	if shown.NextRun == nil {
+		t.Fatal("job show gives no next run for a daily job")
+	}
+	next, err := time.Parse(time.RFC3339, *shown.NextRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Hour() != 2 || next.Minute() != 0 || !next.After(time.Now()) || next.After(time.Now().Add(24*time.Hour)) {
+		t.Fatalf("next run %s: want the next 02:00 UTC", rfc(next))
+	}
+
+	// From here on the clock is simulated.
+	w.must(exitOK, "job", "pause", "j")
+	p := w.tick(exitOK, "--at", rfc(next.Add(30*time.Second)))
+	if len(p.Claimed)+len(p.Started)+len(p.Finished) != 0 {
+		t.Errorf("a paused job ran at its slot: %+v", p)
+	}
+	if n := len(w.runs()); n != 2 {
+		t.Errorf("%d runs after the paused slot, want 2", n)
+	}
+	res = w.must(exitOK, "job", "explain", "j", "--at", rfc(next.Add(40*time.Second)))
+	if !strings.Contains(res.stdout, "paused") {
+		t.Errorf("job explain does not say the job is paused:\n%s", res)
+	}
+	if j := w.showJob("j", next.Add(50*time.Second)); !j.Paused || j.State != "paused" {
+		t.Errorf("job show of a paused job: paused %v state %s", j.Paused, j.State)
+	}
+
+	// Resumed three days and ten hours later: the next run is the next 02:00
+	// after the resume, not the slot missed while paused.
+	resumed := next.Add(3*24*time.Hour + 10*time.Hour)
+	want := next.Add(4 * 24 * time.Hour)
+	w.must(exitOK, "job", "resume", "j", "--at", rfc(resumed))
+	j := w.showJob("j", resumed.Add(time.Second))
+	if j.Paused || j.NextRun == nil || *j.NextRun != rfc(want) {
+		t.Errorf("after resume: paused %v, next run %v; want %s", j.Paused, j.NextRun, rfc(want))
+	}
+	p = w.tick(exitOK, "--at", rfc(resumed.Add(10*time.Second)))
+	if len(p.Claimed)+len(p.Started)+len(p.Finished) != 0 {
+		t.Errorf("the resumed job fired at once: %+v", p)
+	}
+	res = w.must(exitOK, "job", "explain", "j", "--at", rfc(resumed.Add(20*time.Second)))
+	if !strings.Contains(res.stdout, "next run") || !strings.Contains(res.stdout, want.Format("2006-01-02 15:04")) {
+		t.Errorf("job explain does not give the next run %s:\n%s", rfc(want), res)
+	}
+
+	// And it does fire at that slot.
+	p = w.tick(exitOK, "--at", rfc(want.Add(30*time.Second)))
+	if len(p.Finished) != 1 || p.Finished[0].Trigger != "schedule" || p.Finished[0].Status != "succeeded" {
+		t.Errorf("at its next slot the resumed job ran %+v, want one succeeded scheduled run", p.Finished)
+	}
+}
+
+// config validate names every problem on its own line with its line
+// number; a broken config makes tick exit 2 without creating or changing
+// the state database.
+func TestBrokenConfigIsRejectedAndChangesNothing(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	broken := `[scheduler]
+state = "{{state}}"
+heartbeat_every = "10s"
+
+[repository.main]
+path = "{{repo}}"
+password_file = "{{pw}}"
+create_if_missing = true
+
+[[job]]
+name = "a"
+repository = "main"
+schedule = "daily 02:00"
+time_zone = "Europe/Berln"
+depends_on = ["b"]
+  [[job.source]]
+  path = "{{dir}}/src"
+
+[[job]]
+name = "b"
+repository = "main"
+schedule = "daily 03:00"
+depends_on = ["a"]
+  [[job.source]]
+  path = "{{dir}}/src"
+`
+	// Lines: 3 the unknown key, 14 the zone, 15 and 23 the depends_on of the cycle.
+	w.writeConfig(broken)
+	res := w.must(exitUsage, "config", "validate")
+	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want three problems, one a line, got %d lines\n%s", len(lines), res)
+	}
+	lineOf := regexp.MustCompile(regexp.QuoteMeta(filepath.Base(w.cfg)) + `:(\d+): `)
+	expect := []struct {
+		what  string
+		lines []int
+		text  []string
+	}{
+		{"unknown key", []int{3}, []string{"heartbeat_every", "unknown key"}},
+		{"unknown time zone", []int{14}, []string{"Europe/Berln"}},
+		{"dependency cycle", []int{15, 23}, []string{"cycle"}},
+	}
+	for _, e := range expect {
+		found := false
+		for _, l := range lines {
+			if !strings.Contains(l, e.text[0]) {
+				continue
+			}
+			found = true
+			m := lineOf.FindStringSubmatch(l)
+			if m == nil {
+				t.Errorf("%s: no line number in %q", e.what, l)
+				continue
+			}
+			n, _ := strconv.Atoi(m[1])
+			if !containsInt(e.lines, n) {
+				t.Errorf("%s reported at line %d, want %v: %q", e.what, n, e.lines, l)
+			}
+			for _, s := range e.text[1:] {
+				if !strings.Contains(l, s) {
+					t.Errorf("%s: %q does not say %q", e.what, l, s)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no problem line names the %s (%q)\n%s", e.what, e.text[0], res)
+		}
+	}
+	if !strings.Contains(res.stderr, "a → b → a") && !strings.Contains(res.stderr, "b → a → b") {
+		t.Errorf("the cycle is not spelled out:\n%s", res.stderr)
+	}
+	res = w.must(exitUsage, "config", "validate", "--json")
+	var v struct {
+		Valid    bool     `json:"valid"`
+		Problems []string `json:"problems"`
+	}
+	decodeWhole(t, res, &v)
+	if v.Valid || len(v.Problems) != 3 {
+		t.Errorf("config validate --json: valid %v with %d problems, want false with 3", v.Valid, len(v.Problems))
+	}
+
+	// No state database yet: a broken config creates none.
+	stateDir := filepath.Dir(w.state)
+	w.must(exitUsage, "tick")
+	if _, err := os.Stat(stateDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("tick with a broken config created %s (%v)", stateDir, err)
+	}
+
+	// An existing state database is left byte for byte as it was.
+	good := header("", "") + job("a", "daily 02:00", `time_zone = "Europe/Berlin"`, src)
+	w.writeConfig(good)
+	w.tick(exitOK, "--at", "2026-04-01T12:00:00Z")
+	before := folderState(t, stateDir)
+	if len(before) == 0 {
+		t.Fatal("the good tick made no state database")
+	}
+	w.writeConfig(broken)
+	time.Sleep(20 * time.Millisecond) // so that a write would change a modification time
+	w.must(exitUsage, "tick", "--at", "2026-04-02T12:00:00Z")
+	w.must(exitUsage, "job", "list")
+	w.must(exitUsage, "runs")
+	after := folderState(t, stateDir)
+	if len(before) != len(after) {
+		t.Errorf("state folder had %d files, has %d after a broken config", len(before), len(after))
+	}
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			t.Errorf("%s disappeared", name)
+		case !bytes.Equal(a.data, b.data) || !a.mtime.Equal(b.mtime):
+			t.Errorf("%s changed after commands with a broken config", name)
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("%s appeared after commands with a broken config", name)
+		}
+	}
+	if _, err := os.Stat(w.repo); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a broken config created the repository (%v)", err)
+	}
+}
+
+func containsInt(list []int, n int) bool {
+	for _, v := range list {
+		if v == n {
+			return true
+		}
+	}
+	return false
+}
+
+type fileState struct {
+	data  []byte
+	mtime time.Time
+}
+
+// folderState reads every file of a folder with its modification time.
+func folderState(t *testing.T, dir string) map[string]fileState {
+	t.Helper()
+	out := map[string]fileState{}
+	for _, name := range dirEntries(t, dir) {
+		p := filepath.Join(dir, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = fileState{data: data, mtime: fi.ModTime()}
+	}
+	return out
+}
+
+// b depends on a; both are due in the same tick with one run at a time: a
+// runs, b is held with a reason that names the dependency, and the next
+// tick runs b after a succeeded.
+func TestDependencyHoldsUntilPredecessorSucceeded(t *testing.T) {
+	w := newWorld(t)
+	srcA, srcB := w.path("a"), w.path("b")
+	for _, d := range []string{srcA, srcB} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte(d), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// b is declared first, so that file order does not decide for the test.
+	w.writeConfig(header("max_concurrent_runs = 1", "") +
+		job("b", "hourly :00", `depends_on = ["a"]`, srcB) +
+		job("a", "hourly :00", "", srcA))
+	w.tick(exitOK, "--at", "2026-06-01T09:30:00Z")
+
+	p := w.tick(exitOK, "--at", "2026-06-01T10:00:05Z")
+	if len(p.Claimed) != 2 {
+		t.Fatalf("want both jobs claimed, got %+v", p.Claimed)
+	}
+	if len(p.Finished) != 1 || p.Finished[0].Job != "a" || p.Finished[0].Status != "succeeded" {
+		t.Fatalf("tick finished %+v, want only a, succeeded", p.Finished)
+	}
+	if len(p.Held) != 1 || p.Held[0].Job != "b" || !strings.Contains(p.Held[0].Reason, "dependency a") {
+		t.Fatalf("tick held %+v, want b with a reason naming dependency a", p.Held)
+	}
+	b := w.runsOf("b")
+	if len(b) != 1 || b[0].Status != "queued" || !strings.Contains(b[0].HeldReason, "dependency a") {
+		t.Fatalf("runs of b: %+v, want one queued run whose held_reason names dependency a", b)
+	}
+	// When b was held, a had just been started in the same admission: the
+	// stored reason should not claim it was still queued.
+	if strings.Contains(b[0].HeldReason, "is queued") {
+		t.Errorf("held reason %q says a is queued, but a's run %d was started in that very admission", b[0].HeldReason, p.Finished[0].ID)
+	}
+
+	p = w.tick(exitOK, "--at", "2026-06-01T10:01:00Z")
+	if len(p.Finished) != 1 || p.Finished[0].Job != "b" || p.Finished[0].Status != "succeeded" {
+		t.Fatalf("the next tick finished %+v, want b, succeeded", p.Finished)
+	}
+	a := w.runsOf("a")
+	b = w.runsOf("b")
+	if len(a) != 1 || len(b) != 1 {
+		t.Fatalf("runs: a %+v, b %+v; want one each", a, b)
+	}
+	if b[0].HeldReason != "" {
+		t.Errorf("b ran but still carries the held reason %q", b[0].HeldReason)
+	}
+	if a[0].EndedAt == nil || b[0].StartedAt == nil || b[0].StartedAt.Before(*a[0].EndedAt) {
+		t.Errorf("b started %v, before a ended %v", b[0].StartedAt, a[0].EndedAt)
+	}
+}
+
+// Every --json output of the scheduler commands is one JSON document and
+// nothing else; empty lists are [] and not null.
+func TestJSONOutputsAreWholeDocuments(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(header("", "") + job("m", "manual", "", src) + job("s", "every 6h", `depends_on = ["m"]`, src))
+
+	res := w.must(exitOK, "runs", "--json")
+	if strings.TrimSpace(res.stdout) != "[]" {
+		t.Errorf("runs --json with no runs: %q, want []", res.stdout)
+	}
+	var tick map[string]json.RawMessage
+	res = w.must(exitOK, "tick", "--json")
+	decodeWhole(t, res, &tick)
+	for _, k := range []string{"claimed", "started", "finished", "requeued", "reclaimed", "held", "missed", "warnings"} {
+		if v, ok := tick[k]; !ok || string(v) == "null" {
+			t.Errorf("tick --json: %s is %s, want a list", k, v)
+		}
+	}
+
+	var jobs []jobRec
+	decodeWhole(t, w.must(exitOK, "job", "list", "--json"), &jobs)
+	if len(jobs) != 2 || jobs[0].Name != "m" || jobs[1].Name != "s" || len(jobs[1].DependsOn) != 1 {
+		t.Errorf("job list --json: %+v", jobs)
+	}
+	var one jobRec
+	decodeWhole(t, w.must(exitOK, "job", "show", "s", "--json"), &one)
+	if one.Name != "s" || one.NextRun == nil {
+		t.Errorf("job show --json: %+v", one)
+	}
+	var explain struct {
+		Job     string   `json:"job"`
+		State   string   `json:"state"`
+		Reasons []string `json:"reasons"`
+	}
+	decodeWhole(t, w.must(exitOK, "job", "explain", "s", "--json"), &explain)
+	if explain.Job != "s" || explain.State == "" || len(explain.Reasons) == 0 {
+		t.Errorf("job explain --json: %+v", explain)
+	}
+	var queued runRec
+	decodeWhole(t, w.must(exitOK, "job", "run", "m", "--json"), &queued)
+	if queued.ID == 0 || queued.Status != "queued" {
+		t.Errorf("job run --json: %+v", queued)
+	}
+	var shown runRec
+	decodeWhole(t, w.must(exitOK, "runs", "show", strconv.FormatInt(queued.ID, 10), "--json"), &shown)
+	if shown.ID != queued.ID {
+		t.Errorf("runs show --json: %+v", shown)
+	}
+	var list []runRec
+	decodeWhole(t, w.must(exitOK, "runs", "--job", "m", "--limit", "5", "--json"), &list)
+	if len(list) != 1 || list[0].Skipped == nil || list[0].Snapshots == nil {
+		t.Errorf("runs --job m --json: %+v (skipped and snapshots must be lists)", list)
+	}
+	var valid struct {
+		Valid bool `json:"valid"`
+	}
+	decodeWhole(t, w.must(exitOK, "config", "validate", "--json"), &valid)
+	if !valid.Valid {
+		t.Error("config validate --json of a good config is not valid")
+	}
+}
+
+// The snapshot ID carries the run ID so that a snapshot can be traced to
+// its run "even when the database is lost". When it is lost, run IDs start
+// again at 1, and the next backup into the same repository must still
+// work (the same happens to two hosts with their own state databases that
+// share one repository).
+func TestBackupsGoOnAfterTheStateDatabaseIsLost(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	makeTree(t, src, 3)
+	w.writeConfig(header("", "") + job("j", "manual", "", src))
+	w.must(exitOK, "job", "run", "j", "--wait")
+
+	stateDir := filepath.Dir(w.state)
+	if err := os.RemoveAll(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	res := w.nj("job", "run", "j", "--wait", "--json")
+	var r runRec
+	decodeWhole(t, res, &r)
+	if res.code != exitOK || r.Status != "succeeded" {
+		t.Errorf("the first backup after losing the state database: exit %d, run %d %s [%s/%s] %s",
+			res.code, r.ID, r.Status, r.ErrorClass, r.ErrorCode, r.Message)
+	}
+	if n := len(w.snapshots()); n != 2 {
+		t.Errorf("repository holds %d snapshots, want 2", n)
+	}
+}
+
+// Slots missed while no tick ran: catch_up = "once" makes one catch-up run
+// that counts them, catch_up = "skip" runs nothing; both wait for the next
+// slot afterwards.
+func TestMissedSlotsCatchUpOnceOrSkip(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(header("", "") +
+		job("once", "hourly :00", `catch_up = "once"`, src) +
+		job("skip", "hourly :00", `catch_up = "skip"`, src))
+	w.tick(exitOK, "--at", "2026-07-01T10:30:00Z")
+
+	// Off from 10:30 to 15:10: the slots 11:00 to 15:00 passed (15:00 by
+	// more than the 5 minutes of on_time_grace).
+	p := w.tick(exitOK, "--at", "2026-07-01T15:10:00Z")
+	if len(p.Missed) != 2 {
+		t.Errorf("tick --json lists %d jobs with missed slots, want 2", len(p.Missed))
+	}
+	once := w.runsOf("once")
+	if len(once) != 1 || once[0].Trigger != "catch_up" || once[0].Status != "succeeded" || once[0].MissedSlots != 5 {
+		t.Errorf("runs of once: %+v, want one succeeded catch_up run with 5 missed slots", once)
+	} else if once[0].ScheduledAt == nil || !once[0].ScheduledAt.Equal(at(t, "2026-07-01T15:00:00Z")) {
+		t.Errorf("the catch-up run stands for %v, want the latest slot 15:00", once[0].ScheduledAt)
+	}
+	if skip := w.runsOf("skip"); len(skip) != 0 {
+		t.Errorf("catch_up = skip ran %+v", skip)
+	}
+	for _, name := range []string{"once", "skip"} {
+		j := w.showJob(name, at(t, "2026-07-01T15:11:00Z"))
+		if j.NextRun == nil || *j.NextRun != "2026-07-01T16:00:00Z" {
+			t.Errorf("job %s: next run %v, want 16:00", name, j.NextRun)
+		}
+	}
+}
+
+// A job removed from the config is soft-deleted: its queued run is
+// cancelled, its history stays listed, and it can no longer be run.
+func TestRemovedJobKeepsItsHistory(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(header("", "") + job("keep", "manual", "", src) + job("gone", "manual", "", src))
+	w.must(exitOK, "job", "run", "gone")
+
+	w.writeConfig(header("", "") + job("keep", "manual", "", src))
+	var jobs []jobRec
+	decodeWhole(t, w.must(exitOK, "job", "list", "--json"), &jobs)
+	if len(jobs) != 1 || jobs[0].Name != "keep" {
+		t.Errorf("job list after removing gone: %+v", jobs)
+	}
+	res := w.must(exitOK, "runs", "--job", "gone", "--json")
+	var runs []runRec
+	decodeWhole(t, res, &runs)
+	if len(runs) != 1 || runs[0].Status != "cancelled" || runs[0].Message == "" {
+		t.Errorf("history of the removed job: %+v, want its queued run, cancelled with a message", runs)
+	}
+	w.must(exitUsage, "job", "run", "gone")
+	if p := w.tick(exitOK); len(p.Started) != 0 {
+		t.Errorf("a tick started %+v for a removed job", p.Started)
+	}
+}
+
+// The same unknown key in two jobs is two problems, one for each line:
+// not the same lines over and over.
+func TestUnknownKeyInTwoJobsIsReportedOncePerLine(t *testing.T) {
+	w := newWorld(t)
+	w.writeConfig(`[scheduler]
+state = "{{state}}"
+
+[repository.main]
+path = "{{repo}}"
+password_file = "{{pw}}"
+
+[[job]]
+name = "a"
+repository = "main"
+schedule = "daily 02:00"
+tag = ["x"]
+  [[job.source]]
+  path = "{{dir}}"
+
+[[job]]
+name = "b"
+repository = "main"
+schedule = "daily 03:00"
+tag = ["y"]
+  [[job.source]]
+  path = "{{dir}}"
+`)
+	res := w.must(exitUsage, "config", "validate")
+	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	if len(lines) != 2 {
+		t.Errorf("want two problems (line 12 and line 20), got %d lines:\n%s", len(lines), res.stderr)
+	}
+	for _, n := range []int{12, 20} {
+		if !strings.Contains(res.stderr, fmt.Sprintf(":%d: ", n)) {
+			t.Errorf("no problem names line %d:\n%s", n, res.stderr)
+		}
+	}
+}
