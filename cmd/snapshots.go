@@ -73,7 +73,11 @@ func runSnapshots(c *cli.Context) error {
 	if p.jsonOut {
 		return p.JSON(out)
 	}
-	p.Printf("%-10s %-20s %-12s %-10s %-9s %s\n", "ID", "Time", "Host", "Size", "Status", "Paths / Tags")
+	width := len("ID")
+	for _, s := range shown {
+		width = max(width, len(shortID(s.ID)))
+	}
+	p.Printf("%-*s  %-20s %-12s %-10s %-9s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Paths / Tags")
 	for _, s := range shown {
 		status := "complete"
 		if s.Summary.Partial {
@@ -83,7 +87,7 @@ func runSnapshots(c *cli.Context) error {
 		if len(s.Tags) > 0 {
 			line += "  [" + strings.Join(s.Tags, ",") + "]"
 		}
-		p.Printf("%-10s %-20s %-12s %-10s %-9s %s\n", shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
+		p.Printf("%-*s  %-20s %-12s %-10s %-9s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
 			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, line)
 	}
 	p.Printf("%d snapshots\n", len(shown))
