@@ -1,0 +1,106 @@
+package repo
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Benchmarks of the stages a blob goes through, alone, on one core, for a
+// chunk of the default average size. Compare their MB/s with the whole
+// pipeline's (BenchmarkSaveBlob, and bench/compare).
+
+const benchChunk = 256 << 10
+
+func randomChunk() []byte {
+	b := make([]byte, benchChunk)
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// textChunk is compressible: repeated words in varying order.
+func textChunk() []byte {
+	words := []string{"backup ", "schedule ", "restore ", "repository ", "snapshot ", "chunk ", "index\n", "pack "}
+	rng := rand.New(rand.NewPCG(3, 3))
+	var b bytes.Buffer
+	for b.Len() < benchChunk {
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	return b.Bytes()[:benchChunk]
+}
+
+func BenchmarkBlobID(b *testing.B) {
+	h := newBlobHasher(make([]byte, 32))
+	data := randomChunk()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		h.sum(data)
+	}
+}
+
+func BenchmarkSeal(b *testing.B) {
+	s, err := newAEADSealer(make([]byte, 32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := randomChunk()
+	out := make([]byte, 0, len(data)+s.overhead())
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		out = s.seal(out[:0], data, data[:32])
+	}
+}
+
+func BenchmarkOpen(b *testing.B) {
+	s, err := newAEADSealer(make([]byte, 32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := randomChunk()
+	sealed := s.seal(nil, data, data[:32])
+	out := make([]byte, 0, len(data))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if out, err = s.open(out[:0], sealed, data[:32]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchCompress(b *testing.B, data []byte) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Repository{zenc: enc}
+	out := make([]byte, 0, len(data))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if r.worthCompressing(data, out) {
+			out = enc.EncodeAll(data, out[:0])
+		}
+	}
+}
+
+func BenchmarkCompressText(b *testing.B)   { benchCompress(b, textChunk()) }
+func BenchmarkCompressRandom(b *testing.B) { benchCompress(b, randomChunk()) }
+
+func BenchmarkDecompressText(b *testing.B) {
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	data := textChunk()
+	compressed := enc.EncodeAll(data, nil)
+	out := make([]byte, 0, len(data))
+	b.SetBytes(int64(len(data)))
+	var err error
+	for b.Loop() {
+		if out, err = dec.DecodeAll(compressed, out[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
