@@ -19,6 +19,8 @@ var version = "dev"
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopProfiles := startProfiles(stderr)
+	defer stopProfiles()
 	app := newApp(stdout, stderr)
 	err := app.RunContext(ctx, interspersed(args, app.Commands))
 	if err == nil {

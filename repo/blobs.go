@@ -64,6 +64,9 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 		r.idx.unreserve(id)
 		return ctx.Err()
 	}
+	if p.buf == nil {
+		p.buf = r.packBuffer()
+	}
 	offset := len(p.buf)
 	p.buf = r.seal.seal(p.buf, payload, id[:])
 	p.blobs = append(p.blobs, PackedBlob{
@@ -136,11 +139,26 @@ func (r *Repository) packWriteError() error {
 	return r.packErr
 }
 
+// packBuffer returns an empty buffer that holds a whole pack without
+// growing: a pack ends at the first blob that reaches PackSize, so it is at
+// most PackSize plus one sealed blob and the header.
 func (r *Repository) packBuffer() []byte {
-	if b, ok := r.packBufs.Get().(*[]byte); ok {
-		return (*b)[:0]
+	select {
+	case b := <-r.packBufs:
+		return b[:0]
+	default:
+		return make([]byte, 0, r.cfg.PackSize+r.cfg.Chunker.Max+64<<10)
 	}
-	return make([]byte, 0, r.cfg.PackSize+r.cfg.PackSize/8)
+}
+
+// recyclePackBuffer keeps a written pack's buffer for the next pack. The
+// free list holds as many buffers as can be in use at once, so memory
+// stays at (packers + pack writes) buffers.
+func (r *Repository) recyclePackBuffer(b []byte) {
+	select {
+	case r.packBufs <- b[:0]:
+	default:
+	}
 }
 
 // writePack finishes a pack from its blobs, stores it and indexes its
@@ -154,7 +172,7 @@ func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, buf []by
 	err := r.be.Save(ctx, Handle{Type: PackFile, Name: packID.String()}, data)
 	size := len(data)
 	data = data[:0]
-	r.packBufs.Put(&data)
+	r.recyclePackBuffer(data)
 	if err != nil {
 		for _, b := range blobs {
 			r.idx.unreserve(b.ID)

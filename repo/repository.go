@@ -34,7 +34,7 @@ type Repository struct {
 	packWG     sync.WaitGroup
 	packErrMu  sync.Mutex
 	packErr    error
-	packBufs   sync.Pool
+	packBufs   chan []byte // free pack buffers
 
 	compressBufs sync.Pool // *[]byte for zstd output
 
@@ -237,6 +237,7 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 	n := runtime.GOMAXPROCS(0)
 	r.compressBufs.New = func() any { b := make([]byte, 0, 256<<10); return &b }
 	r.packWrites = make(chan struct{}, maxPackWrites)
+	r.packBufs = make(chan []byte, n+maxPackWrites)
 	r.packers = make(chan *packer, n)
 	for i := 0; i < n; i++ {
 		r.packers <- &packer{}
