@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -19,6 +20,13 @@ var version = "dev"
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		// A backup's live heap is mostly pack buffers that are reused, while
+		// hashing and compression make short-lived garbage: collecting at
+		// 50% growth instead of 100% keeps the peak RSS about a quarter
+		// lower for no measurable CPU (docs/PERFORMANCE.md).
+		debug.SetGCPercent(50)
+	}
 	stopProfiles := startProfiles(stderr)
 	defer stopProfiles()
 	app := newApp(stdout, stderr)
