@@ -217,12 +217,25 @@ func (r *Repository) FindSnapshot(ctx context.Context, ref string, paths []strin
 
 // An inventory is the sorted, duplicate-free list of the IDs of every blob a
 // snapshot's trees refer to (its trees and file contents), stored as
-// inventory blobs of at most InventoryBlobIDs IDs (32 bytes each, no
-// framing) whose concatenation is the list. Prune can merge inventories
-// with the sorted index files as streams.
+// inventory blobs (32 bytes per ID, no framing) whose concatenation is the
+// list. A blob ends after an ID whose last two bytes, read as a big-endian
+// number, are below InventoryCutBelow (about one ID in 1024, so blobs of
+// about 32 KiB), or at InventoryBlobIDs IDs. The cut points depend only on
+// the IDs, so a snapshot that differs from its parent in a few blobs
+// shares all other inventory blobs with it, and stores only the few that
+// changed. Prune can merge inventories with the sorted index files as
+// streams.
 
 // InventoryBlobIDs is the most IDs one inventory blob holds (2 MiB).
 const InventoryBlobIDs = 1 << 16
+
+// InventoryCutBelow: an inventory blob ends after an ID whose last two
+// bytes (big-endian) are below this value.
+const InventoryCutBelow = 64
+
+func inventoryCut(id ID) bool {
+	return int(id[30])<<8|int(id[31]) < InventoryCutBelow
+}
 
 // InventoryWriter stores a sorted stream of IDs as inventory blobs.
 type InventoryWriter struct {
@@ -245,7 +258,7 @@ func (w *InventoryWriter) Add(ctx context.Context, id ID) error {
 	}
 	w.last, w.any = id, true
 	w.buf = append(w.buf, id[:]...)
-	if len(w.buf) >= InventoryBlobIDs*32 {
+	if inventoryCut(id) || len(w.buf) >= InventoryBlobIDs*32 {
 		return w.flush(ctx)
 	}
 	return nil

@@ -197,14 +197,13 @@ func TestInventory(t *testing.T) {
 	be := memory.New()
 	r := initRepo(t, be)
 	tests := []struct {
-		name      string
-		n         int
-		wantBlobs int
+		name string
+		n    int
 	}{
-		{"empty", 0, 0},
-		{"one", 1, 1},
-		{"exactly one blob full", repo.InventoryBlobIDs, 1},
-		{"two blobs", repo.InventoryBlobIDs + 5, 2},
+		{"empty", 0},
+		{"one", 1},
+		{"a few thousand", 5000},
+		{"more than a blob's most", repo.InventoryBlobIDs + 5},
 	}
 	for ti, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,8 +212,8 @@ func TestInventory(t *testing.T) {
 				ids[i] = r.BlobID([]byte{byte(ti), byte(i), byte(i >> 8), byte(i >> 16)})
 			}
 			blobs := writeInventory(t, r, ids)
-			if len(blobs) != tt.wantBlobs {
-				t.Errorf("%d IDs gave %d inventory blobs, want %d", tt.n, len(blobs), tt.wantBlobs)
+			if want := expectedInventoryBlobs(ids); len(blobs) != want {
+				t.Errorf("%d IDs gave %d inventory blobs, want %d by the cut rule", tt.n, len(blobs), want)
 			}
 			flush(t, r)
 			sortIDs(ids)
@@ -230,6 +229,51 @@ func TestInventory(t *testing.T) {
 				t.Errorf("read back %d IDs, want the %d written in order", len(got), len(ids))
 			}
 		})
+	}
+}
+
+// expectedInventoryBlobs counts blobs by the rule in docs/FORMAT.md: a blob
+// ends after an ID whose last two bytes (big-endian) are below 64, or at
+// 65,536 IDs.
+func expectedInventoryBlobs(ids []repo.ID) int {
+	sorted := slices.Clone(ids)
+	sortIDs(sorted)
+	blobs, inBlob := 0, 0
+	for _, id := range sorted {
+		inBlob++
+		if int(id[30])<<8|int(id[31]) < 64 || inBlob == 65536 {
+			blobs, inBlob = blobs+1, 0
+		}
+	}
+	if inBlob > 0 {
+		blobs++
+	}
+	return blobs
+}
+
+// TestInventoryOfASimilarSnapshotSharesBlobs: one changed ID in a large
+// inventory changes one or two of its blobs, not all of them.
+func TestInventoryOfASimilarSnapshotSharesBlobs(t *testing.T) {
+	r := initRepo(t, memory.New())
+	ids := make([]repo.ID, 20000)
+	for i := range ids {
+		ids[i] = r.BlobID([]byte{9, byte(i), byte(i >> 8)})
+	}
+	before := writeInventory(t, r, ids)
+	ids[len(ids)/2] = r.BlobID([]byte("a changed tree"))
+	after := writeInventory(t, r, ids)
+	shared := map[repo.ID]bool{}
+	for _, b := range before {
+		shared[b] = true
+	}
+	changed := 0
+	for _, b := range after {
+		if !shared[b] {
+			changed++
+		}
+	}
+	if len(after) < 10 || changed > 2 {
+		t.Errorf("one changed ID changed %d of %d inventory blobs, want at most 2 (of about 20)", changed, len(after))
 	}
 }
 
