@@ -74,7 +74,9 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 		Length: uint32(len(p.buf) - offset), RawLength: uint32(len(data)),
 	})
 	var err error
-	if len(p.buf) >= r.cfg.PackSize {
+	// The header (one entry per blob) counts towards the pack's size, so
+	// that packs of many small blobs fit their buffer too.
+	if len(p.buf)+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
 		err = r.startPackWrite(ctx, p)
 	}
 	r.packers <- p
@@ -140,8 +142,9 @@ func (r *Repository) packWriteError() error {
 }
 
 // packBuffer returns an empty buffer that holds a whole pack without
-// growing: a pack ends at the first blob that reaches PackSize, so it is at
-// most PackSize plus one sealed blob and the header.
+// growing: a pack ends at the first blob with which its blobs and header
+// reach PackSize, so it is at most PackSize plus one sealed blob, its
+// header entry and the trailer.
 func (r *Repository) packBuffer() []byte {
 	select {
 	case b := <-r.packBufs:

@@ -226,7 +226,13 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 		r.seal, r.encryption = s, EncryptionXChaCha
 	}
 	var err error
-	r.zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	n := runtime.GOMAXPROCS(0)
+	// One encoder per core: EncodeAll takes an encoder from a pool of this
+	// size, so fewer would make the savers wait for each other. A 1 MiB
+	// window (the default chunk's largest size) keeps each encoder's
+	// history at 2 MiB instead of 16.
+	r.zenc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(n), zstd.WithWindowSize(1<<20))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +240,6 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 	if err != nil {
 		return nil, err
 	}
-	n := runtime.GOMAXPROCS(0)
 	r.compressBufs.New = func() any { b := make([]byte, 0, 256<<10); return &b }
 	r.packWrites = make(chan struct{}, maxPackWrites)
 	r.packBufs = make(chan []byte, n+maxPackWrites)
