@@ -311,10 +311,13 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 		if err != nil {
 			return err
 		}
-		for _, s := range run.Snapshots {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, repository_id, snapshot_id, source)
-				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, run.ID, s.RepositoryID, s.SnapshotID, s.Source); err != nil {
-				return fmt.Errorf("snapshot %s: %w", s.SnapshotID, err)
+		if err := recordSnapshots(ctx, tx, run); err != nil {
+			// The data is safe in the repository, which is the source of
+			// truth: a reference the database cannot keep does not fail
+			// the run. It is said in the run's message instead.
+			if _, merr := tx.ExecContext(ctx, `UPDATE runs SET message = message || ? WHERE id = ?`,
+				"; snapshot references not recorded: "+err.Error(), run.ID); merr != nil {
+				return merr
 			}
 		}
 		if next != nil {
@@ -335,4 +338,26 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 		return false, err
 	}
 	return true, nil
+}
+
+// recordSnapshots stores a run's snapshot references inside a savepoint,
+// so that a failure leaves the rest of the result to be written.
+func recordSnapshots(ctx context.Context, tx *sql.Tx, run pass.Run) error {
+	if len(run.Snapshots) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT snapshots`); err != nil {
+		return err
+	}
+	for _, s := range run.Snapshots {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_snapshots (run_id, repository_id, snapshot_id, source)
+			VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, run.ID, s.RepositoryID, s.SnapshotID, s.Source); err != nil {
+			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO snapshots`); rerr != nil {
+				return rerr
+			}
+			return fmt.Errorf("snapshot %s: %w", s.SnapshotID, err)
+		}
+	}
+	_, err := tx.ExecContext(ctx, `RELEASE snapshots`)
+	return err
 }

@@ -484,3 +484,26 @@ func TestFinishOfARemovedJobQueuesNothing(t *testing.T) {
 		t.Fatalf("%d runs, want the finished one only", n)
 	}
 }
+
+// A snapshot reference the database cannot keep (here an empty snapshot ID,
+// which the schema refuses) does not fail the run: the data is in the
+// repository. The result is written and the message says what was lost.
+func TestFinishKeepsTheResultWhenASnapshotReferenceFails(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDB(t)
+	syncJobs(t, d, clk, def(t, "a", "manual"))
+	run := queue(t, d, "a")
+	start(t, d, clk.Now(), "tok")
+	fin := pass.Run{ID: run.ID, Status: pass.StatusSucceeded, EndedAt: clk.Add(time.Minute), Message: "done",
+		Snapshots: []pass.SnapshotRef{{RepositoryID: "r1", SnapshotID: "run-1-a", Source: "/a"}, {RepositoryID: "r1", SnapshotID: "", Source: "/b"}}}
+	if ok, err := d.Finish(ctx, fin, "tok", nil); err != nil || !ok {
+		t.Fatalf("finish: %v, %v", ok, err)
+	}
+	got := mustRun(t, d, run.ID)
+	if got.Status != pass.StatusSucceeded || !strings.Contains(got.Message, "snapshot references not recorded") {
+		t.Fatalf("run = %+v: want succeeded, with the lost references in its message", got)
+	}
+	if len(got.Snapshots) != 0 {
+		t.Errorf("snapshots = %+v: the savepoint should have dropped the partial references", got.Snapshots)
+	}
+}
