@@ -54,7 +54,8 @@ type Options struct {
 	Version    string          // program version stored in the snapshot
 	Workers    int             // file workers; 0: GOMAXPROCS
 	Now        func() time.Time
-	// Progress, if set, is called from the walker after each entry.
+	// Progress, if set, is called after each entry, from the goroutines
+	// that walk folders (so possibly at the same time).
 	Progress func(Progress)
 }
 
@@ -83,7 +84,10 @@ type archiver struct {
 	gear  *chunker.Gear
 	cp    chunker.Params
 	inv   *idSorter
-	users *ownerNames
+	invMu sync.Mutex
+
+	dirSlots chan struct{} // folders walked in goroutines of their own
+	users    *ownerNames
 
 	fileJobs  chan *fileJob
 	saveJobs  chan saveJob
@@ -112,6 +116,7 @@ type fileJob struct {
 	kind    fileKind // counted when the file is saved, not when it is queued
 	node    *repo.Node
 	content []repo.ID
+	size    int64 // bytes read; -1: not read (content from the parent)
 	err     error
 	changed bool
 	done    chan struct{}
@@ -170,6 +175,7 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		fileJobs: make(chan *fileJob, opts.Workers*4),
 		saveJobs: make(chan saveJob, opts.Workers*2),
 		links:    map[devIno]*fileJob{},
+		dirSlots: make(chan struct{}, 4*opts.Workers),
 	}
 	a.chunkBufs.New = func() any { b := make([]byte, 0, a.cp.Max); return &b }
 	a.inv = newIDSorter()
@@ -490,6 +496,14 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 	tree := &repo.Tree{Nodes: make([]repo.Node, 0, len(entries))}
 	var jobs []*fileJob
 	var jobIndex []int
+	var dirs []*dirJob
+	// Subfolders may run in other goroutines: wait for them whatever
+	// happens, so that none outlives the walk.
+	defer func() {
+		for _, d := range dirs {
+			<-d.done
+		}
+	}()
 	for _, name := range entries {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -515,19 +529,7 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 			if prev != nil && prev.Type == repo.NodeDir {
 				prevTree = prev.Subtree
 			}
-			sub, err := a.saveDirContents(ctx, p, prevTree)
-			if err != nil {
-				return nil, err
-			}
-			id, err := a.r.SaveTree(ctx, sub)
-			if err != nil {
-				return nil, err
-			}
-			a.addInventory(id)
-			node.Subtree = &id
-			a.mu.Lock()
-			a.summary.Dirs++
-			a.mu.Unlock()
+			dirs = append(dirs, a.startDir(ctx, p, prevTree, len(tree.Nodes)))
 		case repo.NodeFile:
 			job := a.submitFile(ctx, p, node, prev)
 			if job == nil {
@@ -542,6 +544,14 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 		}
 		tree.Nodes = append(tree.Nodes, *node)
 		a.progress(p)
+	}
+	for _, d := range dirs {
+		<-d.done
+		if d.err != nil {
+			return nil, d.err
+		}
+		id := d.id
+		tree.Nodes[d.index].Subtree = &id
 	}
 	// Collect the files in order; drop the ones that could not be read.
 	drop := map[int]bool{}
@@ -567,6 +577,49 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 		tree.Nodes = kept
 	}
 	return tree, nil
+}
+
+// dirJob is a subfolder being saved, maybe by another goroutine.
+type dirJob struct {
+	index int // of its node in the parent's tree
+	id    repo.ID
+	err   error
+	done  chan struct{}
+}
+
+// startDir saves a subfolder and its tree: in a goroutine of its own when
+// one of the walker's slots is free (listing and stat-ing folders is mostly
+// waiting for the file system), else right here. A goroutine never waits
+// for a slot, so the walk cannot deadlock.
+func (a *archiver) startDir(ctx context.Context, p string, prevTree *repo.ID, index int) *dirJob {
+	d := &dirJob{index: index, done: make(chan struct{})}
+	run := func() {
+		defer close(d.done)
+		sub, err := a.saveDirContents(ctx, p, prevTree)
+		if err != nil {
+			d.err = err
+			a.fail(err)
+			return
+		}
+		if d.id, d.err = a.r.SaveTree(ctx, sub); d.err != nil {
+			a.fail(d.err)
+			return
+		}
+		a.addInventory(d.id)
+		a.mu.Lock()
+		a.summary.Dirs++
+		a.mu.Unlock()
+	}
+	select {
+	case a.dirSlots <- struct{}{}:
+		go func() {
+			defer func() { <-a.dirSlots }()
+			run()
+		}()
+	default:
+		run()
+	}
+	return d
 }
 
 // readDirNames lists a directory's names in byte order.
@@ -597,7 +650,7 @@ func (a *archiver) progress(p string) {
 // submitFile queues a regular file: unchanged files take their content from
 // the parent snapshot, hardlinks share the job of the first link.
 func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, prev *repo.Node) *fileJob {
-	job := &fileJob{path: p, node: node, done: make(chan struct{})}
+	job := &fileJob{path: p, node: node, size: -1, done: make(chan struct{})}
 	if prev != nil && unchanged(prev, node) {
 		job.content, job.kind = prev.Content, fileUnchanged
 		close(job.done)
@@ -617,7 +670,7 @@ func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, pr
 		if seen {
 			go func() {
 				<-first.done
-				job.content, job.err, job.changed = first.content, first.err, first.changed
+				job.content, job.err, job.changed, job.size = first.content, first.err, first.changed, first.size
 				close(job.done)
 			}()
 			return job
@@ -646,6 +699,10 @@ func (a *archiver) finishFile(job *fileJob) bool {
 		return false
 	}
 	job.node.Content = job.content
+	if job.size >= 0 {
+		// The size is what was read, even if the file changed meanwhile.
+		job.node.Size = uint64(job.size)
+	}
 	for _, id := range job.content {
 		a.addInventory(id)
 	}
@@ -668,7 +725,10 @@ func (a *archiver) finishFile(job *fileJob) bool {
 }
 
 func (a *archiver) addInventory(id repo.ID) {
-	if err := a.inv.Add(id); err != nil {
+	a.invMu.Lock()
+	err := a.inv.Add(id)
+	a.invMu.Unlock()
+	if err != nil {
 		a.fail(fmt.Errorf("inventory: %w", err))
 	}
 }
@@ -736,7 +796,7 @@ func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJ
 	if err != nil {
 		return nil, false, err
 	}
-	job.node.Size = uint64(counted.total)
+	job.size = counted.total
 	changed := counted.total != before.Size() || !after.ModTime().Equal(before.ModTime()) ||
 		after.Size() != before.Size() || ctimeOf(after) != ctimeOf(before)
 	return content, changed, nil
