@@ -20,13 +20,6 @@ var version = "dev"
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if os.Getenv("GOGC") == "" {
-		// A backup's live heap is mostly pack buffers that are reused, while
-		// hashing and compression make short-lived garbage: collecting at
-		// 50% growth instead of 100% keeps the peak RSS about a quarter
-		// lower for no measurable CPU (docs/PERFORMANCE.md).
-		debug.SetGCPercent(50)
-	}
 	stopProfiles := startProfiles(stderr)
 	defer stopProfiles()
 	app := newApp(stdout, stderr)
@@ -66,5 +59,17 @@ func setUsageErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 		setUsageErrors(c.Subcommands)
+	}
+}
+
+// tuneGCForBackup makes the garbage collector work at 50% heap growth
+// instead of 100% for commands that back up, unless GOGC is set. A
+// backup's live heap is mostly reused pack buffers while hashing and
+// compression make short-lived garbage: this keeps its peak RSS about
+// 55 MiB lower for no measurable CPU. Restore and check are not tuned: for
+// them it cost 10 to 20% more CPU (docs/PERFORMANCE.md).
+func tuneGCForBackup() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
 	}
 }

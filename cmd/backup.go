@@ -95,6 +95,7 @@ func runBackup(c *cli.Context) error {
 		}
 	}
 
+	tuneGCForBackup()
 	r, err := openRepo(c, p)
 	if err != nil {
 		return err

@@ -62,6 +62,7 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	}
 	var exec pass.Executor
 	if withExecutor {
+		tuneGCForBackup()
 		if err := checkKeyMaterial(c.Context, cfg); err != nil {
 			return nil, err
 		}
