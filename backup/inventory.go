@@ -24,7 +24,7 @@ type idSorter struct {
 	end    int64
 }
 
-const sorterRunIDs = 1 << 20 // 32 MiB of IDs per run
+const sorterRunIDs = 1 << 18 // 8 MiB of IDs per run
 
 func newIDSorter() *idSorter {
 	return &idSorter{runIDs: sorterRunIDs}

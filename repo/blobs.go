@@ -192,7 +192,7 @@ func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, buf []by
 	r.writtenBytes += int64(size)
 	r.unindexed = append(r.unindexed, indexed...)
 	r.unindexedPacks[packID] = true
-	full := len(r.unindexedPacks) >= maxPacksPerIndex
+	full := len(r.unindexedPacks) >= maxPacksPerIndex || len(r.unindexed) >= maxBlobsPerIndex
 	r.indexMu.Unlock()
 	if full {
 		return r.flushIndex(ctx)
@@ -200,9 +200,14 @@ func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, buf []by
 	return nil
 }
 
-// maxPacksPerIndex is how many packs one index file covers at most while a
-// backup runs, so that an interrupted backup leaves most of its work indexed.
-const maxPacksPerIndex = 64
+// An index file is written while a backup runs once its blobs fill
+// maxPacksPerIndex packs or number maxBlobsPerIndex, so that an interrupted
+// backup leaves most of its work indexed and the list of blobs waiting for
+// an index file stays small (about 5 MiB) even for many tiny files.
+const (
+	maxPacksPerIndex = 64
+	maxBlobsPerIndex = 1 << 16
+)
 
 // Flush writes every partly filled pack and then index files for every
 // stored blob not yet indexed. After Flush returns, every blob that SaveBlob
