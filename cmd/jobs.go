@@ -100,12 +100,12 @@ func jobCommand() *cli.Command {
 		Usage: "look at and steer the jobs of the config",
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "list the jobs", ArgsUsage: " ", Flags: flags(jsonFlag()), Action: runJobList},
-			{Name: "show", Usage: "show one job", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: runJobShow},
+			{Name: "show", Usage: "show one job", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobShow)},
 			{Name: "run", Usage: "queue a run of a job now (the next tick starts it)", ArgsUsage: "NAME",
-				Flags: flags(jsonFlag(), &cli.BoolFlag{Name: "wait", Usage: "run a pass now and wait for the run to end"}), Action: runJobRun},
-			{Name: "pause", Usage: "stop claiming a job's slots", ArgsUsage: "NAME", Flags: flags(), Action: runJobPause},
-			{Name: "resume", Usage: "claim a job's slots again, from its next slot after now", ArgsUsage: "NAME", Flags: flags(), Action: runJobResume},
-			{Name: "explain", Usage: "say why a job is or is not running now", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: runJobExplain},
+				Flags: flags(jsonFlag(), &cli.BoolFlag{Name: "wait", Usage: "run a pass now and wait for the run to end"}), Action: jobAction(runJobRun)},
+			{Name: "pause", Usage: "stop claiming a job's slots", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobPause)},
+			{Name: "resume", Usage: "claim a job's slots again, from its next slot after now", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobResume)},
+			{Name: "explain", Usage: "say why a job is or is not running now", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobExplain)},
 		},
 	}
 }
@@ -187,17 +187,7 @@ func jobArg(c *cli.Context) (string, error) {
 	return c.Args().First(), nil
 }
 
-func runJobShow(c *cli.Context) error {
-	p := newPrinter(c)
-	name, err := jobArg(c)
-	if err != nil {
-		return err
-	}
-	s, err := openJobs(c, p)
-	if err != nil {
-		return err
-	}
-	defer s.db.Close()
+func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	info, err := s.db.JobByName(c.Context, name)
 	if err != nil {
 		return jobError(err)
@@ -219,6 +209,24 @@ func runJobShow(c *cli.Context) error {
 	return nil
 }
 
+// jobAction wraps a job subcommand: it takes the job NAME argument, opens
+// the scheduler with the jobs synchronised, and closes it afterwards.
+func jobAction(run func(c *cli.Context, p *printer, s *scheduler, name string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		p := newPrinter(c)
+		name, err := jobArg(c)
+		if err != nil {
+			return err
+		}
+		s, err := openJobs(c, p)
+		if err != nil {
+			return err
+		}
+		defer s.db.Close()
+		return run(c, p, s, name)
+	}
+}
+
 // jobError maps the state database's answers to exit codes.
 func jobError(err error) error {
 	switch {
@@ -230,17 +238,7 @@ func jobError(err error) error {
 	return err
 }
 
-func runJobRun(c *cli.Context) error {
-	p := newPrinter(c)
-	name, err := jobArg(c)
-	if err != nil {
-		return err
-	}
-	s, err := openJobs(c, p)
-	if err != nil {
-		return err
-	}
-	defer s.db.Close()
+func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	info, err := s.db.JobByName(c.Context, name)
 	if err != nil {
 		return jobError(err)
@@ -292,17 +290,7 @@ func runJobRun(c *cli.Context) error {
 	return codedError{code: ExitFailure, err: fmt.Errorf("run %d: %s", ended.ID, ended.Status), silent: true}
 }
 
-func runJobPause(c *cli.Context) error {
-	p := newPrinter(c)
-	name, err := jobArg(c)
-	if err != nil {
-		return err
-	}
-	s, err := openJobs(c, p)
-	if err != nil {
-		return err
-	}
-	defer s.db.Close()
+func runJobPause(c *cli.Context, p *printer, s *scheduler, name string) error {
 	changed, err := s.db.PauseJob(c.Context, name, actor())
 	if err != nil {
 		return jobError(err)
@@ -315,17 +303,7 @@ func runJobPause(c *cli.Context) error {
 	return nil
 }
 
-func runJobResume(c *cli.Context) error {
-	p := newPrinter(c)
-	name, err := jobArg(c)
-	if err != nil {
-		return err
-	}
-	s, err := openJobs(c, p)
-	if err != nil {
-		return err
-	}
-	defer s.db.Close()
+func runJobResume(c *cli.Context, p *printer, s *scheduler, name string) error {
 	def, ok := s.pass.Jobs[name]
 	if !ok {
 		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
@@ -350,17 +328,7 @@ func runJobResume(c *cli.Context) error {
 	return nil
 }
 
-func runJobExplain(c *cli.Context) error {
-	p := newPrinter(c)
-	name, err := jobArg(c)
-	if err != nil {
-		return err
-	}
-	s, err := openJobs(c, p)
-	if err != nil {
-		return err
-	}
-	defer s.db.Close()
+func runJobExplain(c *cli.Context, p *printer, s *scheduler, name string) error {
 	jobs, err := s.db.Jobs(c.Context)
 	if err != nil {
 		return err
