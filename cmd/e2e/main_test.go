@@ -11,12 +11,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/local"
 )
@@ -49,27 +48,13 @@ func buildAndRun(m *testing.M) int {
 		binPath = abs
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "nightjar-e2e-bin-")
+	bin, cleanup, err := buildbin.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	// Tests that run the binary as another user must be able to reach it.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	binPath = filepath.Join(dir, "nightjar")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", binPath, "github.com/nightjar-backup/nightjar")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: build nightjar: %v\n%s", err, out)
-		return 1
-	}
+	defer cleanup()
+	binPath = bin
 	return m.Run()
 }
 

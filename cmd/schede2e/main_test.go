@@ -16,10 +16,9 @@ package schede2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // binPath is the nightjar binary built by TestMain.
@@ -30,21 +29,12 @@ func TestMain(m *testing.M) {
 }
 
 func buildAndRun(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "nightjar-schede2e-bin-")
+	bin, cleanup, err := buildbin.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "schede2e:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	binPath = filepath.Join(dir, "nightjar")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.Command(goTool, "build", "-o", binPath, "github.com/nightjar-backup/nightjar")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "schede2e: build nightjar: %v\n%s", err, out)
-		return 1
-	}
+	defer cleanup()
+	binPath = bin
 	return m.Run()
 }

@@ -1,0 +1,100 @@
+// Package buildbin builds the nightjar binary for end-to-end tests.
+//
+// The go command caches a package's test result and reuses it while the
+// test binary and the files and environment the tests read are unchanged.
+// An end-to-end test builds nightjar with a separate `go build`, which the
+// cache cannot see; so each such package has a test that calls
+// ReadSources, which opens every file the binary is built from and so makes
+// any change to them a change to the tests' inputs. (Files read in TestMain
+// before m.Run do not count: the go command records only what tests read.)
+// It must never be imported by non-test code.
+package buildbin
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Build compiles nightjar into a new temporary folder (readable by every
+// user, for tests that run it as another one) and returns the binary's
+// path and a function that removes the folder.
+func Build() (string, func(), error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "nightjar-test-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if err := os.Chmod(dir, 0o755); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "nightjar")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := exec.Command(goTool, "build", "-o", bin, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("build nightjar: %v\n%s", err, out)
+	}
+	return bin, cleanup, nil
+}
+
+// moduleRoot finds the folder of go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// ReadSources opens every file the binary is built from. Call it from a
+// test, so that the go command's test cache depends on those files.
+func ReadSources() error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"go.mod", "go.sum"} {
+		if _, err := os.ReadFile(filepath.Join(root, name)); err != nil {
+			return err
+		}
+	}
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") || strings.HasSuffix(path, ".sql") {
+			_, err := os.ReadFile(path)
+			return err
+		}
+		return nil
+	})
+}
