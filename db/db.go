@@ -116,7 +116,6 @@ func open(ctx context.Context, path string, now func() time.Time) (*DB, error) {
 	q.Set("_txlock", "immediate")
 	q.Set("_busy_timeout", fmt.Sprint(BusyTimeout.Milliseconds()))
 	q.Set("_foreign_keys", "1")
-	q.Set("_journal_mode", "WAL")
 	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
 	sdb, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -131,21 +130,12 @@ func open(ctx context.Context, path string, now func() time.Time) (*DB, error) {
 	return d, nil
 }
 
-func (d *DB) init(ctx context.Context) error {
-	var mode string
-	if err := d.sql.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return err
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %s, not wal (is the file on a network file system?)", mode)
-	}
-	return d.migrate(ctx)
-}
-
-func (d *DB) migrate(ctx context.Context) (err error) {
-	// One process migrates at a time, from reading the version on: goose's
-	// own check-then-create of its version table races (and retries after
-	// a second) when several processes open a new database at once.
+func (d *DB) init(ctx context.Context) (err error) {
+	// One process sets up the file at a time: switching a new file to WAL
+	// needs it alone (SQLite answers SQLITE_BUSY at once, without waiting,
+	// when another connection is there), and goose's own check-then-create
+	// of its version table races when several processes open a new
+	// database at once.
 	lock := &fileLock{path: d.path + ".lock", timeout: migrationLockTimeout}
 	if err := lock.Lock(ctx, d.sql); err != nil {
 		return err
@@ -155,6 +145,36 @@ func (d *DB) migrate(ctx context.Context) (err error) {
 			err = fmt.Errorf("migration lock: %w", uerr)
 		}
 	}()
+	if err := d.walMode(ctx); err != nil {
+		return err
+	}
+	return d.migrate(ctx)
+}
+
+// walMode switches the file to write-ahead logging (a lasting setting of
+// the file), waiting out readers of other processes that are still there.
+func (d *DB) walMode(ctx context.Context) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for {
+		var mode string
+		err := d.sql.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		switch {
+		case err == nil && strings.EqualFold(mode, "wal"):
+			return nil
+		case err == nil:
+			return fmt.Errorf("journal mode is %s, not wal (is the file on a network file system?)", mode)
+		case !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline):
+			return fmt.Errorf("set journal mode: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (d *DB) migrate(ctx context.Context) (err error) {
 	files, err := fs.Sub(migrations, "migrations")
 	if err != nil {
 		return err
