@@ -366,10 +366,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 		for _, name := range names {
 			child := d.children[name]
 			p := filepath.Join(dir, name)
-			var prev *repo.Node
-			if n, ok := parentNodes[name]; ok {
-				prev = n
-			}
+			prev := parentNodes[name]
 			if child.source != "" {
 				node, ok, err := a.saveEntry(ctx, p, prev)
 				if err != nil {
@@ -391,11 +388,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				a.skip(p, describe(err))
 				continue
 			}
-			var prevTree *repo.ID
-			if prev != nil && prev.Type == repo.NodeDir {
-				prevTree = prev.Subtree
-			}
-			sub, err := build(p, child, prevTree)
+			sub, err := build(p, child, parentSubtree(prev))
 			if err != nil {
 				return repo.ID{}, err
 			}
@@ -448,23 +441,12 @@ func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*r
 	}
 	switch node.Type {
 	case repo.NodeDir:
-		var prevTree *repo.ID
-		if prev != nil && prev.Type == repo.NodeDir {
-			prevTree = prev.Subtree
+		d := a.startDir(ctx, p, parentSubtree(prev), 0)
+		<-d.done
+		if d.err != nil {
+			return nil, false, d.err
 		}
-		tree, err := a.saveDirContents(ctx, p, prevTree)
-		if err != nil {
-			return nil, false, err
-		}
-		id, err := a.r.SaveTree(ctx, tree)
-		if err != nil {
-			return nil, false, err
-		}
-		a.addInventory(id)
-		node.Subtree = &id
-		a.mu.Lock()
-		a.summary.Dirs++
-		a.mu.Unlock()
+		node.Subtree = &d.id
 	case repo.NodeFile:
 		// Content is filled in by finishFile; the caller waits.
 		job := a.submitFile(ctx, p, node, prev)
@@ -525,11 +507,7 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 		prev := parentNodes[name]
 		switch node.Type {
 		case repo.NodeDir:
-			var prevTree *repo.ID
-			if prev != nil && prev.Type == repo.NodeDir {
-				prevTree = prev.Subtree
-			}
-			dirs = append(dirs, a.startDir(ctx, p, prevTree, len(tree.Nodes)))
+			dirs = append(dirs, a.startDir(ctx, p, parentSubtree(prev), len(tree.Nodes)))
 		case repo.NodeFile:
 			job := a.submitFile(ctx, p, node, prev)
 			if job == nil {
@@ -577,6 +555,15 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 		tree.Nodes = kept
 	}
 	return tree, nil
+}
+
+// parentSubtree is the tree of the same folder in the parent snapshot, or
+// nil when it was no folder there.
+func parentSubtree(prev *repo.Node) *repo.ID {
+	if prev != nil && prev.Type == repo.NodeDir {
+		return prev.Subtree
+	}
+	return nil
 }
 
 // dirJob is a subfolder being saved, maybe by another goroutine.

@@ -498,6 +498,10 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 // with the IDs in the snapshot.
 func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 	var failures []repo.Skip
+	skipped := map[string]bool{} // not restored: nothing to verify
+	for _, s := range rs.result.Skipped {
+		skipped[s.Path] = true
+	}
 	var walk func(id repo.ID, shown, dir string, included bool) error
 	walk = func(id repo.ID, shown, dir string, included bool) error {
 		tree, err := rs.r.LoadTree(ctx, id)
@@ -517,7 +521,7 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 					return err
 				}
 			case node.Type == repo.NodeFile && restore:
-				if rs.wasSkipped(childShown) {
+				if skipped[childShown] {
 					continue
 				}
 				if err := rs.verifyFile(target, &node); err != nil {
@@ -537,15 +541,6 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 		return fmt.Errorf("%w: %d files", ErrVerifyFailed, len(failures))
 	}
 	return nil
-}
-
-func (rs *restorer) wasSkipped(shown string) bool {
-	for _, s := range rs.result.Skipped {
-		if s.Path == shown {
-			return true
-		}
-	}
-	return false
 }
 
 func (rs *restorer) verifyFile(target string, node *repo.Node) error {

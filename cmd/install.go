@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -85,20 +86,8 @@ WantedBy=timers.target
 func shellQuote(s string) string {
 	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '-' || c == '_') {
-			return "'" + fmt.Sprint(replaceQuote(s)) + "'"
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 		}
 	}
 	return s
-}
-
-func replaceQuote(s string) string {
-	out := ""
-	for _, c := range s {
-		if c == '\'' {
-			out += `'\''`
-		} else {
-			out += string(c)
-		}
-	}
-	return out
 }

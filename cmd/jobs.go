@@ -375,8 +375,8 @@ func runsCommand() *cli.Command {
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` runs (0: all)"}),
 		Action: runRunsList,
 		Subcommands: []*cli.Command{
-			{Name: "show", Usage: "show one run", ArgsUsage: "RUN", Flags: flags(jsonFlag()), Action: runRunsShow},
-			{Name: "cancel", Usage: "cancel a queued or running run", ArgsUsage: "RUN", Flags: flags(), Action: runRunsCancel},
+			{Name: "show", Usage: "show one run", ArgsUsage: "RUN", Flags: flags(jsonFlag()), Action: runAction(runRunsShow)},
+			{Name: "cancel", Usage: "cancel a queued or running run", ArgsUsage: "RUN", Flags: flags(), Action: runAction(runRunsCancel)},
 		},
 	}
 }
@@ -423,6 +423,24 @@ func runRunsList(c *cli.Context) error {
 	return nil
 }
 
+// runAction wraps a runs subcommand: it takes the RUN argument and opens
+// the state database, and closes it afterwards.
+func runAction(run func(c *cli.Context, p *printer, state *db.DB, id int64) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		p := newPrinter(c)
+		id, err := runArg(c)
+		if err != nil {
+			return err
+		}
+		state, err := openState(c)
+		if err != nil {
+			return err
+		}
+		defer state.Close()
+		return run(c, p, state, id)
+	}
+}
+
 func runArg(c *cli.Context) (int64, error) {
 	if c.NArg() != 1 {
 		return 0, usageError{fmt.Errorf("%s needs exactly one RUN id (nightjar runs lists them)", c.Command.FullName())}
@@ -434,17 +452,7 @@ func runArg(c *cli.Context) (int64, error) {
 	return id, nil
 }
 
-func runRunsShow(c *cli.Context) error {
-	p := newPrinter(c)
-	id, err := runArg(c)
-	if err != nil {
-		return err
-	}
-	state, err := openState(c)
-	if err != nil {
-		return err
-	}
-	defer state.Close()
+func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	r, err := state.Run(c.Context, id)
 	if err != nil {
 		return jobError(fmt.Errorf("run %d: %w", id, err))
@@ -469,17 +477,7 @@ func runRunsShow(c *cli.Context) error {
 	return nil
 }
 
-func runRunsCancel(c *cli.Context) error {
-	p := newPrinter(c)
-	id, err := runArg(c)
-	if err != nil {
-		return err
-	}
-	state, err := openState(c)
-	if err != nil {
-		return err
-	}
-	defer state.Close()
+func runRunsCancel(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	r, err := state.CancelRun(c.Context, id, actor())
 	if err != nil {
 		return jobError(fmt.Errorf("run %d: %w", id, err))

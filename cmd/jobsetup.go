@@ -78,17 +78,17 @@ func statePath(c *cli.Context, cfg *config.Config) string {
 func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, error) {
 	switch {
 	case rc.Password.File != "":
-		data, err := os.ReadFile(rc.Password.File)
-		if err != nil {
-			return nil, fmt.Errorf("repository %s: read password file: %w", rc.Name, err)
-		}
-		return checkPassword(firstLine(data), "password file "+rc.Password.File)
-	case rc.Password.Command != "":
-		out, err := runPasswordCommand(ctx, rc.Password.Command)
+		pw, err := readPasswordFile(rc.Password.File)
 		if err != nil {
 			return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
 		}
-		return checkPassword(firstLine(out), "password command of repository "+rc.Name)
+		return pw, nil
+	case rc.Password.Command != "":
+		pw, err := readPasswordCommand(ctx, rc.Password.Command, "password command of repository "+rc.Name)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
+		}
+		return pw, nil
 	case rc.Password.Env != "":
 		pw, ok := os.LookupEnv(rc.Password.Env)
 		if !ok {

@@ -89,6 +89,15 @@ func runKeyList(c *cli.Context) error {
 }
 
 func runKeyAdd(c *cli.Context) error {
+	return withNewKey(c, func(r *repo.Repository, pw []byte) (string, error) {
+		info, err := r.AddKey(c.Context, pw, repo.KDFParams{})
+		return info.Name, err
+	}, "added key %s\n")
+}
+
+// withNewKey reads the new password, opens the repository and writes a key
+// for the password with write; it prints the new key's ID with format.
+func withNewKey(c *cli.Context, write func(*repo.Repository, []byte) (string, error), format string) error {
 	p := newPrinter(c)
 	pw, err := newPassword(c)
 	if err != nil {
@@ -99,12 +108,12 @@ func runKeyAdd(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	info, err := r.AddKey(c.Context, pw, repo.KDFParams{})
+	name, err := write(r, pw)
 	if err != nil {
 		return err
 	}
-	p.Printf("added key %s\n", info.Name[:8])
-	return p.JSON(map[string]string{"id": info.Name})
+	p.Printf(format, name[:8])
+	return p.JSON(map[string]string{"id": name})
 }
 
 func runKeyRemove(c *cli.Context) error {
@@ -125,20 +134,8 @@ func runKeyRemove(c *cli.Context) error {
 }
 
 func runKeyPasswd(c *cli.Context) error {
-	p := newPrinter(c)
-	pw, err := newPassword(c)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(c, p)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	info, err := r.ChangePassword(c.Context, pw, repo.KDFParams{})
-	if err != nil {
-		return err
-	}
-	p.Printf("password changed: key %s replaces the old one\n", info.Name[:8])
-	return p.JSON(map[string]string{"id": info.Name})
+	return withNewKey(c, func(r *repo.Repository, pw []byte) (string, error) {
+		info, err := r.ChangePassword(c.Context, pw, repo.KDFParams{})
+		return info.Name, err
+	}, "password changed: key %s replaces the old one\n")
 }

@@ -48,18 +48,10 @@ func repoPath(c *cli.Context) (string, error) {
 // --password-command, NIGHTJAR_PASSWORD, or a terminal prompt.
 func passwordFrom(c *cli.Context, prompt string) ([]byte, error) {
 	if file := c.String("password-file"); file != "" {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("read password file: %w", err)}
-		}
-		return checkPassword(firstLine(data), "password file "+file)
+		return readPasswordFile(file)
 	}
 	if command := c.String("password-command"); command != "" {
-		out, err := runPasswordCommand(c.Context, command)
-		if err != nil {
-			return nil, err
-		}
-		return checkPassword(firstLine(out), "password command")
+		return readPasswordCommand(c.Context, command, "password command")
 	}
 	if pw, ok := os.LookupEnv("NIGHTJAR_PASSWORD"); ok {
 		return checkPassword([]byte(pw), "NIGHTJAR_PASSWORD")
@@ -74,6 +66,25 @@ func passwordFrom(c *cli.Context, prompt string) ([]byte, error) {
 		return checkPassword(pw, "the password typed")
 	}
 	return nil, usageError{errors.New("no password given: use --password-file, --password-command, NIGHTJAR_PASSWORD_FILE or NIGHTJAR_PASSWORD")}
+}
+
+// readPasswordFile takes the first line of file as a password.
+func readPasswordFile(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("read password file: %w", err)}
+	}
+	return checkPassword(firstLine(data), "password file "+file)
+}
+
+// readPasswordCommand takes the first line a command prints as a password;
+// source names the command in messages.
+func readPasswordCommand(ctx context.Context, command, source string) ([]byte, error) {
+	out, err := runPasswordCommand(ctx, command)
+	if err != nil {
+		return nil, err
+	}
+	return checkPassword(firstLine(out), source)
 }
 
 func runPasswordCommand(ctx context.Context, command string) ([]byte, error) {
