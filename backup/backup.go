@@ -120,6 +120,46 @@ type fileJob struct {
 	err     error
 	changed bool
 	done    chan struct{}
+
+	// A file worker only cuts a file into chunks; the savers hash them
+	// (so that one big file still keeps every core busy) and put each ID
+	// in its slot. pending counts the chunks not yet hashed, plus one for
+	// the reader; whoever brings it to zero sets content and closes done.
+	pending atomic.Int32
+	slots   [][]repo.ID // blocks of a fixed capacity, so that slots never move
+}
+
+// slotBlock is the most chunk IDs in one block of fileJob.slots.
+const slotBlock = 64
+
+// newSlot returns the place of the next chunk's ID. capHint is how many
+// chunks the file may have.
+func (j *fileJob) newSlot(capHint int) *repo.ID {
+	if n := len(j.slots); n == 0 || len(j.slots[n-1]) == cap(j.slots[n-1]) {
+		j.slots = append(j.slots, make([]repo.ID, 0, min(max(capHint, 1), slotBlock)))
+	}
+	last := &j.slots[len(j.slots)-1]
+	*last = append(*last, repo.ID{})
+	return &(*last)[len(*last)-1]
+}
+
+// release ends the reader's or one saver's part of the job.
+func (j *fileJob) release() {
+	if j.pending.Add(-1) > 0 {
+		return
+	}
+	if j.err == nil {
+		n := 0
+		for _, b := range j.slots {
+			n += len(b)
+		}
+		j.content = make([]repo.ID, 0, n)
+		for _, b := range j.slots {
+			j.content = append(j.content, b...)
+		}
+	}
+	j.slots = nil
+	close(j.done)
 }
 
 // fileKind is how a file compares with the parent snapshot.
@@ -131,10 +171,12 @@ const (
 	fileUnchanged
 )
 
+// saveJob is one chunk for the savers to hash and store.
 type saveJob struct {
-	id   repo.ID
 	data []byte
 	buf  *[]byte
+	file *fileJob
+	slot *repo.ID // where the chunk's ID goes
 }
 
 // Backup makes one snapshot of opts.Paths in r. It returns an error
@@ -724,32 +766,33 @@ func (a *archiver) fileWorker(ctx context.Context) {
 	defer a.workersWG.Done()
 	ch := chunker.New(nil, a.gear, a.cp)
 	for job := range a.fileJobs {
+		job.pending.Store(1)
 		if ctx.Err() != nil {
 			job.err = ctx.Err()
 		} else {
-			job.content, job.changed, job.err = a.readFile(ctx, ch, job)
+			job.changed, job.err = a.readFile(ctx, ch, job)
 		}
-		close(job.done)
+		job.release()
 	}
 }
 
-// readFile chunks one file and hands new chunks to the savers.
-func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJob) ([]repo.ID, bool, error) {
+// readFile cuts one file into chunks and hands them to the savers.
+func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJob) (changed bool, err error) {
 	f, err := os.OpenFile(job.path, os.O_RDONLY|noatime(), 0)
 	if err != nil && errors.Is(err, fs.ErrPermission) && noatime() != 0 {
 		// O_NOATIME needs ownership of the file; read it without.
 		f, err = os.Open(job.path)
 	}
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	defer f.Close()
 	before, err := f.Stat()
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	if !before.Mode().IsRegular() {
-		return nil, false, errors.New("was replaced by something that is not a regular file")
+		return false, errors.New("was replaced by something that is not a regular file")
 	}
 	var rd io.Reader = f
 	if a.opts.Limiter != nil {
@@ -757,48 +800,52 @@ func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJ
 	}
 	counted := &countingReader{r: rd, n: &a.bytesRead}
 	ch.Reset(counted)
-	var content []repo.ID
+	chunksHint := int(before.Size()/int64(a.cp.Min)) + 1
 	for {
 		data, err := ch.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("read: %w", err)
-		}
-		id := a.r.BlobID(data)
-		content = append(content, id)
-		if !a.r.Reserve(id) {
-			continue
+			return false, fmt.Errorf("read: %w", err)
 		}
 		bufp := a.chunkBufs.Get().(*[]byte)
 		buf := append((*bufp)[:0], data...)
+		job.pending.Add(1)
 		select {
-		case a.saveJobs <- saveJob{id: id, data: buf, buf: bufp}:
+		case a.saveJobs <- saveJob{data: buf, buf: bufp, file: job, slot: job.newSlot(chunksHint)}:
 		case <-ctx.Done():
-			return nil, false, ctx.Err()
+			job.pending.Add(-1)
+			return false, ctx.Err()
 		}
 	}
 	after, err := f.Stat()
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	job.size = counted.total
-	changed := counted.total != before.Size() || !after.ModTime().Equal(before.ModTime()) ||
+	changed = counted.total != before.Size() || !after.ModTime().Equal(before.ModTime()) ||
 		after.Size() != before.Size() || ctimeOf(after) != ctimeOf(before)
-	return content, changed, nil
+	return changed, nil
 }
 
+// saver hashes chunks, and stores the ones the repository does not have
+// yet (the first saver to reserve an ID stores it).
 func (a *archiver) saver(ctx context.Context) {
 	defer a.saversWG.Done()
 	for job := range a.saveJobs {
 		if ctx.Err() == nil {
-			if err := a.r.SaveReservedBlob(ctx, repo.DataBlob, job.id, job.data); err != nil {
-				a.fail(err)
+			id := a.r.BlobID(job.data)
+			*job.slot = id
+			if a.r.Reserve(id) {
+				if err := a.r.SaveReservedBlob(ctx, repo.DataBlob, id, job.data); err != nil {
+					a.fail(err)
+				}
 			}
 		}
 		*job.buf = job.data[:0]
 		a.chunkBufs.Put(job.buf)
+		job.file.release()
 	}
 }
 

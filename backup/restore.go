@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +29,7 @@ type RestoreOptions struct {
 	Exclude   *filter.Matcher // nil: nothing
 	Overwrite bool            // replace existing files (never folders)
 	Verify    bool            // read back every restored file and compare with the repository
-	Workers   int             // 0: GOMAXPROCS
+	Workers   int             // file workers; 0: twice GOMAXPROCS
 }
 
 // RestoreResult is what a restore did.
@@ -61,7 +62,7 @@ type restorer struct {
 	placed    map[devIno]placedFile
 	dirs      []dirMeta // folders whose metadata is set last, deepest first
 	fileWG    sync.WaitGroup
-	files     chan restoreFile
+	parts     chan filePart
 	errOnce   sync.Once
 	err       error
 }
@@ -70,6 +71,33 @@ type restoreFile struct {
 	node   repo.Node
 	target string
 	shown  string
+}
+
+// partChunks is the most chunks one piece of file work writes: a larger
+// file is cut into parts (about 8 MiB each with the default chunk sizes)
+// that the file workers write side by side, so that a single big file
+// still keeps every core busy.
+const partChunks = 32
+
+// pendingFile is a regular file being restored. Its parts write into one
+// temporary file; whichever part finishes last puts it in place.
+type pendingFile struct {
+	restoreFile
+	open    sync.Once
+	tmp     string
+	out     *os.File
+	parts   atomic.Int32 // parts not yet finished
+	written atomic.Int64 // bytes the parts have covered, holes included
+	mu      sync.Mutex
+	err     error // the first failure of any part
+}
+
+// filePart is the chunks [first, end) of a file's content, whose first
+// byte is at offset.
+type filePart struct {
+	file       *pendingFile
+	first, end int
+	offset     int64
 }
 
 type dirMeta struct {
@@ -91,7 +119,9 @@ type placedFile struct {
 // Restore writes the tree of snapshot s into opts.Target.
 func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Workers <= 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
+		// More workers than cores: file creation and writes block in the
+		// kernel, and another worker's decryption fills that time.
+		opts.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	root, err := filepath.Abs(opts.Target)
 	if err != nil {
@@ -107,7 +137,7 @@ func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts Res
 		r: r, opts: opts, root: root, asRoot: os.Geteuid() == 0,
 		linkFirst: map[devIno]bool{},
 		placed:    map[devIno]placedFile{},
-		files:     make(chan restoreFile, opts.Workers*4),
+		parts:     make(chan filePart, opts.Workers*4),
 	}
 	rs.result.OwnershipKept = rs.asRoot
 	ctx, cancel := context.WithCancel(ctx)
@@ -118,7 +148,7 @@ func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts Res
 	}
 	var links []deferredLink
 	walkErr := rs.walk(ctx, s.Tree, "/", root, false, &links)
-	close(rs.files)
+	close(rs.parts)
 	rs.fileWG.Wait()
 	if walkErr != nil {
 		return nil, walkErr
@@ -220,10 +250,8 @@ func (rs *restorer) walk(ctx context.Context, id repo.ID, shown, dir string, inc
 				}
 				rs.linkFirst[key] = true
 			}
-			select {
-			case rs.files <- restoreFile{node: node, target: target, shown: childShown}:
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := rs.queueFile(ctx, restoreFile{node: node, target: target, shown: childShown}); err != nil {
+				return err
 			}
 		default:
 			rs.restoreSpecial(node, target, childShown)
@@ -278,22 +306,53 @@ func (rs *restorer) place(tmp, target string) error {
 	return nil
 }
 
+// queueFile hands a regular file to the file workers, in parts if it is
+// large.
+func (rs *restorer) queueFile(ctx context.Context, f restoreFile) error {
+	pf := &pendingFile{restoreFile: f}
+	parts := rs.split(pf)
+	pf.parts.Store(int32(len(parts)))
+	for _, p := range parts {
+		select {
+		case rs.parts <- p:
+		case <-ctx.Done():
+			// The parts not handed over are finished here, so that the
+			// last one still removes the temporary file.
+			rs.finishPart(ctx, p, ctx.Err(), func() {})
+		}
+	}
+	return ctx.Err()
+}
+
+// split cuts a file's content into parts of at most partChunks chunks. The
+// offsets come from the index; a file with a chunk the index lacks stays
+// whole, and restoring it reports the missing blob.
+func (rs *restorer) split(f *pendingFile) []filePart {
+	content := f.node.Content
+	if len(content) <= partChunks {
+		return []filePart{{file: f, end: len(content)}}
+	}
+	var parts []filePart
+	var offset int64
+	for first := 0; first < len(content); first += partChunks {
+		end := min(first+partChunks, len(content))
+		parts = append(parts, filePart{file: f, first: first, end: end, offset: offset})
+		for _, id := range content[first:end] {
+			b, ok := rs.r.Index().Lookup(id)
+			if !ok {
+				return []filePart{{file: f, end: len(content)}}
+			}
+			offset += int64(b.RawLength)
+		}
+	}
+	return parts
+}
+
 func (rs *restorer) fileWorker(ctx context.Context, cancel context.CancelFunc) {
 	defer rs.fileWG.Done()
-	for f := range rs.files {
-		if ctx.Err() != nil {
-			continue
-		}
-		err := rs.restoreFile(ctx, f)
-		if err == nil {
-			continue
-		}
-		var damaged *damageError
-		if errors.As(err, &damaged) || ctx.Err() != nil {
-			rs.fail(err, cancel)
-			continue
-		}
-		rs.skip(f.shown, err.Error())
+	var buf repo.BlobBuffer
+	for p := range rs.parts {
+		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf), cancel)
 	}
 }
 
@@ -303,50 +362,104 @@ type damageError struct{ err error }
 func (e *damageError) Error() string { return e.err.Error() }
 func (e *damageError) Unwrap() error { return e.err }
 
-func (rs *restorer) restoreFile(ctx context.Context, f restoreFile) error {
-	tmp := tempName(f.target)
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
+// writePart writes one part's chunks into the file's temporary file, which
+// the first part to start creates. Runs of zeros become holes, so that a
+// sparse file stays sparse.
+func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuffer) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var written int64
-	for _, id := range f.node.Content {
-		data, err := rs.r.LoadBlob(ctx, id)
+	f := p.file
+	if f.failed() {
+		return nil // the file is given up already
+	}
+	f.open.Do(func() {
+		f.tmp = tempName(f.target)
+		f.out, f.err = os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	})
+	if f.out == nil {
+		return nil // the failure to create it is f.err
+	}
+	offset := p.offset
+	for _, id := range f.node.Content[p.first:p.end] {
+		data, err := rs.r.LoadBlobTo(ctx, id, buf)
 		if err != nil {
-			out.Close()
-			os.Remove(tmp)
 			return &damageError{fmt.Errorf("restore %s: %w", f.shown, err)}
 		}
-		// Runs of zeros become holes: a sparse file stays sparse.
-		if isZero(data) {
-			written += int64(len(data))
-			continue
+		if !isZero(data) {
+			if _, err := f.out.WriteAt(data, offset); err != nil {
+				return err
+			}
 		}
-		if _, err := out.WriteAt(data, written); err != nil {
-			out.Close()
-			os.Remove(tmp)
-			return err
-		}
-		written += int64(len(data))
+		offset += int64(len(data))
 	}
-	if err := out.Truncate(written); err != nil {
-		out.Close()
-		os.Remove(tmp)
+	f.written.Add(offset - p.offset)
+	return nil
+}
+
+func (f *pendingFile) failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err != nil
+}
+
+// finishPart records how a part ended; after the file's last part it
+// finishes the file and reports the outcome: a damaged repository (or a
+// cancelled restore) fails the whole restore, anything else skips the
+// file.
+func (rs *restorer) finishPart(ctx context.Context, p filePart, err error, cancel context.CancelFunc) {
+	f := p.file
+	if err != nil {
+		f.mu.Lock()
+		if f.err == nil {
+			f.err = err
+		}
+		f.mu.Unlock()
+	}
+	if f.parts.Add(-1) > 0 {
+		return
+	}
+	err = rs.finishFile(f)
+	if err == nil {
+		return
+	}
+	var damaged *damageError
+	if errors.As(err, &damaged) || ctx.Err() != nil {
+		rs.fail(err, cancel)
+		return
+	}
+	rs.skip(f.shown, err.Error())
+}
+
+// finishFile puts a file whose parts are all written in place with its
+// metadata, or removes its temporary file if a part failed.
+func (rs *restorer) finishFile(f *pendingFile) error {
+	if f.err != nil {
+		if f.out != nil {
+			f.out.Close()
+			os.Remove(f.tmp)
+		}
+		return f.err
+	}
+	written := f.written.Load()
+	if err := f.out.Truncate(written); err != nil {
+		f.out.Close()
+		os.Remove(f.tmp)
 		return err
 	}
-	if err := out.Close(); err != nil {
-		os.Remove(tmp)
+	if err := f.out.Close(); err != nil {
+		os.Remove(f.tmp)
 		return err
 	}
 	if written != int64(f.node.Size) {
-		os.Remove(tmp)
+		os.Remove(f.tmp)
 		return &damageError{fmt.Errorf("restore %s: content is %d bytes, snapshot says %d: %w", f.shown, written, f.node.Size, repo.ErrIntegrity)}
 	}
-	if err := rs.setMeta(tmp, &f.node); err != nil {
-		os.Remove(tmp)
+	if err := rs.setMeta(f.tmp, &f.node); err != nil {
+		os.Remove(f.tmp)
 		return fmt.Errorf("metadata: %w", err)
 	}
-	if err := rs.place(tmp, f.target); err != nil {
+	if err := rs.place(f.tmp, f.target); err != nil {
 		return err
 	}
 	rs.mu.Lock()
@@ -354,9 +467,19 @@ func (rs *restorer) restoreFile(ctx context.Context, f restoreFile) error {
 	rs.result.Bytes += written
 	rs.mu.Unlock()
 	if f.node.Links > 1 {
-		rs.recordPlaced(f)
+		rs.recordPlaced(f.restoreFile)
 	}
 	return nil
+}
+
+// restoreWhole restores one file in the calling goroutine.
+func (rs *restorer) restoreWhole(ctx context.Context, f restoreFile) error {
+	pf := &pendingFile{restoreFile: f}
+	var buf repo.BlobBuffer
+	if err := rs.writePart(ctx, filePart{file: pf, end: len(f.node.Content)}, &buf); err != nil {
+		pf.err = err
+	}
+	return rs.finishFile(pf)
 }
 
 // recordPlaced notes a restored hardlinked file, by the device and inode
@@ -411,7 +534,7 @@ func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
 		rs.mu.Unlock()
 		return nil
 	}
-	err := rs.restoreFile(ctx, restoreFile{node: l.node, target: l.target, shown: l.shown})
+	err := rs.restoreWhole(ctx, restoreFile{node: l.node, target: l.target, shown: l.shown})
 	var damaged *damageError
 	if errors.As(err, &damaged) {
 		return err

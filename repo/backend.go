@@ -43,8 +43,9 @@ var ErrNotFound = errors.New("object not found")
 //     a reader sees all of it or nothing, also after a crash. Saving a name
 //     that exists replaces it whole (the format only does that for config,
 //     never for a name that another object refers to).
-//   - Load returns length bytes from offset (length < 0: to the end), or an
-//     error wrapping ErrNotFound.
+//   - Load returns length bytes from offset (length < 0: to the end), in
+//     new memory that the caller may change, or an error wrapping
+//     ErrNotFound.
 //   - List calls fn for every complete object of a type, in no set order.
 //   - Remove deletes one object; removing a missing object wraps ErrNotFound.
 //
@@ -58,6 +59,15 @@ type Backend interface {
 	Remove(ctx context.Context, h Handle) error
 	// Location describes where the repository is, for messages.
 	Location() string
+}
+
+// BufferLoader is implemented by backends that can read part of an object
+// into memory the caller owns, which spares an allocation per read when
+// every blob of a snapshot is read (restore, check).
+type BufferLoader interface {
+	// LoadInto fills buf with the len(buf) bytes at offset, or fails (with
+	// an error wrapping ErrNotFound for a missing object).
+	LoadInto(ctx context.Context, h Handle, offset int64, buf []byte) error
 }
 
 // ProcessLocker is implemented by backends that can tie a lock object to the

@@ -269,12 +269,52 @@ func (r *Repository) LoadBlob(ctx context.Context, id ID) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
 	}
-	return r.openBlob(b.PackedBlob, sealed)
+	return r.openBlob(b.PackedBlob, sealed, nil)
 }
 
-// openBlob turns a sealed blob into its verified plaintext.
-func (r *Repository) openBlob(b PackedBlob, sealed []byte) ([]byte, error) {
-	plain, err := r.seal.open(nil, sealed, b.ID[:])
+// BlobBuffer is the memory LoadBlobTo reuses from one call to the next.
+// The zero value is ready; give each goroutine its own.
+type BlobBuffer struct{ sealed, plain []byte }
+
+// LoadBlobTo is LoadBlob without allocating per blob: the plaintext lives
+// in buf and stays valid until the next call with the same buf. Restore
+// reads every blob of a snapshot this way.
+func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]byte, error) {
+	b, ok := r.idx.Lookup(id)
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
+	}
+	h := Handle{Type: PackFile, Name: b.Pack.String()}
+	var sealed []byte
+	if bl, ok := r.be.(BufferLoader); ok {
+		buf.sealed = grow(buf.sealed, int(b.Length))
+		sealed = buf.sealed[:b.Length]
+		if err := bl.LoadInto(ctx, h, int64(b.Offset), sealed); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
+		}
+	} else {
+		var err error
+		if sealed, err = r.be.Load(ctx, h, int64(b.Offset), int64(b.Length)); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
+		}
+	}
+	return r.openBlob(b.PackedBlob, sealed, &buf.plain)
+}
+
+// grow returns b, or a new slice, with a capacity of at least n.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b
+	}
+	return make([]byte, 0, n)
+}
+
+// openBlob turns a sealed blob into its verified plaintext. It decrypts in
+// place, overwriting sealed. A compressed blob is decompressed into
+// *plainBuf when that is given (keeping the grown buffer there), else into
+// new memory.
+func (r *Repository) openBlob(b PackedBlob, sealed []byte, plainBuf *[]byte) ([]byte, error) {
+	plain, err := r.seal.openInPlace(sealed, b.ID[:])
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", b.ID.Short(), err)
 	}
@@ -282,9 +322,18 @@ func (r *Repository) openBlob(b PackedBlob, sealed []byte) ([]byte, error) {
 		if b.RawLength > maxBlobSize {
 			return nil, fmt.Errorf("blob %s: raw length %d too large: %w", b.ID.Short(), b.RawLength, ErrIntegrity)
 		}
-		plain, err = r.zdec.DecodeAll(plain, make([]byte, 0, b.RawLength))
+		var out []byte
+		if plainBuf != nil {
+			out = grow(*plainBuf, int(b.RawLength))[:0]
+		} else {
+			out = make([]byte, 0, b.RawLength)
+		}
+		plain, err = r.zdec.DecodeAll(plain, out)
 		if err != nil {
 			return nil, fmt.Errorf("blob %s: decompress: %v: %w", b.ID.Short(), err, ErrIntegrity)
+		}
+		if plainBuf != nil {
+			*plainBuf = plain
 		}
 	}
 	if len(plain) != int(b.RawLength) || r.hasher.sum(plain) != b.ID {
@@ -324,7 +373,8 @@ func (r *Repository) ReadPackHeader(ctx context.Context, id ID, size int64) ([]P
 
 // SplitPack checks a whole pack file (its name, header and every blob) and
 // returns its blobs with their verified plaintexts through fn. It is what
-// check --read-data and restore's pack reader build on.
+// check --read-data builds on. It decrypts in place: data is overwritten,
+// and a plaintext handed to fn is valid only during that call.
 //
 // A pack whose content does not match its name is reported with an error,
 // after its blobs were still checked one by one, so that damage is
@@ -345,8 +395,9 @@ func (r *Repository) SplitPack(id ID, data []byte, fn func(b PackedBlob, plain [
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", id.Short(), err)
 	}
+	var plainBuf []byte
 	for _, b := range blobs {
-		plain, err := r.openBlob(b, data[b.Offset:b.Offset+b.Length])
+		plain, err := r.openBlob(b, data[b.Offset:b.Offset+b.Length], &plainBuf)
 		fn(b, plain, err)
 	}
 	if !nameOK {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/local"
 	"github.com/nightjar-backup/nightjar/repo/memory"
 )
 
@@ -66,6 +67,59 @@ func TestBlobRoundTrip(t *testing.T) {
 			}
 			if !tt.compressed && (b.Compression != 0 || b.Length <= b.RawLength) {
 				t.Errorf("incompressible blob stored with compression %d in %d bytes of %d: want it as it is, sealed", b.Compression, b.Length, b.RawLength)
+			}
+		})
+	}
+}
+
+// TestLoadBlobTo: one BlobBuffer reused across blobs of every kind and
+// size, in both orders, gives what LoadBlob gives, from a backend that
+// loads into the buffer (local) and from one that does not (memory). A
+// damaged blob fails, and the next load through the same buffer works.
+func TestLoadBlobTo(t *testing.T) {
+	ctx := context.Background()
+	blobs := [][]byte{compressible(1 << 20), random(2, 300<<10), []byte("hi"), {}, compressible(3 << 10), random(3, 1<<20)}
+	localBE, err := local.Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulty := backendtest.NewFaulty(memory.New())
+	for _, be := range []repo.Backend{localBE, faulty} {
+		t.Run(fmt.Sprintf("%T", be), func(t *testing.T) {
+			r := initRepo(t, be)
+			ids := make([]repo.ID, len(blobs))
+			for i, data := range blobs {
+				ids[i] = r.BlobID(data)
+				if _, err := r.SaveBlob(ctx, repo.DataBlob, ids[i], data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flush(t, r)
+			o := openRepo(t, be)
+			var buf repo.BlobBuffer
+			backward := slices.Clone(ids)
+			slices.Reverse(backward)
+			order := append(slices.Clone(ids), backward...)
+			for _, id := range order {
+				got, err := o.LoadBlobTo(ctx, id, &buf)
+				if err != nil {
+					t.Fatalf("load %s: %v", id.Short(), err)
+				}
+				want := blobs[slices.Index(ids, id)]
+				if !bytes.Equal(got, want) {
+					t.Fatalf("load %s: %d bytes that differ from the %d saved", id.Short(), len(got), len(want))
+				}
+			}
+			if be == repo.Backend(faulty) {
+				b, _ := o.Index().Lookup(ids[1])
+				faulty.CorruptLoads(repo.PackFile, backendtest.FlipByte(int64(b.Offset)+30))
+				if _, err := o.LoadBlobTo(ctx, ids[1], &buf); !errors.Is(err, repo.ErrIntegrity) {
+					t.Errorf("load of a damaged blob: %v, want ErrIntegrity", err)
+				}
+				faulty.Reset()
+				if got, err := o.LoadBlobTo(ctx, ids[0], &buf); err != nil || !bytes.Equal(got, blobs[0]) {
+					t.Errorf("load after a damaged one: %v", err)
+				}
 			}
 		})
 	}

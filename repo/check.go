@@ -168,6 +168,20 @@ func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error 
 	return nil
 }
 
+// loadPack reads a whole pack, into buf when the backend can.
+func (c *checker) loadPack(ctx context.Context, id ID, size int64, buf []byte) ([]byte, error) {
+	h := Handle{Type: PackFile, Name: id.String()}
+	bl, ok := c.r.be.(BufferLoader)
+	if !ok {
+		return c.r.be.Load(ctx, h, 0, -1)
+	}
+	data := grow(buf, int(size))[:size]
+	if err := bl.LoadInto(ctx, h, 0, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
 // readPacks reads a share of the packs whole and verifies every blob.
 func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fraction float64) error {
 	var ids []ID
@@ -182,10 +196,23 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fractio
 	c.r.idx.Each(func(b IndexedBlob) { indexed[b.Pack] = append(indexed[b.Pack], b) })
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(2, cap(c.r.packers)))
+	// One pack more in flight than there are cores, so that a read from
+	// the backend overlaps the checking of the others.
+	limit := cap(c.r.packers) + 1
+	g.SetLimit(limit)
+	// Pack buffers go round instead of being allocated per pack.
+	bufs := make(chan []byte, limit)
 	for _, id := range ids {
 		g.Go(func() error {
-			data, err := c.r.be.Load(gctx, Handle{Type: PackFile, Name: id.String()}, 0, -1)
+			var buf []byte
+			select {
+			case buf = <-bufs:
+			default:
+			}
+			data, err := c.loadPack(gctx, id, packSizes[id], buf)
+			if data != nil {
+				defer func() { bufs <- data }()
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

@@ -40,6 +40,9 @@ type sealer interface {
 	seal(dst, plain, ad []byte) []byte
 	// open appends the plaintext of sealed to dst, or fails with ErrIntegrity.
 	open(dst, sealed, ad []byte) ([]byte, error)
+	// openInPlace is open into sealed's own memory: the plaintext it
+	// returns aliases sealed, which is overwritten.
+	openInPlace(sealed, ad []byte) ([]byte, error)
 	// overhead is the number of bytes seal adds.
 	overhead() int
 }
@@ -78,6 +81,18 @@ func (s *aeadSealer) open(dst, sealed, ad []byte) ([]byte, error) {
 	return out, nil
 }
 
+func (s *aeadSealer) openInPlace(sealed, ad []byte) ([]byte, error) {
+	if len(sealed) < s.overhead() {
+		return nil, fmt.Errorf("sealed object of %d bytes is too short: %w", len(sealed), ErrIntegrity)
+	}
+	nonce, ct := sealed[:chacha20poly1305.NonceSizeX], sealed[chacha20poly1305.NonceSizeX:]
+	out, err := s.aead.Open(ct[:0], nonce, ct, ad)
+	if err != nil {
+		return nil, fmt.Errorf("authentication failed: %w", ErrIntegrity)
+	}
+	return out, nil
+}
+
 func (s *aeadSealer) overhead() int { return chacha20poly1305.NonceSizeX + chacha20poly1305.Overhead }
 
 // plainSealer is for repositories made with --insecure-no-encryption: the
@@ -104,6 +119,14 @@ func (p plainSealer) seal(dst, plain, ad []byte) []byte {
 }
 
 func (p plainSealer) open(dst, sealed, ad []byte) ([]byte, error) {
+	plain, err := p.openInPlace(sealed, ad)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, plain...), nil
+}
+
+func (p plainSealer) openInPlace(sealed, ad []byte) ([]byte, error) {
 	if len(sealed) < 32 {
 		return nil, fmt.Errorf("object of %d bytes is too short: %w", len(sealed), ErrIntegrity)
 	}
@@ -111,7 +134,7 @@ func (p plainSealer) open(dst, sealed, ad []byte) ([]byte, error) {
 	if p.sum(plain, ad) != [32]byte(sealed[len(sealed)-32:]) {
 		return nil, fmt.Errorf("checksum mismatch: %w", ErrIntegrity)
 	}
-	return append(dst, plain...), nil
+	return plain, nil
 }
 
 func (plainSealer) overhead() int { return 32 }

@@ -144,6 +144,14 @@ func TestTamper(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(target, big)); err == nil && !bytes.Equal(got, bigData) {
 			t.Errorf("restore wrote %d bytes of wrong data into %s", len(got), big)
 		}
+		// big.bin is restored in parts side by side; the failed one takes
+		// the temporary file with it.
+		_ = filepath.Walk(target, func(p string, _ os.FileInfo, err error) error {
+			if err == nil && strings.HasPrefix(filepath.Base(p), ".nightjar-restore-") {
+				t.Errorf("failed restore left a temporary file behind: %q", p)
+			}
+			return nil
+		})
 		// Damage to one file does not keep the others from being restored.
 		only := filepath.Join(e.dir, "restore-small")
 		e.expect(exitOK, "restore", "latest", "--target", only, "--include", small, "--verify")

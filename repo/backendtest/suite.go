@@ -57,6 +57,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) repo.Backend) {
 		{"SaveCopiesData", testSaveCopies},
 		{"LoadRange", testLoadRange},
 		{"LoadBeyondEnd", testLoadBeyondEnd},
+		{"LoadReturnsOwnMemory", testLoadOwnMemory},
+		{"BufferLoader", testBufferLoader},
 		{"NotFound", testNotFound},
 		{"Remove", testRemove},
 		{"List", testList},
@@ -256,6 +258,57 @@ func testLoadBeyondEnd(t *testing.T, be repo.Backend) {
 				t.Errorf("load at %d+%d of a %d-byte object: got %d bytes and no error", tt.offset, tt.length, size, len(got))
 			}
 		})
+	}
+}
+
+// testLoadOwnMemory: the caller may change what Load returned (restore
+// decrypts in place) without changing the stored object.
+func testLoadOwnMemory(t *testing.T, be repo.Backend) {
+	h := repo.Handle{Type: repo.PackFile, Name: name(repo.PackFile, 9)}
+	want := RandomBytes(6, 4096)
+	mustSave(t, be, h, want)
+	got, err := be.Load(context.Background(), h, 100, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(got)
+	if again := mustLoad(t, be, h); !bytes.Equal(again, want) {
+		t.Error("changing what Load returned changed the stored object")
+	}
+}
+
+// testBufferLoader: LoadInto reads what Load reads, into the caller's
+// buffer, and fails rather than fill a buffer partly.
+func testBufferLoader(t *testing.T, be repo.Backend) {
+	bl, ok := be.(repo.BufferLoader)
+	if !ok {
+		t.Skip("backend does not implement repo.BufferLoader")
+	}
+	ctx := context.Background()
+	const size = 100000
+	data := RandomBytes(7, size)
+	hs := []repo.Handle{
+		{Type: repo.PackFile, Name: name(repo.PackFile, 10)},
+		{Type: repo.IndexFile, Name: name(repo.IndexFile, 10)},
+	}
+	for _, h := range hs {
+		mustSave(t, be, h, data)
+		for _, r := range []struct{ offset, length int }{{0, size}, {4321, 1234}, {size - 1, 1}} {
+			buf := make([]byte, r.length)
+			if err := bl.LoadInto(ctx, h, int64(r.offset), buf); err != nil {
+				t.Fatalf("load %s at %d+%d into a buffer: %v", h, r.offset, r.length, err)
+			}
+			if !bytes.Equal(buf, data[r.offset:r.offset+r.length]) {
+				t.Errorf("load %s at %d+%d into a buffer: other content", h, r.offset, r.length)
+			}
+		}
+		if err := bl.LoadInto(ctx, h, size-10, make([]byte, 20)); err == nil {
+			t.Errorf("load %s past its end into a buffer: no error", h)
+		}
+	}
+	missing := repo.Handle{Type: repo.PackFile, Name: name(repo.PackFile, 11)}
+	if err := bl.LoadInto(ctx, missing, 0, make([]byte, 1)); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("load a missing object into a buffer: got %v, want ErrNotFound", err)
 	}
 }
 

@@ -224,28 +224,11 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 
 // Load reads length bytes from offset (length < 0: to the end).
 func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	name, err := b.path(h)
+	f, done, err := b.openForRead(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	var f *os.File
-	if h.Type == repo.PackFile {
-		var done func()
-		f, done, err = b.packs.open(name)
-		if err != nil {
-			return nil, notFound(h, err)
-		}
-		defer done()
-	} else {
-		f, err = os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return nil, notFound(h, err)
-		}
-		defer f.Close()
-	}
+	defer done()
 	if length < 0 {
 		fi, err := f.Stat()
 		if err != nil {
@@ -257,11 +240,52 @@ func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64)
 		}
 	}
 	buf := make([]byte, length)
-	n, err := f.ReadAt(buf, offset)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == length) {
-		return nil, fmt.Errorf("load %s at %d+%d: %w", h, offset, length, err)
+	if err := readFull(f, h, offset, buf); err != nil {
+		return nil, err
 	}
 	return buf, nil
+}
+
+// LoadInto reads len(buf) bytes at offset of an object into buf.
+func (b *Backend) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf []byte) error {
+	f, done, err := b.openForRead(ctx, h)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return readFull(f, h, offset, buf)
+}
+
+// openForRead opens an object for reading: a pack through the cache of
+// open pack files, anything else on its own. done releases it.
+func (b *Backend) openForRead(ctx context.Context, h repo.Handle) (f *os.File, done func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	name, err := b.path(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.Type == repo.PackFile {
+		f, done, err = b.packs.open(name)
+		if err != nil {
+			return nil, nil, notFound(h, err)
+		}
+		return f, done, nil
+	}
+	f, err = os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, notFound(h, err)
+	}
+	return f, func() { f.Close() }, nil
+}
+
+func readFull(f *os.File, h repo.Handle, offset int64, buf []byte) error {
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(buf)) {
+		return fmt.Errorf("load %s at %d+%d: %w", h, offset, len(buf), err)
+	}
+	return nil
 }
 
 // Stat returns the size of an object.
