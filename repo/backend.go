@@ -70,6 +70,23 @@ type BufferLoader interface {
 	LoadInto(ctx context.Context, h Handle, offset int64, buf []byte) error
 }
 
+// PackStreamer is implemented by backends that take a pack while it is
+// being written, so that no pack is ever whole in memory.
+type PackStreamer interface {
+	NewPackStream(ctx context.Context) (PackStream, error)
+}
+
+// PackStream is a pack being written. List does not see it, and no reader
+// finds it, until Commit.
+type PackStream interface {
+	Write(p []byte) (int, error)
+	// Commit stores what was written as the pack named name, atomically
+	// and durably like Save. The stream is finished whatever the outcome.
+	Commit(ctx context.Context, name string) error
+	// Abort throws away what was written.
+	Abort()
+}
+
 // ProcessLocker is implemented by backends that can tie a lock object to the
 // life of the process that made it (a local directory does, with flock). A
 // lock whose owner died is then known to be dead at once, whatever its age.

@@ -7,13 +7,94 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	"lukechampine.com/blake3"
 )
 
 // packer collects sealed blobs until it holds a pack's worth.
 type packer struct {
-	buf   []byte
-	blobs []PackedBlob
+	out     packOutput // nil until the pack's first blob
+	blobs   []PackedBlob
+	scratch []byte // where a streamed pack's blobs are sealed
 }
+
+// packOutput takes a pack's bytes as its blobs are sealed: into a buffer
+// that is saved whole, or straight into the backend (PackStreamer).
+type packOutput interface {
+	// add seals payload into the pack and returns where it starts and the
+	// pack's size after it.
+	add(s sealer, payload, ad []byte, scratch *[]byte) (offset, size int, err error)
+	// finish appends the header and trailer and stores the pack.
+	finish(ctx context.Context, r *Repository, blobs []PackedBlob) (id ID, size int, err error)
+	// abort throws the pack away.
+	abort(r *Repository)
+}
+
+func (r *Repository) newPackOutput(ctx context.Context) (packOutput, error) {
+	if ps, ok := r.be.(PackStreamer); ok {
+		s, err := ps.NewPackStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &streamedPack{s: s, h: blake3.New(32, nil)}, nil
+	}
+	return &bufferedPack{buf: r.packBuffer()}, nil
+}
+
+// bufferedPack holds the whole pack in memory and saves it at the end.
+type bufferedPack struct{ buf []byte }
+
+func (b *bufferedPack) add(s sealer, payload, ad []byte, _ *[]byte) (int, int, error) {
+	offset := len(b.buf)
+	b.buf = s.seal(b.buf, payload, ad)
+	return offset, len(b.buf), nil
+}
+
+func (b *bufferedPack) finish(ctx context.Context, r *Repository, blobs []PackedBlob) (ID, int, error) {
+	data := appendPackTail(r.seal, b.buf, blobs)
+	id := fileID(data)
+	err := r.be.Save(ctx, Handle{Type: PackFile, Name: id.String()}, data)
+	r.recyclePackBuffer(data)
+	return id, len(data), err
+}
+
+func (b *bufferedPack) abort(r *Repository) { r.recyclePackBuffer(b.buf) }
+
+// streamedPack writes each sealed blob to the backend at once and hashes
+// the pack on the way, for its name.
+type streamedPack struct {
+	s    PackStream
+	h    *blake3.Hasher
+	size int
+}
+
+func (p *streamedPack) add(s sealer, payload, ad []byte, scratch *[]byte) (int, int, error) {
+	*scratch = s.seal((*scratch)[:0], payload, ad)
+	if err := p.write(*scratch); err != nil {
+		return 0, 0, err
+	}
+	return p.size - len(*scratch), p.size, nil
+}
+
+func (p *streamedPack) write(b []byte) error {
+	p.h.Write(b)
+	if _, err := p.s.Write(b); err != nil {
+		return err
+	}
+	p.size += len(b)
+	return nil
+}
+
+func (p *streamedPack) finish(ctx context.Context, r *Repository, blobs []PackedBlob) (ID, int, error) {
+	if err := p.write(appendPackTail(r.seal, nil, blobs)); err != nil {
+		p.s.Abort()
+		return ID{}, 0, err
+	}
+	var id ID
+	p.h.Sum(id[:0])
+	return id, p.size, p.s.Commit(ctx, id.String())
+}
+
+func (p *streamedPack) abort(*Repository) { p.s.Abort() }
 
 // Stats counts what this process wrote to the repository.
 type Stats struct {
@@ -64,19 +145,35 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 		r.idx.unreserve(id)
 		return ctx.Err()
 	}
-	if p.buf == nil {
-		p.buf = r.packBuffer()
+	if p.out == nil {
+		out, err := r.newPackOutput(ctx)
+		if err != nil {
+			r.packers <- p
+			r.idx.unreserve(id)
+			return fmt.Errorf("write pack: %w", err)
+		}
+		p.out = out
 	}
-	offset := len(p.buf)
-	p.buf = r.seal.seal(p.buf, payload, id[:])
+	offset, size, err := p.out.add(r.seal, payload, id[:], &p.scratch)
+	if err != nil {
+		// The pack cannot be written: its blobs are given up, to be
+		// stored again by whoever saves them next.
+		p.out.abort(r)
+		r.idx.unreserve(id)
+		for _, b := range p.blobs {
+			r.idx.unreserve(b.ID)
+		}
+		p.out, p.blobs = nil, nil
+		r.packers <- p
+		return fmt.Errorf("write pack: %w", err)
+	}
 	p.blobs = append(p.blobs, PackedBlob{
 		ID: id, Type: t, Compression: comp, Offset: uint32(offset),
-		Length: uint32(len(p.buf) - offset), RawLength: uint32(len(data)),
+		Length: uint32(size - offset), RawLength: uint32(len(data)),
 	})
-	var err error
 	// The header (one entry per blob) counts towards the pack's size, so
 	// that packs of many small blobs fit their buffer too.
-	if len(p.buf)+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
+	if size+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
 		err = r.startPackWrite(ctx, p)
 	}
 	r.packers <- p
@@ -117,12 +214,12 @@ func (r *Repository) startPackWrite(ctx context.Context, p *packer) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	blobs, data := p.blobs, p.buf
-	p.blobs, p.buf = nil, r.packBuffer()
+	blobs, out := p.blobs, p.out
+	p.blobs, p.out = nil, nil
 	r.packWG.Add(1)
 	go func() {
 		defer r.packWG.Done()
-		err := r.writePack(ctx, blobs, data)
+		err := r.writePack(ctx, blobs, out)
 		<-r.packWrites
 		if err != nil {
 			r.packErrMu.Lock()
@@ -166,16 +263,8 @@ func (r *Repository) recyclePackBuffer(b []byte) {
 
 // writePack finishes a pack from its blobs, stores it and indexes its
 // blobs. On error the blobs are released so that a retry stores them again.
-func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, buf []byte) error {
-	if len(blobs) == 0 {
-		return nil
-	}
-	data := appendPackTail(r.seal, buf, blobs)
-	packID := fileID(data)
-	err := r.be.Save(ctx, Handle{Type: PackFile, Name: packID.String()}, data)
-	size := len(data)
-	data = data[:0]
-	r.recyclePackBuffer(data)
+func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, out packOutput) error {
+	packID, size, err := out.finish(ctx, r, blobs)
 	if err != nil {
 		for _, b := range blobs {
 			r.idx.unreserve(b.ID)

@@ -256,6 +256,19 @@ const maxPackWrites = 2
 // Close releases the repository's decoders and what its backend keeps
 // open. It does not flush: call Flush.
 func (r *Repository) Close() {
+	// Packs left unfinished (a backup that failed before Flush) are
+	// thrown away, so that no temporary file stays behind.
+	for range cap(r.packers) {
+		select {
+		case p := <-r.packers:
+			if p.out != nil {
+				p.out.abort(r)
+				p.out, p.blobs = nil, nil
+			}
+			r.packers <- p
+		default:
+		}
+	}
 	r.zdec.Close()
 	if c, ok := r.be.(io.Closer); ok {
 		_ = c.Close()

@@ -59,6 +59,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) repo.Backend) {
 		{"LoadBeyondEnd", testLoadBeyondEnd},
 		{"LoadReturnsOwnMemory", testLoadOwnMemory},
 		{"BufferLoader", testBufferLoader},
+		{"PackStreamer", testPackStreamer},
 		{"NotFound", testNotFound},
 		{"Remove", testRemove},
 		{"List", testList},
@@ -309,6 +310,66 @@ func testBufferLoader(t *testing.T, be repo.Backend) {
 	missing := repo.Handle{Type: repo.PackFile, Name: name(repo.PackFile, 11)}
 	if err := bl.LoadInto(ctx, missing, 0, make([]byte, 1)); !errors.Is(err, repo.ErrNotFound) {
 		t.Errorf("load a missing object into a buffer: got %v, want ErrNotFound", err)
+	}
+}
+
+// testPackStreamer: a streamed pack is invisible until Commit, then holds
+// exactly what was written; an aborted one leaves nothing.
+func testPackStreamer(t *testing.T, be repo.Backend) {
+	ps, ok := be.(repo.PackStreamer)
+	if !ok {
+		t.Skip("backend does not implement repo.PackStreamer")
+	}
+	ctx := context.Background()
+	listed := func() []string {
+		var names []string
+		if err := be.List(ctx, repo.PackFile, func(name string, _ int64) error {
+			names = append(names, name)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	data := RandomBytes(8, 3<<20)
+	s, err := ps.NewPackStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rest := data; len(rest) > 0; {
+		n := min(len(rest), 1+len(rest)/3)
+		if _, err := s.Write(rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	if names := listed(); len(names) != 0 {
+		t.Errorf("List sees %v before Commit", names)
+	}
+	h := repo.Handle{Type: repo.PackFile, Name: name(repo.PackFile, 12)}
+	if err := s.Commit(ctx, h.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoad(t, be, h); !bytes.Equal(got, data) {
+		t.Errorf("committed pack: %d bytes that differ from the %d written", len(got), len(data))
+	}
+	a, err := ps.NewPackStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Write(data[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	a.Abort()
+	if names := listed(); len(names) != 1 || names[0] != h.Name {
+		t.Errorf("after one commit and one abort List sees %v, want only %s", names, h.Name)
+	}
+	bad, err := ps.NewPackStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Commit(ctx, "../escape"); err == nil {
+		t.Error("Commit under an invalid name succeeded")
 	}
 }
 

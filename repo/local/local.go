@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -136,8 +137,8 @@ func validName(name string) bool {
 	return true
 }
 
-// writeTemp writes data to a new synced temporary file and returns it open.
-func (b *Backend) writeTemp(data []byte) (*os.File, error) {
+// createTemp creates a new, empty temporary file.
+func (b *Backend) createTemp() (*os.File, error) {
 	var rnd [12]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
@@ -151,9 +152,16 @@ func (b *Backend) writeTemp(data []byte) (*os.File, error) {
 			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
 		}
 	}
+	return f, err
+}
+
+// writeTemp writes data to a new synced temporary file and returns it open.
+func (b *Backend) writeTemp(data []byte) (*os.File, error) {
+	f, err := b.createTemp()
 	if err != nil {
 		return nil, err
 	}
+	name := f.Name()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(name)
@@ -220,6 +228,68 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 		b.packs.forget(final)
 	}
 	return nil
+}
+
+// NewPackStream starts a pack in a temporary file: a backup then never
+// holds a whole pack in memory.
+func (b *Backend) NewPackStream(ctx context.Context) (repo.PackStream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := b.createTemp()
+	if err != nil {
+		return nil, fmt.Errorf("new pack: %w", err)
+	}
+	return &packStream{b: b, f: f, w: bufio.NewWriterSize(f, packWriteBuffer)}, nil
+}
+
+// packWriteBuffer gathers the small blobs of small files into fewer writes.
+const packWriteBuffer = 256 << 10
+
+type packStream struct {
+	b *Backend
+	f *os.File
+	w *bufio.Writer
+}
+
+func (s *packStream) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+// Commit syncs the temporary file and renames it into place, as Save does.
+func (s *packStream) Commit(ctx context.Context, name string) error {
+	h := repo.Handle{Type: repo.PackFile, Name: name}
+	tmp := s.f.Name()
+	fail := func(err error) error {
+		s.f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	final, err := s.b.path(h)
+	if err != nil {
+		return fail(err)
+	}
+	if err := s.w.Flush(); err != nil {
+		return fail(err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := s.f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	if err := publish(tmp, final); err != nil {
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	s.b.packs.forget(final)
+	return nil
+}
+
+func (s *packStream) Abort() {
+	s.f.Close()
+	os.Remove(s.f.Name())
 }
 
 // Load reads length bytes from offset (length < 0: to the end).

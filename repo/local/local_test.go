@@ -90,6 +90,16 @@ func TestModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
+	s, err := be.NewPackStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write([]byte("streamed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, strings.Repeat("ef", 32)); err != nil {
+		t.Fatal(err)
+	}
 	files := 0
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -113,8 +123,8 @@ func TestModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files != 7 {
-		t.Errorf("found %d files, want the config and 6 objects", files)
+	if files != 8 {
+		t.Errorf("found %d files, want the config and 7 objects", files)
 	}
 }
 
@@ -279,6 +289,28 @@ func TestSaveLeavesNoTemporaryFiles(t *testing.T) {
 		h := repo.Handle{Type: repo.PackFile, Name: fmt.Sprintf("%064x", i)}
 		if err := be.Save(ctx, h, backendtest.RandomBytes(uint64(i), 1000)); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Streamed packs: committed, aborted, and one whose commit fails.
+	for i, end := range []string{"commit", "abort", "bad name"} {
+		s, err := be.NewPackStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Write(backendtest.RandomBytes(uint64(100+i), 300<<10)); err != nil {
+			t.Fatal(err)
+		}
+		switch end {
+		case "commit":
+			if err := s.Commit(ctx, fmt.Sprintf("%064x", 100+i)); err != nil {
+				t.Fatal(err)
+			}
+		case "abort":
+			s.Abort()
+		case "bad name":
+			if err := s.Commit(ctx, "not/a/name"); err == nil {
+				t.Error("commit under an invalid name succeeded")
+			}
 		}
 	}
 	release, err := be.SaveHeld(ctx, repo.Handle{Type: repo.LockFile, Name: "l"}, []byte("x"))
