@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Peak memory of a backup of many tiny files, to check the README's figure
-# for 1 million files. See docs/PERFORMANCE.md.
+# for 1 million files, and a check of a stated bound. See docs/PERFORMANCE.md.
 #
-#   bench/compare/memory.sh
+#   bench/compare/memory.sh                  # exits 1 when the bound is not met
+#   N=20000 LIMIT_MIB=256 bench/compare/memory.sh
 #
 # It generates N tiny files (default 200,000 of 1 to 1024 random bytes, so
 # every file is one distinct chunk) in two halves a/ and b/, then for each
@@ -13,21 +14,27 @@
 # between N/2 and N files (which leaves out the fixed part), and the
 # extrapolation to 1 million files: RSS(N) + slope x (1M - N).
 #
+# The check: nightjar's peak RSS of the full first backup of N files (the
+# "full" case) must be at most LIMIT_MIB (default 512) MiB. It prints
+# "PASS" or "FAIL" with the figures (also into memory.md) and exits 1 on
+# FAIL; with nightjar not in TOOLS it prints that nothing was checked.
+#
 # Growth is not linear in N (see docs/PERFORMANCE.md): for the real figure
 # at 1 million files, run N=1000000 with WORK on tmpfs (a few GB of RAM;
 # on ext4 the tree would take about 4 GB of disk):
 #   mkdir -p /dev/shm/nightjar-bench
 #   TOOLS=nightjar N=1000000 WORK=/dev/shm/nightjar-bench RESULTS=/tmp/r bench/compare/memory.sh
 #
-# Environment: WORK=/tmp/nightjar-bench, N=200000, TOOLS="nightjar restic"
-# (borg can be added), NIGHTJAR_BIN=PATH (default: built from this checkout),
-# DROP_CACHES=1, KEEP=0, RESULTS=DIR.
+# Environment: WORK=/tmp/nightjar-bench, N=200000, LIMIT_MIB=512,
+# TOOLS="nightjar restic" (borg can be added), NIGHTJAR_BIN=PATH (default:
+# built from this checkout), DROP_CACHES=1, KEEP=0, RESULTS=DIR.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=${WORK:-/tmp/nightjar-bench}
 N=${N:-200000}
+LIMIT_MIB=${LIMIT_MIB:-512}
 TOOLS=${TOOLS:-nightjar restic}
 DROP_CACHES=${DROP_CACHES:-1}
 KEEP=${KEEP:-0}
@@ -37,6 +44,8 @@ export PATH="/usr/local/go/bin:$PATH"
 M=$WORK/mem
 NIGHTJAR=${NIGHTJAR_BIN:-$WORK/nightjar}
 GENDATA=$WORK/gendata
+
+case $LIMIT_MIB in '' | *[!0-9]*) echo "memory.sh: LIMIT_MIB=$LIMIT_MIB is not a number of MiB" >&2; exit 2 ;; esac
 
 log() { printf '%s memory.sh: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -151,3 +160,21 @@ if "blobs" in d.get("nightjar", {}):
     print()
     print(f"nightjar's repository after the full backup holds {int(d['nightjar']['blobs'][0]):,} blobs.")
 EOF
+
+# --- the bound --------------------------------------------------------------
+rss=$(awk -F'\t' '$1 == "nightjar" && $2 == "full" { print $3 }' "$TSV")
+if [ -z "$rss" ]; then
+	echo "LIMIT: not checked (nightjar is not in TOOLS=\"$TOOLS\")" | tee -a "$RES/memory.md"
+	exit 0
+fi
+rss_mib=$(((rss + 1023) / 1024))
+if [ "$rss_mib" -le "$LIMIT_MIB" ]; then
+	verdict=PASS
+else
+	verdict=FAIL
+fi
+{
+	echo
+	echo "$verdict: nightjar's peak RSS for the first backup of $N files is $rss_mib MiB; the bound is $LIMIT_MIB MiB (LIMIT_MIB)."
+} | tee -a "$RES/memory.md"
+[ "$verdict" = PASS ] || exit 1

@@ -3,8 +3,24 @@
 
     python3 bench/compare/report.py RESULTS.tsv [MORE.tsv ...]
 
-With several files (rounds), each cell is the median, followed by the
-individual rounds in brackets, and the ratios are taken from the medians.
+Any set of tools: one column per tool, named with its version (the meta
+lines version.TOOL), nightjar first. With several files (rounds), each cell
+is the median, followed by the individual rounds in brackets, and the
+ratios are taken from the medians.
+
+After the tools' columns come the ratio of nightjar to each peer, the ratio
+to the best peer ("nightjar / best peer", with that peer in brackets) and,
+where the project states one, the target and whether the medians meet it:
+
+    first backup            <= 0.67 x the fastest peer
+    unchanged re-backup     <= 0.5  x the fastest peer
+    growth after the change <= the smallest peer's
+    full restore            <= 0.67 x the fastest peer
+    check                   <= 0.67 x the fastest peer
+    repository size         <= the smallest among the compressing peers
+                               (meta compresses.TOOL: restic with repository
+                               format 2, borg, kopia-zstd; not plain kopia)
+    first backup peak RSS   <= the lowest restic's (tools named restic*)
 """
 import os
 import re
@@ -15,34 +31,45 @@ from collections import defaultdict
 MB = 1e6
 MIB = 1024.0
 
-# key, label, unit conversion, format, better ("low", "high" or None)
+# Targets: (factor, which peers, text)
+T_B1 = (0.67, "all", "≤ 0.67 × fastest")
+T_B2 = (0.5, "all", "≤ 0.5 × fastest")
+T_GROW = (1.0, "all", "≤ smallest")
+T_RESTORE = (0.67, "all", "≤ 0.67 × fastest")
+T_CHECK = (0.67, "all", "≤ 0.67 × fastest")
+T_SIZE = (1.0, "compressing", "≤ smallest compressing peer")
+T_RSS = (1.0, "restic", "≤ lowest restic")
+
+# key, label, unit conversion, format, better ("low", "high" or None), target
 ROWS = [
-    ("init.wall", "init (s)", 1, "{:.2f}", "low"),
-    ("b1.wall", "first backup (s)", 1, "{:.1f}", "low"),
-    ("b1.mbps", "first backup (MB/s)", 1, "{:.0f}", "high"),
-    ("b1.cpu", "first backup, CPU (%)", 1, "{:.0f}", None),
-    ("b1.cpusec", "first backup, CPU time user+sys (s)", 1, "{:.1f}", "low"),
-    ("b1.rss_kib", "first backup, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low"),
-    ("b2.wall", "unchanged re-backup (s)", 1, "{:.2f}", "low"),
-    ("b2w.wall", "unchanged re-backup again, cache not dropped (s)", 1, "{:.2f}", "low"),
-    ("b2.rss_kib", "unchanged re-backup, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low"),
-    ("b2.grow", "2 unchanged re-backups: repository growth (MB)", 1 / MB, "{:.3f}", "low"),
-    ("b3.wall", "backup after the change (s)", 1, "{:.1f}", "low"),
-    ("b3.cpusec", "backup after the change, CPU time user+sys (s)", 1, "{:.1f}", "low"),
-    ("b3.grow", "after the change: repository growth (MB)", 1 / MB, "{:.1f}", "low"),
-    ("b3.added", "after the change: bytes added, tool's own figure (MB)", 1 / MB, "{:.1f}", None),
-    ("restore.wall", "full restore (s)", 1, "{:.1f}", "low"),
-    ("restore.mbps", "full restore (MB/s)", 1, "{:.0f}", "high"),
-    ("restore.cpu", "full restore, CPU (%)", 1, "{:.0f}", None),
-    ("restore.cpusec", "full restore, CPU time user+sys (s)", 1, "{:.1f}", "low"),
-    ("restore.rss_kib", "full restore, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low"),
-    ("restore.identical", "restored tree identical (diff -r)", None, "{}", None),
-    ("check.wall", "check reading all data (s)", 1, "{:.1f}", "low"),
-    ("check.cpu", "check, CPU (%)", 1, "{:.0f}", None),
-    ("check.cpusec", "check, CPU time user+sys (s)", 1, "{:.1f}", "low"),
-    ("check.rss_kib", "check, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low"),
-    ("size1", "repository after first backup (MB)", 1 / MB, "{:.1f}", "low"),
-    ("size3", "repository after all 4 backups (MB)", 1 / MB, "{:.1f}", "low"),
+    ("init.wall", "init (s)", 1, "{:.2f}", "low", None),
+    ("b1.wall", "first backup (s)", 1, "{:.1f}", "low", T_B1),
+    ("b1.mbps", "first backup (MB/s)", 1, "{:.0f}", "high", None),
+    ("b1.cpu", "first backup, CPU (%)", 1, "{:.0f}", None, None),
+    ("b1.cpusec", "first backup, CPU time user+sys (s)", 1, "{:.1f}", "low", None),
+    ("b1.rss_kib", "first backup, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", T_RSS),
+    ("b2.wall", "unchanged re-backup (s)", 1, "{:.2f}", "low", T_B2),
+    ("b2w.wall", "unchanged re-backup again, cache not dropped (s)", 1, "{:.2f}", "low", None),
+    ("b2.rss_kib", "unchanged re-backup, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", None),
+    ("b2.grow", "unchanged re-backup(s): repository growth (MB)", 1 / MB, "{:.3f}", "low", None),
+    ("b3.wall", "backup after the change (s)", 1, "{:.2f}", "low", None),
+    ("b3.cpusec", "backup after the change, CPU time user+sys (s)", 1, "{:.1f}", "low", None),
+    ("b3.rss_kib", "backup after the change, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", None),
+    ("b3.grow", "after the change: repository growth (MB)", 1 / MB, "{:.2f}", "low", T_GROW),
+    ("b3.added", "after the change: bytes added, tool's own figure (MB)", 1 / MB, "{:.2f}", None, None),
+    ("restore.wall", "full restore (s)", 1, "{:.1f}", "low", T_RESTORE),
+    ("restore.mbps", "full restore (MB/s)", 1, "{:.0f}", "high", None),
+    ("restore.cpu", "full restore, CPU (%)", 1, "{:.0f}", None, None),
+    ("restore.cpusec", "full restore, CPU time user+sys (s)", 1, "{:.1f}", "low", None),
+    ("restore.rss_kib", "full restore, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", None),
+    ("restore.identical", "restored tree identical (diff -r)", None, "{}", None, None),
+    ("check.wall", "check reading all data (s)", 1, "{:.1f}", "low", T_CHECK),
+    ("check.mbps", "check (data MB/s)", 1, "{:.0f}", "high", None),
+    ("check.cpu", "check, CPU (%)", 1, "{:.0f}", None, None),
+    ("check.cpusec", "check, CPU time user+sys (s)", 1, "{:.1f}", "low", None),
+    ("check.rss_kib", "check, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", None),
+    ("size1", "repository after the first backup (MB)", 1 / MB, "{:.1f}", "low", None),
+    ("size3", "repository after all backups (MB)", 1 / MB, "{:.1f}", "low", T_SIZE),
 ]
 
 
@@ -74,10 +101,9 @@ def load(path):
                 vals[tool][f"{step}.cpusec"] = float(user.group(1)) + float(system.group(1))
     data = float(meta.get("data_bytes", 0))
     for v in vals.values():
-        if data and v.get("b1.wall"):
-            v["b1.mbps"] = data / MB / v["b1.wall"]
-        if data and v.get("restore.wall"):
-            v["restore.mbps"] = data / MB / v["restore.wall"]
+        for step in ("b1", "restore", "check"):
+            if data and v.get(f"{step}.wall"):
+                v[f"{step}.mbps"] = data / MB / v[f"{step}.wall"]
         if "size2" in v and "size1" in v:
             v["b2.grow"] = v["size2"] - v["size1"]
         if "size3" in v and "size2" in v:
@@ -85,13 +111,33 @@ def load(path):
     return meta, vals
 
 
+def version(meta, tool):
+    # version.TOOL; older results had the version under the tool's name
+    return meta.get(f"version.{tool}", meta.get(tool, ""))
+
+
+def compresses(meta, tool):
+    v = meta.get(f"compresses.{tool}")
+    if v is not None:
+        return v == "yes"
+    # older results: restic 0.14 and later create format 2 by default
+    return tool.startswith(("restic", "borg")) or tool == "kopia-zstd"
+
+
 def main():
     runs = [load(p) for p in sys.argv[1:]]
     if not runs:
         sys.exit(__doc__)
     meta = runs[0][0]
-    tools = [t for t in ("nightjar", "restic", "borg") if t in runs[0][1]]
+    # Tools in the order run.sh ran them, nightjar first, then any others
+    # that show up in later rounds.
+    tools = meta.get("tools", "").split()
+    for _, vals in runs:
+        tools += [t for t in vals if t not in tools]
+    tools = [t for t in tools if any(t in vals for _, vals in runs)]
+    tools.sort(key=lambda t: t != "nightjar")
     peers = [t for t in tools if t != "nightjar"]
+    has_nj = "nightjar" in tools
 
     def cell(tool, key, scale, fmt):
         xs = [r[1][tool][key] for r in runs if key in r[1].get(tool, {})]
@@ -106,17 +152,35 @@ def main():
             s += " (" + ", ".join(fmt.format(x) for x in xs) + ")"
         return med, s
 
-    print("Data set: {:.2f} GB in {} files; {}; page cache {}.".format(
-        float(meta.get("data_bytes", 0)) / 1e9, meta.get("data_files", "?"),
-        ", ".join(f"{k} {meta[k]}" for k in ("restic", "borg") if k in meta) or "no peers",
-        meta.get("cache", "?")))
+    def peer_set(kind):
+        if kind == "compressing":
+            return [p for p in peers if compresses(meta, p)]
+        if kind == "restic":
+            return [p for p in peers if p.startswith("restic")]
+        return peers
+
+    gb = float(meta.get("data_bytes", 0)) / 1e9
+    files = meta.get("data_files", "?")
+    if files.isdigit():
+        files = f"{int(files):,}"
+    print(f"Data set `{meta.get('dataset', 'generated')}`: {gb:.2f} GB in {files} files; "
+          f"page cache {meta.get('cache', '?')}.")
+    if "change" in meta:
+        print(f"The change before the third backup: {meta['change']}.")
+    machine = [meta[k] for k in ("cpu", "memory", "fs", "kernel") if k in meta]
+    if machine:
+        print(f"Machine: {', '.join(machine)}; {meta.get('date', '')}, load {meta.get('loadavg', '?')} at the start.")
     if len(runs) > 1:
         print(f"Medians of {len(runs)} rounds; the rounds in brackets.")
     print()
-    head = ["step"] + tools + [f"nightjar / {p}" for p in peers]
+    head = ["step"] + [f"{t} {version(meta, t)}".strip() for t in tools]
+    if has_nj:
+        head += [f"nightjar / {p}" for p in peers]
+        if peers:
+            head += ["nightjar / best peer", "target", "met"]
     print("| " + " | ".join(head) + " |")
     print("|---|" + "---:|" * (len(head) - 1))
-    for key, label, scale, fmt, better in ROWS:
+    for key, label, scale, fmt, better, target in ROWS:
         meds, cells = {}, []
         for t in tools:
             m, s = cell(t, key, scale, fmt)
@@ -124,14 +188,40 @@ def main():
             cells.append(s)
         if not any(cells):
             continue
-        ratios = []
-        for p in peers:
-            a, b = meds.get("nightjar"), meds.get(p)
-            if a is None or b is None or b == 0 or better is None:
-                ratios.append("")
-            else:
-                ratios.append(f"{a / b:.2f}")
-        print("| " + " | ".join([label] + cells + ratios) + " |")
+        row = [label] + cells
+        if has_nj:
+            a = meds.get("nightjar")
+            for p in peers:
+                b = meds.get(p)
+                if a is None or b is None or b == 0 or better is None:
+                    row.append("")
+                else:
+                    row.append(f"{a / b:.2f}")
+            if peers:
+                row += best(a, meds, better, target, peer_set)
+        print("| " + " | ".join(row) + " |")
+    if has_nj and peers:
+        comp = [p for p in peers if compresses(meta, p)]
+        print()
+        print("nightjar / best peer: nightjar's median over the best peer's (named in brackets) among "
+              "the peers its target is stated on; without a target, among all peers. "
+              f"Compressing peers: {', '.join(comp) or 'none'}. "
+              "MB/s are data bytes over wall seconds.")
+
+
+def best(a, meds, better, target, peer_set):
+    """The cells nightjar / best peer, target and met."""
+    if better is None or a is None:
+        return ["", target[2] if target else "", ""]
+    cands = [(meds[p], p) for p in peer_set(target[1] if target else "all") if meds.get(p)]
+    if not cands:
+        return ["", target[2] if target else "", "no peer" if target else ""]
+    val, who = (min if better == "low" else max)(cands)
+    ratio = a / val
+    if target is None:
+        return [f"{ratio:.2f} ({who})", "", ""]
+    met = "yes" if ratio <= target[0] else "**no**"
+    return [f"{ratio:.2f} ({who})", target[2], met]
 
 
 if __name__ == "__main__":

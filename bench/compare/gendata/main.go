@@ -1,15 +1,17 @@
 // Command gendata writes the reproducible data sets of the side-by-side
-// benchmark in bench/compare (see docs/PERFORMANCE.md) and applies its
-// reproducible change.
+// benchmark in bench/compare (see docs/PERFORMANCE.md) and applies their
+// reproducible changes.
 //
-//	gendata gen    -out DIR [-seed 1]          # the ~1 GiB "mixed" set, in DIR/data
-//	gendata mutate -dir DIR [-seed 1]          # 1% of the bytes in place + 100 bytes at the start of the big files
+//	gendata gen    -out DIR [-seed 1]            # the ~1 GiB "generated" set, in DIR/data
+//	gendata mutate -dir DIR [-seed 1]            # its change: 1% of the bytes in place + 100 bytes at the start of the big files
+//	gendata large  -out DIR [-mib 512] [-seed 1] # one random and one compressible file of MIB MiB each, in DIR
+//	gendata change -dir DIR [-seed 1]            # 1% of the small files, a span each + 100 bytes at the start of compressible-*.txt
 //	gendata tiny   -out DIR [-n 200000] [-max 1024] [-seed 1]
 //
 // Every file's content comes from its own ChaCha8 stream, seeded from the
 // seed and the file's name, so the same seed gives byte-identical trees.
 //
-// The mixed set (1.07 GB = 1023 MiB, 20,212 files):
+// The generated set (gen; 1.07 GB = 1023 MiB, 20,212 files):
 //
 //	big/     rand-256M.bin, rand-128M.bin (incompressible), text-192M.txt (text-like)
 //	medium/  random files: 4×32 MiB, 8×8 MiB, 16×2 MiB, 32×512 KiB, 64×128 KiB,
@@ -18,13 +20,28 @@
 //	small/   20 × 20 folders × 50 files = 20,000 files of 0 B to 32 KiB
 //	         (log-uniform sizes; 70% text, 25% random, 5% copies of earlier files, ~1% empty)
 //
-// The change (mutate): 1% of the set's bytes are overwritten in place:
+// Its change (mutate): 1% of the set's bytes are overwritten in place:
 // first 1% of the small files (every 100th, by a seeded choice) are
 // rewritten whole with new content of the same size, then the rest of the
 // budget goes into 256 KiB spans at seeded random 4 KiB-aligned offsets in
 // the big and medium files (a file is picked with probability proportional
 // to its size). Finally 100 random bytes are inserted at the start of each
 // file under big/. Files keep their inode.
+//
+// The large files (large): DIR/random-<MIB>M.bin, incompressible, and
+// DIR/compressible-<MIB>M.txt, text-like (zstd makes about a third of it).
+// Their content depends only on the seed and the file name, not on DIR.
+//
+// The change of any tree (change), used for the Go source tree and the
+// large files: the small files are the regular files of 1 byte to under
+// 1 MiB (an empty file cannot be changed in place); exactly 1% of them,
+// rounded up, are picked by a seeded choice from the list sorted by
+// relative path, and in each one span of up to 4 KiB (the whole file when
+// smaller) at a seeded offset is overwritten in place with new random
+// bytes, each differing from the old one: same size, same inode. Then 100
+// random bytes are inserted at the start of every large compressible file,
+// a regular file of at least 1 MiB named compressible-*.txt (in place, same
+// inode). It prints what it changed.
 package main
 
 import (
@@ -62,6 +79,19 @@ func main() {
 		seed := fl.Uint64("seed", 1, "seed")
 		_ = fl.Parse(os.Args[2:])
 		err = mutate(*dir, *seed)
+	case "large":
+		fl := flag.NewFlagSet("large", flag.ExitOnError)
+		out := fl.String("out", "", "folder to write the two files into (made if missing)")
+		mibs := fl.Int("mib", 512, "size of each file in MiB")
+		seed := fl.Uint64("seed", 1, "seed")
+		_ = fl.Parse(os.Args[2:])
+		err = large(*out, *mibs, *seed)
+	case "change":
+		fl := flag.NewFlagSet("change", flag.ExitOnError)
+		dir := fl.String("dir", "", "folder to change")
+		seed := fl.Uint64("seed", 1, "seed")
+		_ = fl.Parse(os.Args[2:])
+		err = change(*dir, *seed)
 	case "tiny":
 		fl := flag.NewFlagSet("tiny", flag.ExitOnError)
 		out := fl.String("out", "", "folder to create")
@@ -81,7 +111,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: gendata gen -out DIR [-seed N] | mutate -dir DIR [-seed N] | tiny -out DIR [-n N] [-max BYTES] [-seed N]")
+	fmt.Fprintln(os.Stderr, "usage: gendata gen -out DIR [-seed N] | mutate -dir DIR [-seed N] | large -out DIR [-mib MIB] [-seed N] |\n"+
+		"       change -dir DIR [-seed N] | tiny -out DIR [-n N] [-max BYTES] [-seed N]")
 	os.Exit(2)
 }
 
@@ -180,13 +211,20 @@ func content(r *rand.Rand, p []byte, text bool) {
 	}
 }
 
-// writeFile writes size bytes of generated content to path.
+// writeFile writes size bytes of generated content to path, seeded from
+// the part of path from its last "data/" on.
 func writeFile(path string, size int64, text bool, seed uint64) error {
+	return writeNamed(path, path[strings.LastIndex(path, "/data/")+1:], size, text, seed)
+}
+
+// writeNamed writes size bytes of generated content to path, from the
+// random stream of name.
+func writeNamed(path, name string, size int64, text bool, seed uint64) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	r := rng(seed, path[strings.LastIndex(path, "/data/")+1:])
+	r := rng(seed, name)
 	var tg *textGen
 	if text {
 		tg = newText(r)
@@ -521,4 +559,174 @@ func tiny(out string, n, maxSize, perDir int, seed uint64) error {
 	}
 	fmt.Printf("gendata: %d files, %d bytes in %s\n", n, total, out)
 	return nil
+}
+
+// largeNames returns the names of the two files of the large set.
+func largeNames(mibs int) (random, compressible string) {
+	return fmt.Sprintf("random-%dM.bin", mibs), fmt.Sprintf("compressible-%dM.txt", mibs)
+}
+
+// large writes the random and the compressible file of mibs MiB each into
+// out, one per worker.
+func large(out string, mibs int, seed uint64) error {
+	if out == "" {
+		return fmt.Errorf("large: -out is required")
+	}
+	if mibs < 1 {
+		return fmt.Errorf("large: -mib must be at least 1")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	random, compressible := largeNames(mibs)
+	for _, name := range []string{random, compressible} {
+		if _, err := os.Lstat(filepath.Join(out, name)); err == nil {
+			return fmt.Errorf("large: %s exists", filepath.Join(out, name))
+		}
+	}
+	size := int64(mibs) * mib
+	errs := make(chan error, 2)
+	go func() { errs <- writeNamed(filepath.Join(out, random), "large/"+random, size, false, seed) }()
+	go func() {
+		errs <- writeNamed(filepath.Join(out, compressible), "large/"+compressible, size, true, seed)
+	}()
+	err1, err2 := <-errs, <-errs
+	if err1 != nil {
+		return err1
+	}
+	if err2 != nil {
+		return err2
+	}
+	fmt.Printf("gendata: 2 files, %d bytes (%d MiB each) in %s: %s (random), %s (compressible)\n",
+		2*size, mibs, out, random, compressible)
+	return nil
+}
+
+// isCompressibleLarge tells whether a file is one of the large compressible
+// files that change inserts bytes into.
+func isCompressibleLarge(name string, size int64) bool {
+	return size >= mib && strings.HasPrefix(name, "compressible-") && strings.HasSuffix(name, ".txt")
+}
+
+// change applies the reproducible change of the source and large sets to
+// the tree under dir (see the package comment).
+func change(dir string, seed uint64) error {
+	if dir == "" {
+		return fmt.Errorf("change: -dir is required")
+	}
+	var small, compressible []entry
+	var files, empty int
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files++
+		switch size := info.Size(); {
+		case size == 0:
+			empty++
+		case size < mib:
+			small = append(small, entry{rel, size})
+		case isCompressibleLarge(d.Name(), size):
+			compressible = append(compressible, entry{rel, size})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// WalkDir walks in lexical order per folder; sort the whole relative
+	// paths so the choice does not depend on how the walk orders them.
+	slices.SortFunc(small, func(a, b entry) int { return strings.Compare(a.rel, b.rel) })
+	slices.SortFunc(compressible, func(a, b entry) int { return strings.Compare(a.rel, b.rel) })
+	r := rng(seed, "change")
+
+	// 1% of the small files, rounded up: one span of up to 4 KiB each.
+	n := (len(small) + 99) / 100
+	var overwritten int64
+	for _, i := range r.Perm(len(small))[:n] {
+		e := small[i]
+		span := min(4*kib, e.size)
+		off := r.Int64N(e.size - span + 1)
+		if err := overwrite(filepath.Join(dir, e.rel), off, span, r); err != nil {
+			return err
+		}
+		overwritten += span
+	}
+
+	// 100 random bytes at the start of every large compressible file.
+	for _, e := range compressible {
+		head := make([]byte, 100)
+		content(r, head, false)
+		if err := insertAtStart(filepath.Join(dir, e.rel), e.size, head); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("gendata: of %d small files (regular, 1 B to under 1 MiB; %d empty ones left out) among %d regular files, "+
+		"overwrote one span in %d (%d bytes in place); inserted 100 bytes at the start of %d large compressible files (%d bytes)\n",
+		len(small), empty, files, n, overwritten, len(compressible), 100*len(compressible))
+	return nil
+}
+
+// overwrite replaces n bytes at off in the file path with random bytes,
+// each one different from the byte it replaces, keeping size and inode.
+func overwrite(path string, off, n int64, r *rand.Rand) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	old := make([]byte, n)
+	if _, err := f.ReadAt(old, off); err != nil {
+		f.Close()
+		return err
+	}
+	buf := make([]byte, n)
+	content(r, buf, false)
+	for i := range buf {
+		if buf[i] == old[i] {
+			buf[i] ^= 0xff
+		}
+	}
+	if _, err := f.WriteAt(buf, off); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// insertAtStart puts head before the size bytes of the file path, in
+// place: the content moves towards the end one chunk at a time, last chunk
+// first, so the file keeps its inode and the memory use stays small.
+func insertAtStart(path string, size int64, head []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	shift := int64(len(head))
+	buf := make([]byte, 4*mib)
+	for end := size; end > 0; {
+		start := max(0, end-int64(len(buf)))
+		chunk := buf[:end-start]
+		if _, err := f.ReadAt(chunk, start); err != nil {
+			f.Close()
+			return err
+		}
+		if _, err := f.WriteAt(chunk, start+shift); err != nil {
+			f.Close()
+			return err
+		}
+		end = start
+	}
+	if _, err := f.WriteAt(head, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
