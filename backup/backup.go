@@ -79,12 +79,10 @@ type Result struct {
 func (r *Result) Partial() bool { return r.Snapshot.Summary.Partial }
 
 type archiver struct {
-	r     *repo.Repository
-	opts  Options
-	gear  *chunker.Gear
-	cp    chunker.Params
-	inv   *idSorter
-	invMu sync.Mutex
+	r    *repo.Repository
+	opts Options
+	gear *chunker.Gear
+	cp   chunker.Params
 
 	dirSlots chan struct{} // folders walked in goroutines of their own
 	users    *ownerNames
@@ -220,8 +218,6 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		dirSlots: make(chan struct{}, 4*opts.Workers),
 	}
 	a.chunkBufs.New = func() any { b := make([]byte, 0, a.cp.Max); return &b }
-	a.inv = newIDSorter()
-	defer a.inv.Close()
 
 	result := &Result{}
 	if result.AdoptedPacks, err = r.AdoptPacks(ctx); err != nil {
@@ -262,15 +258,8 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 	if readable == 0 {
 		return nil, &NothingSavedError{Skipped: a.summary.Skipped}
 	}
-	// Every blob the trees refer to must be durable before the inventory
-	// and the snapshot name them.
-	if err := r.Flush(ctx); err != nil {
-		return nil, err
-	}
-	inventory, err := a.writeInventory(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// Every blob the trees refer to must be durable before the snapshot
+	// names them.
 	if err := r.Flush(ctx); err != nil {
 		return nil, err
 	}
@@ -291,7 +280,6 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		Excludes:       opts.Excludes,
 		Parent:         result.Parent,
 		Tree:           root,
-		Inventory:      inventory,
 		ProgramVersion: opts.Version,
 		Summary:        *s,
 	}
@@ -435,7 +423,6 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				return repo.ID{}, err
 			}
 			node.Subtree = &sub
-			a.addInventory(sub)
 			tree.Nodes = append(tree.Nodes, *node)
 		}
 		return a.r.SaveTree(ctx, tree)
@@ -444,7 +431,6 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 	if err != nil {
 		return repo.ID{}, 0, err
 	}
-	a.addInventory(root)
 	return root, readable, nil
 }
 
@@ -634,7 +620,6 @@ func (a *archiver) startDir(ctx context.Context, p string, prevTree *repo.ID, in
 			a.fail(d.err)
 			return
 		}
-		a.addInventory(d.id)
 		a.mu.Lock()
 		a.summary.Dirs++
 		a.mu.Unlock()
@@ -732,9 +717,6 @@ func (a *archiver) finishFile(job *fileJob) bool {
 		// The size is what was read, even if the file changed meanwhile.
 		job.node.Size = uint64(job.size)
 	}
-	for _, id := range job.content {
-		a.addInventory(id)
-	}
 	a.files.Add(1)
 	a.mu.Lock()
 	switch job.kind {
@@ -751,15 +733,6 @@ func (a *archiver) finishFile(job *fileJob) bool {
 	}
 	a.mu.Unlock()
 	return true
-}
-
-func (a *archiver) addInventory(id repo.ID) {
-	a.invMu.Lock()
-	err := a.inv.Add(id)
-	a.invMu.Unlock()
-	if err != nil {
-		a.fail(fmt.Errorf("inventory: %w", err))
-	}
 }
 
 func (a *archiver) fileWorker(ctx context.Context) {
@@ -860,14 +833,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.total += int64(n)
 	c.n.Add(int64(n))
 	return n, err
-}
-
-func (a *archiver) writeInventory(ctx context.Context) ([]repo.ID, error) {
-	w := a.r.NewInventoryWriter()
-	if err := a.inv.Sorted(func(id repo.ID) error { return w.Add(ctx, id) }); err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
-	}
-	return w.Close(ctx)
 }
 
 // describe turns a file system error into a short reason.

@@ -277,11 +277,6 @@ func (c *checker) checkSnapshots(ctx context.Context) error {
 			c.problem("snapshot "+id, err.Error())
 			continue
 		}
-		for _, inv := range s.Inventory {
-			if obj, bad := c.blobState(inv); bad {
-				c.affect(obj, "inventory blob missing or damaged", id, "/")
-			}
-		}
 		for _, ref := range c.walkTree(ctx, s.Tree) {
 			c.affect(ref.object, "", id, "/"+ref.path)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,8 +163,7 @@ var random = backendtest.RandomBytes
 //	/src/dir/c.txt  one blob, in pack "bc" after b.bin's
 //	/src/dir/link   a symlink
 //
-// with the trees and the inventory in pack "meta"; each pack has its own
-// index file.
+// with the trees in pack "meta"; each pack has its own index file.
 type fixture struct {
 	be      *memory.Backend
 	snap    *repo.Snapshot
@@ -221,13 +219,11 @@ func newFixture(t *testing.T) *fixture {
 		return repo.Node{Name: strings.TrimPrefix(name, "dir/"), Type: repo.NodeFile, Mode: 0o644,
 			Size: uint64(len(f.data[p])), MTime: mtime, Content: f.content[p]}
 	}
-	var all []repo.ID
 	saveTree := func(tree *repo.Tree) repo.ID {
 		id, err := r.SaveTree(ctx, tree)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, id)
 		return id
 	}
 	dir := saveTree(&repo.Tree{Nodes: []repo.Node{
@@ -239,45 +235,17 @@ func newFixture(t *testing.T) *fixture {
 		{Name: "dir", Type: repo.NodeDir, Mode: 0o755, MTime: mtime, Subtree: &dir},
 	}})
 	f.root = saveTree(&repo.Tree{Nodes: []repo.Node{{Name: "src", Type: repo.NodeDir, Mode: 0o755, MTime: mtime, Subtree: &src}}})
-	for _, ids := range f.content {
-		all = append(all, ids...)
-	}
-	inventory := writeInventory(t, r, all)
 	flush(t, r)
 	f.packs["meta"] = packOf(f.root)
 
 	f.snap = &repo.Snapshot{
 		ID: repo.NewSnapshotID(), Time: mtime, Hostname: "host", Username: "user",
-		Paths: []string{"/src"}, Tree: f.root, Inventory: inventory, ProgramVersion: "test",
+		Paths: []string{"/src"}, Tree: f.root, ProgramVersion: "test",
 	}
 	if err := r.SaveSnapshot(ctx, f.snap); err != nil {
 		t.Fatal(err)
 	}
 	return f
-}
-
-// writeInventory stores ids (in any order, without duplicates) as an
-// inventory.
-func writeInventory(t testing.TB, r *repo.Repository, ids []repo.ID) []repo.ID {
-	t.Helper()
-	ctx := context.Background()
-	sorted := append([]repo.ID(nil), ids...)
-	sortIDs(sorted)
-	w := r.NewInventoryWriter()
-	for _, id := range sorted {
-		if err := w.Add(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	blobs, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return blobs
-}
-
-func sortIDs(ids []repo.ID) {
-	slices.SortFunc(ids, func(a, b repo.ID) int { return bytes.Compare(a[:], b[:]) })
 }
 
 // pack returns the handle of one of the fixture's packs.

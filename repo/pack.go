@@ -10,9 +10,13 @@ type BlobType uint8
 
 // Blob types.
 const (
-	DataBlob      BlobType = 1 // a chunk of file content
-	TreeBlob      BlobType = 2 // a directory listing (JSON Tree)
-	InventoryBlob BlobType = 3 // part of a snapshot's sorted list of the blobs it references
+	DataBlob BlobType = 1 // a chunk of file content
+	TreeBlob BlobType = 2 // a directory listing (JSON Tree)
+	// InventoryBlob was a part of a snapshot's sorted list of the blobs it
+	// refers to. Nothing writes it any more (see docs/FORMAT.md); packs of
+	// older repositories may still hold some, which are read as valid
+	// blobs that nothing refers to.
+	InventoryBlob BlobType = 3
 )
 
 func (t BlobType) String() string {

@@ -25,8 +25,7 @@ type Snapshot struct {
 	Tags           []string        `json:"tags,omitempty"`
 	Excludes       []string        `json:"excludes,omitempty"`
 	Parent         string          `json:"parent,omitempty"`
-	Tree           ID              `json:"tree"`      // root tree: the sources under their full paths
-	Inventory      []ID            `json:"inventory"` // inventory blobs in order
+	Tree           ID              `json:"tree"` // root tree: the sources under their full paths
 	ProgramVersion string          `json:"program_version"`
 	Summary        SnapshotSummary `json:"summary"`
 }
@@ -213,100 +212,4 @@ func (r *Repository) FindSnapshot(ctx context.Context, ref string, paths []strin
 		return r.LoadSnapshot(ctx, match[0])
 	}
 	return nil, fmt.Errorf("snapshot prefix %q is ambiguous: %d snapshots start with it", ref, len(match))
-}
-
-// An inventory is the sorted, duplicate-free list of the IDs of every blob a
-// snapshot's trees refer to (its trees and file contents), stored as
-// inventory blobs (32 bytes per ID, no framing) whose concatenation is the
-// list. A blob ends after an ID whose last two bytes, read as a big-endian
-// number, are below InventoryCutBelow (about one ID in 1024, so blobs of
-// about 32 KiB), or at InventoryBlobIDs IDs. The cut points depend only on
-// the IDs, so a snapshot that differs from its parent in a few blobs
-// shares all other inventory blobs with it, and stores only the few that
-// changed. Prune can merge inventories with the sorted index files as
-// streams.
-
-// InventoryBlobIDs is the most IDs one inventory blob holds (2 MiB).
-const InventoryBlobIDs = 1 << 16
-
-// InventoryCutBelow: an inventory blob ends after an ID whose last two
-// bytes (big-endian) are below this value.
-const InventoryCutBelow = 64
-
-func inventoryCut(id ID) bool {
-	return int(id[30])<<8|int(id[31]) < InventoryCutBelow
-}
-
-// InventoryWriter stores a sorted stream of IDs as inventory blobs.
-type InventoryWriter struct {
-	r     *Repository
-	buf   []byte
-	last  ID
-	any   bool
-	blobs []ID
-}
-
-// NewInventoryWriter starts an inventory.
-func (r *Repository) NewInventoryWriter() *InventoryWriter {
-	return &InventoryWriter{r: r}
-}
-
-// Add appends id, which must sort after every ID added before.
-func (w *InventoryWriter) Add(ctx context.Context, id ID) error {
-	if w.any && string(id[:]) <= string(w.last[:]) {
-		return fmt.Errorf("inventory: %s added after %s", id.Short(), w.last.Short())
-	}
-	w.last, w.any = id, true
-	w.buf = append(w.buf, id[:]...)
-	if inventoryCut(id) || len(w.buf) >= InventoryBlobIDs*32 {
-		return w.flush(ctx)
-	}
-	return nil
-}
-
-func (w *InventoryWriter) flush(ctx context.Context) error {
-	if len(w.buf) == 0 {
-		return nil
-	}
-	id := w.r.BlobID(w.buf)
-	if _, err := w.r.SaveBlob(ctx, InventoryBlob, id, w.buf); err != nil {
-		return err
-	}
-	w.blobs = append(w.blobs, id)
-	w.buf = w.buf[:0]
-	return nil
-}
-
-// Close stores the last blob and returns the inventory's blob IDs.
-func (w *InventoryWriter) Close(ctx context.Context) ([]ID, error) {
-	if err := w.flush(ctx); err != nil {
-		return nil, err
-	}
-	return w.blobs, nil
-}
-
-// ReadInventory calls fn for each ID of a snapshot's inventory, in order.
-func (r *Repository) ReadInventory(ctx context.Context, s *Snapshot, fn func(ID) error) error {
-	var last ID
-	first := true
-	for _, blob := range s.Inventory {
-		data, err := r.LoadBlob(ctx, blob)
-		if err != nil {
-			return fmt.Errorf("inventory of %s: %w", s.ID, err)
-		}
-		if len(data)%32 != 0 {
-			return fmt.Errorf("inventory of %s: blob of %d bytes: %w", s.ID, len(data), ErrIntegrity)
-		}
-		for off := 0; off < len(data); off += 32 {
-			id := ID(data[off : off+32])
-			if !first && string(id[:]) <= string(last[:]) {
-				return fmt.Errorf("inventory of %s: not sorted: %w", s.ID, ErrIntegrity)
-			}
-			first, last = false, id
-			if err := fn(id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
