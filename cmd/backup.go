@@ -25,6 +25,7 @@ func backupCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out paths matching `PATTERN` (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude-file", Usage: "read exclude patterns from `FILE`, one per line"},
 			&cli.StringFlag{Name: "bandwidth", Usage: "limit reading to `RATE` such as 50MB, 50MB/s, 400Mbit or 512KiB"},
+			&cli.StringFlag{Name: "compression", Value: string(repo.DefaultCompression), Usage: "compress new data at `LEVEL`: off, fastest, default or better"},
 			&cli.StringFlag{Name: "time", Usage: "record the snapshot at `RFC3339` time instead of now"},
 			&cli.StringFlag{Name: "parent", Usage: "compare with `SNAPSHOT` instead of the latest of the same paths"},
 			jsonFlag(),
@@ -82,6 +83,10 @@ func runBackup(c *cli.Context) error {
 		}
 		opts.Limiter = limit.New(rate)
 	}
+	compression, err := repo.ParseCompression(c.String("compression"))
+	if err != nil {
+		return usageError{err}
+	}
 	if t := c.String("time"); t != "" {
 		parsed, err := time.Parse(time.RFC3339Nano, t)
 		if err != nil {
@@ -101,6 +106,9 @@ func runBackup(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
+	if err := r.SetCompression(compression); err != nil {
+		return err
+	}
 	lock, err := lockRepo(c.Context, r, false, "backup")
 	if err != nil {
 		return err

@@ -125,17 +125,23 @@ func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
 			return nil, fmt.Errorf("unknown repository %q", name)
 		}
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
+		var r *repo.Repository
 		be, err := local.Open(rc.Path)
 		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
 			creating.Lock()
-			created, cerr := createRepository(ctx, rc, password)
+			r, err = createRepository(ctx, rc, password)
 			creating.Unlock()
-			return created, cerr
+		} else if err == nil {
+			r, err = repo.Open(ctx, be, repo.OpenOptions{Password: password})
 		}
 		if err != nil {
 			return nil, err
 		}
-		return repo.Open(ctx, be, repo.OpenOptions{Password: password})
+		if err := r.SetCompression(rc.Compression); err != nil {
+			r.Close()
+			return nil, err
+		}
+		return r, nil
 	}
 }
 

@@ -129,7 +129,7 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 	bufp := r.compressBufs.Get().(*[]byte)
 	defer r.compressBufs.Put(bufp)
 	payload, comp := data, compressNone
-	if len(data) >= 64 && r.worthCompressing(data, *bufp) {
+	if r.zenc != nil && len(data) >= 64 && r.worthCompressing(data, *bufp) {
 		compressed := r.zenc.EncodeAll(data, (*bufp)[:0])
 		*bufp = compressed[:0]
 		// Keep the compressed form only when it saves more than 1/64:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,6 +123,50 @@ func TestLoadBlobTo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompressionLevels: every level stores what reads back; the harder
+// levels store compressible data in fewer bytes, and "off" stores it as it
+// is. A repository reads blobs of every level whatever its own.
+func TestCompressionLevels(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	data := compressible(1 << 20)
+	stored := map[repo.Compression]uint32{}
+	ids := map[repo.Compression]repo.ID{}
+	for i, c := range []repo.Compression{repo.CompressionOff, repo.CompressionFastest, repo.CompressionDefault, repo.CompressionBetter} {
+		if err := r.SetCompression(c); err != nil {
+			t.Fatal(err)
+		}
+		blob := append(slices.Clone(data), byte(i)) // a distinct blob per level
+		ids[c] = r.BlobID(blob)
+		if _, err := r.SaveBlob(ctx, repo.DataBlob, ids[c], blob); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, r)
+	o := openRepo(t, be)
+	if err := o.SetCompression(repo.CompressionOff); err != nil {
+		t.Fatal(err)
+	}
+	for c, id := range ids {
+		got, err := o.LoadBlob(ctx, id)
+		if err != nil || !bytes.Equal(got[:len(data)], data) {
+			t.Fatalf("%s: load: %v", c, err)
+		}
+		b, _ := o.Index().Lookup(id)
+		stored[c] = b.Length
+	}
+	if stored[repo.CompressionOff] <= uint32(len(data)) {
+		t.Errorf("off stored %d bytes of %d: want them as they are, sealed", stored[repo.CompressionOff], len(data)+1)
+	}
+	if !(stored[repo.CompressionFastest] < stored[repo.CompressionOff] && stored[repo.CompressionBetter] <= stored[repo.CompressionFastest]) {
+		t.Errorf("stored sizes %v: want off > fastest >= better", stored)
+	}
+	if err := r.SetCompression("max"); err == nil || !strings.Contains(err.Error(), "want off, fastest, default or better") {
+		t.Errorf("SetCompression(max): %v", err)
 	}
 }
 

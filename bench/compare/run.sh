@@ -74,7 +74,8 @@
 #   backup of the changed tree; repository growth (du -sb after it minus
 #     before it) and the tool's own figure of bytes added where it gives one;
 #   full restore of the latest snapshot (then compared with the data by
-#     diff -r, not timed);
+#     diff -r, not timed; the restored trees are removed only after every
+#     tool has restored);
 #   check reading all data (nightjar check --read-data, restic check
 #     --read-data, kopia snapshot verify --verify-files-percent=100, borg
 #     check --verify-data).
@@ -471,7 +472,13 @@ print(max(snaps, key=lambda s: s["startTime"])["rootEntry"]["obj"])' "$RES/$t.sn
 		record "$t" restore.identical NO
 		log "$t: restored tree differs from the data (see $RES/$t.verify)"
 	fi
-	rm -rf "$target"
+done
+# The restored trees go only now: on this ext4 (mounted with discard),
+# creating files right after a large deletion was committed costs several
+# times the system time, which would charge each tool for the deletion of
+# the one before it.
+for t in "${tools[@]}"; do
+	rm -rf "$B/restore-$t"
 done
 
 # --- check reading all data ------------------------------------------------

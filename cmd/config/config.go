@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
@@ -38,6 +39,7 @@ type Repository struct {
 	Password          PasswordSource
 	CreateIfMissing   bool
 	MaxConcurrentRuns int
+	Compression       repo.Compression // how the scheduler's backups compress
 }
 
 // PasswordSource says where a repository's password comes from: exactly one
@@ -112,6 +114,7 @@ type rawRepository struct {
 	PasswordEnv       string `toml:"password_env"`
 	CreateIfMissing   bool   `toml:"create_if_missing"`
 	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
+	Compression       string `toml:"compression"`
 }
 
 type rawWindow struct {
@@ -276,7 +279,7 @@ func firstLine(s string) string {
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
-		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs"},
+		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source"},
 		"job.retry":  {"attempts", "initial", "max"},
@@ -353,6 +356,14 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 				l.addf(key+".max_concurrent_runs", "%d is not allowed: want 1 to 1000", *raw.MaxConcurrentRuns)
 			}
 			r.MaxConcurrentRuns = *raw.MaxConcurrentRuns
+		}
+		r.Compression = repo.DefaultCompression
+		if raw.Compression != "" {
+			c, err := repo.ParseCompression(raw.Compression)
+			if err != nil {
+				l.addf(key+".compression", "%v", err)
+			}
+			r.Compression = c
 		}
 		cfg.Limits.PerRepository[name] = r.MaxConcurrentRuns
 		cfg.Repositories[name] = r

@@ -31,6 +31,9 @@ func TestExampleConfigLoads(t *testing.T) {
 	if !filepath.IsAbs(cfg.Jobs[0].Sources[0].Path) {
 		t.Errorf("source path %q is not absolute", cfg.Jobs[0].Sources[0].Path)
 	}
+	if repo.Compression != "fastest" {
+		t.Errorf("repository demo compresses at %q, want fastest", repo.Compression)
+	}
 }
 
 func TestRejections(t *testing.T) {
@@ -88,6 +91,11 @@ func TestRejections(t *testing.T) {
 			name: "command sources are refused, not skipped",
 			text: goodRepo + "[[job]]\nname = \"a\"\nrepository = \"local\"\nschedule = \"daily 02:00\"\n[[job.source]]\ncommand = \"pg_dump\"\n",
 			want: []string{"job[0].source[0].command", "not supported"},
+		},
+		{
+			name: "unknown compression level lists the allowed ones",
+			text: strings.Replace(goodRepo, "[repository.local]\n", "[repository.local]\ncompression = \"max\"\n", 1),
+			want: []string{"repository.local.compression", `"max"`, "off, fastest, default or better"},
 		},
 		{
 			name: "zero bandwidth",

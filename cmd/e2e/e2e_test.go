@@ -287,6 +287,7 @@ func TestUsageAndAccessErrors(t *testing.T) {
 		{"bandwidth negative", nil, []string{"backup", "--bandwidth", "-5", src}, exitUsage, "bandwidth"},
 		{"bandwidth unknown unit", nil, []string{"backup", "--bandwidth", "50XB", src}, exitUsage, "bandwidth"},
 		{"bandwidth with wrong password", []string{"NIGHTJAR_PASSWORD_FILE=" + wrongPw}, []string{"backup", "--bandwidth=50XB", src}, exitUsage, "bandwidth"},
+		{"unknown compression level", nil, []string{"backup", "--compression", "max", src}, exitUsage, "want off, fastest, default or better"},
 		{"bad time", nil, []string{"backup", "--time", "yesterday", src}, exitUsage, "time"},
 		{"time without zone", nil, []string{"backup", "--time", "2026-01-31T02:00:00", src}, exitUsage, "time"},
 		{"password as a flag", nil, []string{"backup", "--password", "x", src}, exitUsage, "password"},
@@ -342,5 +343,34 @@ func TestUsageErrorWithJSON(t *testing.T) {
 	}
 	if out := strings.TrimSpace(res.stdout); out != "" && !jsonValid(out) {
 		t.Errorf("snapshots --json with a bad flag printed text on stdout:\n%s", res)
+	}
+}
+
+// TestCompressionLevels: --compression off stores text as it is, better
+// stores it smaller, and a repository holding both restores both.
+func TestCompressionLevels(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.init()
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog\n", 50000) // 2.2 MB
+	added := map[string]int64{}
+	snapshot := map[string]string{}
+	for _, level := range []string{"off", "better"} {
+		src := filepath.Join(e.dir, level)
+		mkdirAll(t, src, 0o755)
+		writeFile(t, filepath.Join(src, "text.txt"), level+text, 0o644)
+		b := e.backup(exitOK, "--compression", level, src)
+		added[level], snapshot[level] = b.BytesAdded, b.SnapshotID
+	}
+	if added["off"] < int64(len(text)) || added["better"] > added["off"]/10 {
+		t.Errorf("bytes added: off %d, better %d, for %d bytes of repetitive text", added["off"], added["better"], len(text))
+	}
+	target := filepath.Join(e.dir, "restore")
+	for _, level := range []string{"off", "better"} {
+		src := filepath.Join(e.dir, level)
+		e.expect(exitOK, "restore", snapshot[level], "--target", target, "--verify")
+		if got := readFile(t, filepath.Join(target, src, "text.txt")); got != level+text {
+			t.Errorf("%s: restored %d bytes that differ", level, len(got))
+		}
 	}
 }
