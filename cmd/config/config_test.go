@@ -31,8 +31,8 @@ func TestExampleConfigLoads(t *testing.T) {
 	if !filepath.IsAbs(cfg.Jobs[0].Sources[0].Path) {
 		t.Errorf("source path %q is not absolute", cfg.Jobs[0].Sources[0].Path)
 	}
-	if repo.Compression != "fastest" {
-		t.Errorf("repository demo compresses at %q, want fastest", repo.Compression)
+	if repo.Compression != "default" {
+		t.Errorf("repository demo compresses at %q, want default", repo.Compression)
 	}
 }
 
