@@ -258,10 +258,10 @@ const (
 
 // DefaultCompression is the level a repository writes with unless told
 // otherwise. On the benchmark's mixed set (docs/PERFORMANCE.md) "fastest"
-// made the first backup 20% faster than "default", but stored 1.1% more
-// and, after the benchmark's change, 8% more (1.54 against 1.42 MB):
-// backups after the first are as fast with either, and they are the ones
-// that add up.
+// made the first backup 20% faster than "default", but stored 1.1% more,
+// and what the backup after the benchmark's change added 4% more: backups
+// after the first are as fast with either, and what they add is what
+// accumulates.
 const DefaultCompression = CompressionDefault
 
 // ParseCompression checks a compression level's name.
