@@ -302,7 +302,7 @@ func FuzzDecodeConfig(f *testing.F) {
 	})
 }
 
-func FuzzNodeJSON(f *testing.F) {
+func FuzzTreeJSON(f *testing.F) {
 	f.Add("file.txt", "", []byte(`{"name":"a","type":"file","mode":420,"uid":0,"gid":0,"mtime":"2024-01-01T00:00:00Z","ctime":"0001-01-01T00:00:00Z"}`))
 	f.Add("caf\xe9", "/tmp/\xff", []byte(`{"name_raw":"/w==","type":"symlink","link_target_raw":"L3RtcC//","mtime":"2024-01-01T00:00:00.123456789+02:00","ctime":"0001-01-01T00:00:00Z"}`))
 	f.Add("\xed\xa0\x80", "\ufffd", []byte(`{"name":"x","name_raw":"eQ==","type":"dir","subtree":"`+seedID(1).String()+`"}`))
@@ -311,36 +311,38 @@ func FuzzNodeJSON(f *testing.F) {
 	f.Add("a", "b", []byte(`{"name_raw":"!!"}`))
 	f.Fuzz(func(t *testing.T, name, target string, js []byte) {
 		n := Node{Name: name, Type: NodeSymlink, LinkTarget: target, MTime: time.Unix(1700000000, 5).UTC()}
-		b, err := json.Marshal(n)
+		b, err := encodeTree(&Tree{Nodes: []Node{n}})
 		if err != nil {
-			t.Fatalf("marshal: %v", err)
+			t.Fatalf("encode: %v", err)
 		}
-		var back Node
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("unmarshal of marshalled node %s: %v", b, err)
+		back, err := decodeTree(b)
+		if err != nil {
+			t.Fatalf("decode of an encoded tree %s: %v", b, err)
 		}
-		if back.Name != name || back.LinkTarget != target {
-			t.Fatalf("name %q target %q come back as %q %q", name, target, back.Name, back.LinkTarget)
+		if len(back.Nodes) != 1 || back.Nodes[0].Name != name || back.Nodes[0].LinkTarget != target {
+			t.Fatalf("name %q target %q come back as %+v", name, target, back.Nodes)
 		}
 
-		// Any JSON: decoding must not panic, and what decodes re-encodes
-		// stably.
-		var m Node
-		if err := json.Unmarshal(js, &m); err != nil {
+		// Any JSON node: decoding must not panic, and what decodes
+		// re-encodes stably.
+		m, err := decodeTree(append(append([]byte(`{"nodes":[`), js...), ']', '}'))
+		if err != nil {
 			return
 		}
-		b1, err := json.Marshal(m)
+		b1, err := encodeTree(m)
 		if err != nil {
 			return // e.g. a time outside what JSON times can hold
 		}
-		var m2 Node
-		if err := json.Unmarshal(b1, &m2); err != nil {
+		m2, err := decodeTree(b1)
+		if err != nil {
 			t.Fatalf("re-decoding %s: %v", b1, err)
 		}
-		if m2.Name != m.Name || m2.LinkTarget != m.LinkTarget {
-			t.Fatalf("names change on re-encoding: %q %q -> %q %q", m.Name, m.LinkTarget, m2.Name, m2.LinkTarget)
+		for i := range m.Nodes {
+			if m2.Nodes[i].Name != m.Nodes[i].Name || m2.Nodes[i].LinkTarget != m.Nodes[i].LinkTarget {
+				t.Fatalf("names change on re-encoding: %q %q -> %q %q", m.Nodes[i].Name, m.Nodes[i].LinkTarget, m2.Nodes[i].Name, m2.Nodes[i].LinkTarget)
+			}
 		}
-		b2, err := json.Marshal(m2)
+		b2, err := encodeTree(m2)
 		if err != nil || !bytes.Equal(b1, b2) {
 			t.Fatalf("encoding is not stable:\n%s\n%s (%v)", b1, b2, err)
 		}

@@ -164,6 +164,18 @@ func TestGoldenRepository(t *testing.T) {
 	if want := []string{"caf\xe9", "empty", "hello.txt", "random.bin", "z-link"}; !slices.Equal(gotNames, want) {
 		t.Errorf("names %q, want %q", gotNames, want)
 	}
+	// Trees encode to the bytes they were stored as, so that a tree saved
+	// by this nightjar deduplicates against one saved by an older one.
+	for _, id := range []repo.ID{snap.Tree, *root.Nodes[0].Subtree} {
+		tree, err := r.LoadTree(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := r.SaveTree(ctx, tree)
+		if err != nil || again != id {
+			t.Errorf("tree %s encodes anew as %s (%v)", id.Short(), again.Short(), err)
+		}
+	}
 	// The committed repository was written when snapshots still had an
 	// inventory: its inventory blob and the snapshot's list of it are read
 	// and checked like any other blob that nothing refers to.

@@ -50,33 +50,56 @@ type Xattr struct {
 	Value []byte `json:"value"`
 }
 
+// nodeJSON is a node as trees store it: names and link targets that are
+// not valid UTF-8 go into the _raw fields (base64), the rest as they are.
+// The node's other fields are embedded by value, so that a whole tree is
+// encoded and decoded in one pass (a MarshalJSON per node would make the
+// encoder scan every node twice).
 type nodeJSON struct {
 	Name          string `json:"name,omitempty"`
 	NameRaw       []byte `json:"name_raw,omitempty"`
 	LinkTarget    string `json:"link_target,omitempty"`
 	LinkTargetRaw []byte `json:"link_target_raw,omitempty"`
-	*nodeFields
+	nodeFields
 }
 
+// nodeFields is Node without its methods.
 type nodeFields Node
 
-// MarshalJSON writes names that are not valid UTF-8 as base64.
-func (n Node) MarshalJSON() ([]byte, error) {
-	j := nodeJSON{nodeFields: (*nodeFields)(&n)}
-	j.Name, j.NameRaw = splitRaw(n.Name)
-	j.LinkTarget, j.LinkTargetRaw = splitRaw(n.LinkTarget)
-	return json.Marshal(j)
+type treeJSON struct {
+	Nodes []nodeJSON `json:"nodes"`
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote.
-func (n *Node) UnmarshalJSON(b []byte) error {
-	j := nodeJSON{nodeFields: (*nodeFields)(n)}
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
+func encodeTree(t *Tree) ([]byte, error) {
+	var tj treeJSON
+	if t.Nodes != nil {
+		tj.Nodes = make([]nodeJSON, len(t.Nodes))
 	}
-	n.Name = joinRaw(j.Name, j.NameRaw)
-	n.LinkTarget = joinRaw(j.LinkTarget, j.LinkTargetRaw)
-	return nil
+	for i := range t.Nodes {
+		j := &tj.Nodes[i]
+		j.nodeFields = nodeFields(t.Nodes[i])
+		j.Name, j.NameRaw = splitRaw(t.Nodes[i].Name)
+		j.LinkTarget, j.LinkTargetRaw = splitRaw(t.Nodes[i].LinkTarget)
+	}
+	return json.Marshal(&tj)
+}
+
+func decodeTree(data []byte) (*Tree, error) {
+	var tj treeJSON
+	if err := json.Unmarshal(data, &tj); err != nil {
+		return nil, err
+	}
+	t := &Tree{}
+	if tj.Nodes != nil {
+		t.Nodes = make([]Node, len(tj.Nodes))
+	}
+	for i := range tj.Nodes {
+		j := &tj.Nodes[i]
+		t.Nodes[i] = Node(j.nodeFields)
+		t.Nodes[i].Name = joinRaw(j.Name, j.NameRaw)
+		t.Nodes[i].LinkTarget = joinRaw(j.LinkTarget, j.LinkTargetRaw)
+	}
+	return t, nil
 }
 
 func splitRaw(s string) (string, []byte) {
@@ -107,7 +130,7 @@ type Tree struct {
 
 // SaveTree stores a tree blob and returns its ID.
 func (r *Repository) SaveTree(ctx context.Context, t *Tree) (ID, error) {
-	data, err := json.Marshal(t)
+	data, err := encodeTree(t)
 	if err != nil {
 		return ID{}, fmt.Errorf("encode tree: %w", err)
 	}
@@ -122,9 +145,9 @@ func (r *Repository) LoadTree(ctx context.Context, id ID) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load tree: %w", err)
 	}
-	var t Tree
-	if err := json.Unmarshal(data, &t); err != nil {
+	t, err := decodeTree(data)
+	if err != nil {
 		return nil, fmt.Errorf("tree %s: %v: %w", id.Short(), err, ErrIntegrity)
 	}
-	return &t, nil
+	return t, nil
 }

@@ -2,7 +2,6 @@ package repo_test
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -46,18 +45,6 @@ func TestNodeNamesRoundTrip(t *testing.T) {
 			if tt.node.MTime.IsZero() {
 				tt.node.MTime = mtime
 			}
-			b, err := json.Marshal(tt.node)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got repo.Node
-			if err := json.Unmarshal(b, &got); err != nil {
-				t.Fatalf("unmarshal %s: %v", b, err)
-			}
-			if !reflect.DeepEqual(got, tt.node) {
-				t.Errorf("JSON round trip:\n got %+v\nwant %+v\nJSON %s", got, tt.node, b)
-			}
-
 			id, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{tt.node}})
 			if err != nil {
 				t.Fatal(err)
