@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="/usr/local/go/bin:$PATH"
 
-go build -o nightjar .
+# One static binary: no cgo, so nothing but the kernel is needed to run it.
+CGO_ENABLED=0 go build -o nightjar .
 ./nightjar job run sample --wait --config config.example.toml
 ./nightjar runs --config config.example.toml --limit 5
 

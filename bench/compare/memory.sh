@@ -60,7 +60,7 @@ trap cleanup EXIT
 
 if [ -z "${NIGHTJAR_BIN:-}" ]; then
 	log "building nightjar"
-	(cd "$ROOT" && go build -o "$NIGHTJAR" .)
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$NIGHTJAR" .)
 fi
 log "building gendata"
 (cd "$ROOT" && go build -o "$GENDATA" ./bench/compare/gendata)

@@ -128,7 +128,7 @@ if [ -n "${NIGHTJAR_BIN:-}" ]; then
 else
 	NIGHTJAR=$WORK/nightjar
 	log "building nightjar"
-	(cd "$ROOT" && go build -o "$NIGHTJAR" .)
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$NIGHTJAR" .)
 	NIGHTJAR_VERSION=$(cd "$ROOT" && git describe --always --dirty 2>/dev/null || echo unknown)
 fi
 log "building gendata"

@@ -44,6 +44,8 @@ func Build() (string, func(), error) {
 	}
 	build := exec.Command(goTool, "build", "-o", bin, ".")
 	build.Dir = root
+	// The binary the tests run is the one users get: static, no cgo.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("build nightjar: %v\n%s", err, out)
