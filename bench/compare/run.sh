@@ -61,8 +61,9 @@
 # the other tools restore the absolute path $DATA under $target.
 #
 # Steps, in this order, each tool in turn within a step:
-#   the data set is made, then every data file is read once so that all
-#     tools start from the same warm page cache;
+#   the data set is made; the kernel's caches are emptied (as root), then
+#     every data file is read once so that all tools start from the same
+#     warm page cache;
 #   init; first backup;
 #   unchanged re-backup (with DROP_CACHES=1: with a cold cache, then again
 #     with a warm one);
@@ -73,6 +74,7 @@
 #     100 bytes inserted at the start of the 3 big files);
 #   backup of the changed tree; repository growth (du -sb after it minus
 #     before it) and the tool's own figure of bytes added where it gives one;
+#   caches emptied again (as root), data and repositories read once, then
 #   full restore of the latest snapshot (then compared with the data by
 #     diff -r, not timed; the restored trees are removed only after every
 #     tool has restored);
@@ -206,6 +208,19 @@ fi
 drop() {
 	sync
 	if [ "$can_drop" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
+}
+# settle: empties the kernel's caches (page cache, dentries, inodes) when
+# allowed, whatever DROP_CACHES says; the caller then reads back what is
+# to be warm. On this machine a kernel full of caches from earlier rounds
+# made creating files (restores) several times slower for every tool, and
+# by how much depended on what ran before.
+settle() {
+	sync
+	if [ -w /proc/sys/vm/drop_caches ]; then
+		echo 3 >/proc/sys/vm/drop_caches
+	else
+		log "cannot write /proc/sys/vm/drop_caches: caches left as they are"
+	fi
 }
 
 # Nobody's password comes from the environment but the file's.
@@ -383,6 +398,7 @@ generated) "$GENDATA" gen -out "$B" -seed "$SEED" >&2 ;;
 esac
 record meta data_bytes "$(find "$DATA" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')"
 record meta data_files "$(find "$DATA" -type f | wc -l)"
+settle
 log "reading every data file once (warm page cache)"
 find "$DATA" -type f -exec cat {} + >/dev/null
 
@@ -446,6 +462,9 @@ backup_step b3
 for t in "${tools[@]}"; do record "$t" size3 "$(repo_bytes "$t")"; done
 
 # --- full restore ----------------------------------------------------------
+settle
+log "reading the data and every repository once (warm page cache)"
+find "$DATA" "$B"/repo-* -type f -exec cat {} + >/dev/null
 for t in "${tools[@]}"; do
 	target=$B/restore-$t
 	rm -rf "$target"
