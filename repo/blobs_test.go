@@ -624,3 +624,91 @@ func ExampleRepository_SaveBlob() {
 	fmt.Println(string(got))
 	// Output: some file content
 }
+
+// TestStreamedPacks runs the streaming path (repo.PackStreamer) with faults:
+// what was saved reads back; a failed write gives up the blobs of its pack
+// (a later save stores them again) and leaves no stream open; a failed
+// commit fails Flush, indexes nothing and leaves no stream open.
+func TestStreamedPacks(t *testing.T) {
+	ctx := context.Background()
+	onePacker(t)
+	blobs := [][]byte{random(1, 100<<10), compressible(200 << 10), random(2, 300<<10), []byte("small")}
+
+	t.Run("round trip", func(t *testing.T) {
+		be := backendtest.NewStreaming(memory.New())
+		r := initRepo(t, be)
+		var ids []repo.ID
+		for _, b := range blobs {
+			ids = append(ids, saveBlob(t, r, b))
+		}
+		flush(t, r)
+		o := openRepo(t, be)
+		for i, id := range ids {
+			if got, err := o.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, blobs[i]) {
+				t.Errorf("blob %d: %v", i, err)
+			}
+		}
+		if rep, err := o.Check(ctx, repo.CheckOptions{ReadDataFraction: 1}); err != nil || !rep.OK() {
+			t.Errorf("check: %v%s", err, problemList(rep))
+		}
+		if n := be.Open(); n != 0 {
+			t.Errorf("%d streams left open", n)
+		}
+	})
+
+	t.Run("write fails", func(t *testing.T) {
+		be := backendtest.NewStreaming(memory.New())
+		r := initRepo(t, be)
+		be.FailWritesPast(250 << 10)
+		var failed bool
+		for _, b := range blobs {
+			id := r.BlobID(b)
+			if _, err := r.SaveBlob(ctx, repo.DataBlob, id, b); err != nil {
+				if !errors.Is(err, backendtest.ErrInjected) {
+					t.Fatalf("save: %v, want the injected error", err)
+				}
+				failed = true
+				break
+			}
+		}
+		if !failed {
+			t.Fatal("no save failed")
+		}
+		if n := be.Open(); n != 0 {
+			t.Errorf("%d streams left open after the failed write", n)
+		}
+		be.FailWritesPast(0)
+		for i, b := range blobs {
+			id := r.BlobID(b)
+			stored, err := r.SaveBlob(ctx, repo.DataBlob, id, b)
+			if err != nil || !stored {
+				t.Fatalf("blob %d after the failure: stored %v, %v; want it stored again", i, stored, err)
+			}
+		}
+		flush(t, r)
+		for i, b := range blobs {
+			if got, err := r.LoadBlob(ctx, r.BlobID(b)); err != nil || !bytes.Equal(got, b) {
+				t.Errorf("blob %d: %v", i, err)
+			}
+		}
+	})
+
+	t.Run("commit fails", func(t *testing.T) {
+		be := backendtest.NewStreaming(memory.New())
+		r := initRepo(t, be)
+		id := saveBlob(t, r, blobs[0])
+		be.FailCommits(true)
+		if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
+			t.Fatalf("flush: %v, want the injected error", err)
+		}
+		if n := be.Open(); n != 0 {
+			t.Errorf("%d streams left open after the failed commit", n)
+		}
+		if _, ok := r.Index().Lookup(id); ok {
+			t.Error("a blob whose pack was never stored is in the index")
+		}
+		if packs := names(t, be, repo.PackFile); len(packs) != 0 {
+			t.Errorf("packs stored: %v", packs)
+		}
+	})
+}

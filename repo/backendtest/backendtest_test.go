@@ -16,6 +16,10 @@ func TestFaultyConforms(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) repo.Backend { return backendtest.NewFaulty(memory.New()) })
 }
 
+func TestStreamingConforms(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) repo.Backend { return backendtest.NewStreaming(memory.New()) })
+}
+
 func TestFaultyFailsNthSave(t *testing.T) {
 	ctx := context.Background()
 	f := backendtest.NewFaulty(memory.New())
