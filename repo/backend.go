@@ -32,6 +32,22 @@ func (h Handle) String() string {
 	return string(h.Type) + "/" + h.Name
 }
 
+// ValidObjectName reports whether name can name an object of a repository
+// (other than its config): letters, digits, '.', '-' and '_', not starting
+// with '.', at most 128 bytes. Backends refuse other names, so that a
+// crafted name cannot reach outside its folder.
+func ValidObjectName(name string) bool {
+	if name == "" || len(name) > 128 || name[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // ErrNotFound is returned by a Backend for an object that does not exist.
 var ErrNotFound = errors.New("object not found")
 

@@ -350,15 +350,8 @@ func (r *Repository) flushIndex(ctx context.Context) error {
 
 // LoadBlob reads, authenticates, decompresses and verifies blob id.
 func (r *Repository) LoadBlob(ctx context.Context, id ID) ([]byte, error) {
-	b, ok := r.idx.Lookup(id)
-	if !ok {
-		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
-	}
-	sealed, err := r.be.Load(ctx, Handle{Type: PackFile, Name: b.Pack.String()}, int64(b.Offset), int64(b.Length))
-	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
-	}
-	return r.openBlob(b.PackedBlob, sealed, nil)
+	var buf BlobBuffer
+	return r.LoadBlobTo(ctx, id, &buf)
 }
 
 // BlobBuffer is the memory LoadBlobTo reuses from one call to the next.
@@ -373,21 +366,27 @@ func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]
 	if !ok {
 		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
 	}
-	h := Handle{Type: PackFile, Name: b.Pack.String()}
-	var sealed []byte
-	if bl, ok := r.be.(BufferLoader); ok {
-		buf.sealed = grow(buf.sealed, int(b.Length))
-		sealed = buf.sealed[:b.Length]
-		if err := bl.LoadInto(ctx, h, int64(b.Offset), sealed); err != nil {
-			return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
-		}
-	} else {
-		var err error
-		if sealed, err = r.be.Load(ctx, h, int64(b.Offset), int64(b.Length)); err != nil {
-			return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
-		}
+	sealed, err := r.loadInto(ctx, Handle{Type: PackFile, Name: b.Pack.String()}, int64(b.Offset), int(b.Length), buf.sealed)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
 	}
+	buf.sealed = sealed
 	return r.openBlob(b.PackedBlob, sealed, &buf.plain)
+}
+
+// loadInto reads length bytes at offset of an object: into buf's memory
+// (grown if need be) when the backend is a BufferLoader, else into the
+// memory Load returns.
+func (r *Repository) loadInto(ctx context.Context, h Handle, offset int64, length int, buf []byte) ([]byte, error) {
+	bl, ok := r.be.(BufferLoader)
+	if !ok {
+		return r.be.Load(ctx, h, offset, int64(length))
+	}
+	data := grow(buf, length)[:length]
+	if err := bl.LoadInto(ctx, h, offset, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // grow returns b, or a new slice, with a capacity of at least n.

@@ -168,20 +168,6 @@ func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error 
 	return nil
 }
 
-// loadPack reads a whole pack, into buf when the backend can.
-func (c *checker) loadPack(ctx context.Context, id ID, size int64, buf []byte) ([]byte, error) {
-	h := Handle{Type: PackFile, Name: id.String()}
-	bl, ok := c.r.be.(BufferLoader)
-	if !ok {
-		return c.r.be.Load(ctx, h, 0, -1)
-	}
-	data := grow(buf, int(size))[:size]
-	if err := bl.LoadInto(ctx, h, 0, data); err != nil {
-		return nil, err
-	}
-	return data, nil
-}
-
 // readPacks reads a share of the packs whole and verifies every blob.
 func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fraction float64) error {
 	var ids []ID
@@ -209,7 +195,7 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fractio
 			case buf = <-bufs:
 			default:
 			}
-			data, err := c.loadPack(gctx, id, packSizes[id], buf)
+			data, err := c.r.loadInto(gctx, Handle{Type: PackFile, Name: id.String()}, 0, int(packSizes[id]), buf)
 			if data != nil {
 				defer func() { bufs <- data }()
 			}

@@ -70,15 +70,7 @@ func NewSnapshotID() string {
 // ValidSnapshotID reports whether id may name a snapshot: 1 to 64 of
 // [A-Za-z0-9._-], not starting with '.'.
 func ValidSnapshotID(id string) bool {
-	if id == "" || len(id) > 64 || id[0] == '.' {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return len(id) <= 64 && ValidObjectName(id)
 }
 
 // SaveSnapshot writes the snapshot record. Call it only after Flush.

@@ -61,7 +61,7 @@ func TestJSONOutput(t *testing.T) {
 	}
 
 	ck, res := e.check()
-	if res.code != exitOK || !ck.OK || ck.Snapshots != 1 || ck.Problems == nil {
+	if res.Code != exitOK || !ck.OK || ck.Snapshots != 1 || ck.Problems == nil {
 		t.Errorf("check --json: %+v\n%s", ck, res)
 	}
 
@@ -109,7 +109,7 @@ func TestReplacedRepository(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.init()
-	if res := e.expect(exitOK, "snapshots"); strings.Contains(res.stderr, "different") {
+	if res := e.expect(exitOK, "snapshots"); strings.Contains(res.Stderr, "different") {
 		t.Errorf("warning for the repository it just made:\n%s", res)
 	}
 	other := filepath.Join(e.dir, "other")
@@ -121,7 +121,7 @@ func TestReplacedRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := e.expect(exitOK, "snapshots")
-	if !strings.Contains(res.stderr, "different repository") {
+	if !strings.Contains(res.Stderr, "different repository") {
 		t.Errorf("no warning about the replaced repository:\n%s", res)
 	}
 }
@@ -141,7 +141,7 @@ func TestKeys(t *testing.T) {
 	keysWith := func(pw string) []keyReport {
 		t.Helper()
 		res := e.runEnv(with(pw), "key", "list", "--json")
-		if res.code != exitOK {
+		if res.Code != exitOK {
 			t.Fatalf("key list with %s:\n%s", filepath.Base(pw), res)
 		}
 		var keys []keyReport
@@ -171,7 +171,7 @@ func TestKeys(t *testing.T) {
 
 	// Removing the key in use fails and keeps it.
 	res := e.run("key", "remove", key1)
-	if res.code == exitOK {
+	if res.Code == exitOK {
 		t.Errorf("key remove of the key in use succeeded:\n%s", res)
 	}
 	if n := len(keysWith(e.pwFile)); n != 2 {
@@ -180,7 +180,7 @@ func TestKeys(t *testing.T) {
 
 	// passwd replaces the first password with the third.
 	e.expect(exitOK, "key", "passwd", "--new-password-file", pw3)
-	if res := e.run("snapshots"); res.code != exitWrongPassword {
+	if res := e.run("snapshots"); res.Code != exitWrongPassword {
 		t.Errorf("the old password still opens after key passwd:\n%s", res)
 	}
 	keys3 := keysWith(pw3)
@@ -194,10 +194,10 @@ func TestKeys(t *testing.T) {
 
 	// The second key can be removed with the third password.
 	res = e.runEnv(with(pw3), "key", "remove", key2)
-	if res.code != exitOK {
+	if res.Code != exitOK {
 		t.Fatalf("key remove of another key:\n%s", res)
 	}
-	if res := e.runEnv(with(pw2), "snapshots"); res.code != exitWrongPassword {
+	if res := e.runEnv(with(pw2), "snapshots"); res.Code != exitWrongPassword {
 		t.Errorf("a removed key still opens the repository:\n%s", res)
 	}
 	if keys := keysWith(pw3); len(keys) != 1 {
@@ -279,10 +279,10 @@ func TestRestoreSafety(t *testing.T) {
 				args = append(args, "--overwrite")
 			}
 			res := e.run(args...)
-			t.Logf("restore exited %d", res.code)
+			t.Logf("restore exited %d", res.Code)
 			outsideEmpty(t, outside)
 			if c.overwrite {
-				if res.code != exitOK {
+				if res.Code != exitOK {
 					t.Errorf("restore --overwrite over a symlink: want exit 0:\n%s", res)
 				}
 				fi, err := os.Lstat(link)
@@ -290,7 +290,7 @@ func TestRestoreSafety(t *testing.T) {
 					t.Errorf("with --overwrite the symlink should be replaced by the file: %v %v", fi, err)
 				}
 			} else {
-				if res.code != exitPartial {
+				if res.Code != exitPartial {
 					t.Errorf("restore blocked by a symlink: want exit %d (incomplete):\n%s", exitPartial, res)
 				}
 				if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -307,7 +307,7 @@ func TestRestoreSafety(t *testing.T) {
 		writeFile(t, mainGo, "local edit\n", 0o644)
 
 		res := e.run("restore", "latest", "--target", target)
-		if res.code != exitPartial {
+		if res.Code != exitPartial {
 			t.Errorf("restore over existing files without --overwrite: want exit %d:\n%s", exitPartial, res)
 		}
 		if got := readFile(t, mainGo); got != "local edit\n" {
@@ -348,7 +348,7 @@ func TestRestoreSafety(t *testing.T) {
 			}
 
 			res := e.run("restore", "latest", "--target", target)
-			if res.code != exitPartial {
+			if res.Code != exitPartial {
 				t.Errorf("want exit %d (first name not overwritten):\n%s", exitPartial, res)
 			}
 			if got := readFile(t, first); got != local {
@@ -435,7 +435,7 @@ func TestPasswordSources(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := *e
 			e.t = t
-			if res := e.runEnv(c.env, c.args...); res.code != c.want {
+			if res := e.runEnv(c.env, c.args...); res.Code != c.want {
 				t.Errorf("want exit %d:\n%s", c.want, res)
 			}
 		})
@@ -458,17 +458,17 @@ func TestInsecureRepository(t *testing.T) {
 		{"check", "--json"},
 	} {
 		res := e.runEnv(env, args...)
-		if res.code != exitOK {
+		if res.Code != exitOK {
 			t.Fatalf("want exit 0:\n%s", res)
 		}
-		if !strings.Contains(res.stderr, "NOT ENCRYPTED") {
+		if !strings.Contains(res.Stderr, "NOT ENCRYPTED") {
 			t.Errorf("%s on an unencrypted repository does not warn:\n%s", args[0], res)
 		}
-		if !jsonValid(res.stdout) {
+		if !jsonValid(res.Stdout) {
 			t.Errorf("%s --json: stdout is not JSON:\n%s", args[0], res)
 		}
 	}
-	if res := e.runEnv(env, "key", "add", "--new-password-file", e.pwFile); res.code == exitOK {
+	if res := e.runEnv(env, "key", "add", "--new-password-file", e.pwFile); res.Code == exitOK {
 		t.Errorf("key add on an unencrypted repository succeeded:\n%s", res)
 	}
 }

@@ -216,8 +216,8 @@ func TestSkippedUnreadable(t *testing.T) {
 	}
 
 	res := e.expect(exitOK, "snapshots")
-	if !strings.Contains(res.stdout, shortID(b.SnapshotID)) || !strings.Contains(res.stdout, "partial") {
-		t.Errorf("snapshots does not show %s as partial:\n%s", shortID(b.SnapshotID), res.stdout)
+	if !strings.Contains(res.Stdout, shortID(b.SnapshotID)) || !strings.Contains(res.Stdout, "partial") {
+		t.Errorf("snapshots does not show %s as partial:\n%s", shortID(b.SnapshotID), res.Stdout)
 	}
 	snaps := e.snapshots()
 	if len(snaps) != 1 || !snaps[0].Summary.Partial || snaps[0].Summary.FilesSkipped != 2 {
@@ -243,10 +243,10 @@ func TestMissingSources(t *testing.T) {
 	}
 
 	res := e.run("backup", missing, alsoMissing)
-	if res.code != exitFailure {
+	if res.Code != exitFailure {
 		t.Errorf("only missing sources: want exit %d:\n%s", exitFailure, res)
 	}
-	if len(lines(res.stderr)) == 0 {
+	if len(lines(res.Stderr)) == 0 {
 		t.Errorf("only missing sources: no message on stderr")
 	}
 	if snaps := e.snapshots(); len(snaps) != 1 {
@@ -300,17 +300,17 @@ func TestUsageAndAccessErrors(t *testing.T) {
 			e := *e
 			e.t = t
 			res := e.runEnv(c.env, c.args...)
-			if res.code != c.want {
+			if res.Code != c.want {
 				t.Fatalf("want exit %d:\n%s", c.want, res)
 			}
-			msg := lines(res.stderr)
+			msg := lines(res.Stderr)
 			if len(msg) == 0 || !strings.Contains(strings.ToLower(msg[len(msg)-1]), c.message) {
 				t.Errorf("stderr does not end in a message about %q:\n%s", c.message, res)
 			}
-			if len(msg) != 1 || res.stdout != "" {
+			if len(msg) != 1 || res.Stdout != "" {
 				t.Errorf("want exactly one line on stderr and nothing on stdout:\n%s", res)
 			}
-			if strings.Contains(res.stdout+res.stderr, "panic") || strings.Contains(res.stdout+res.stderr, "goroutine ") {
+			if strings.Contains(res.Stdout+res.Stderr, "panic") || strings.Contains(res.Stdout+res.Stderr, "goroutine ") {
 				t.Errorf("crash output:\n%s", res)
 			}
 			after := repoFiles(t, e.repo)
@@ -338,10 +338,10 @@ func TestUsageErrorWithJSON(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	res := e.run("snapshots", "--json", "--no-such-flag")
-	if res.code != exitUsage {
+	if res.Code != exitUsage {
 		t.Fatalf("want exit %d:\n%s", exitUsage, res)
 	}
-	if out := strings.TrimSpace(res.stdout); out != "" && !jsonValid(out) {
+	if out := strings.TrimSpace(res.Stdout); out != "" && !jsonValid(out) {
 		t.Errorf("snapshots --json with a bad flag printed text on stdout:\n%s", res)
 	}
 }

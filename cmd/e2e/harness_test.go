@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -65,18 +65,8 @@ func newEnv(t *testing.T) *env {
 }
 
 // result is what one run of the binary did.
-type result struct {
-	args    []string
-	code    int
-	stdout  string
-	stderr  string
-	elapsed time.Duration
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("nightjar %q: exit %d after %s\n--- stdout:\n%s\n--- stderr:\n%s",
-		r.args, r.code, r.elapsed.Round(time.Millisecond), r.stdout, r.stderr)
-}
+// result is one finished run of the binary.
+type result = buildbin.Result
 
 // environ is the environment of a run: nothing is inherited but PATH, so
 // that a NIGHTJAR_* variable of whoever runs the tests cannot leak in.
@@ -111,17 +101,8 @@ func (e *env) runEnv(extra []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := e.command(ctx, extra, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := result{args: args, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr) && exitErr.Exited():
-		res.code = exitErr.ExitCode()
-	default:
+	res, err := buildbin.Run(cmd, args)
+	if err != nil {
 		e.t.Fatalf("run nightjar %q: %v\n%s", args, err, res)
 	}
 	return res
@@ -136,7 +117,7 @@ func (e *env) run(args ...string) result {
 func (e *env) expect(want int, args ...string) result {
 	e.t.Helper()
 	res := e.run(args...)
-	if res.code != want {
+	if res.Code != want {
 		e.t.Fatalf("want exit %d, got:\n%s", want, res)
 	}
 	return res
@@ -181,7 +162,7 @@ func (e *env) check(args ...string) (checkReport, result) {
 // one JSON document and nothing else.
 func decodeJSON(t *testing.T, res result, v any) {
 	t.Helper()
-	if err := json.Unmarshal([]byte(res.stdout), v); err != nil {
+	if err := json.Unmarshal([]byte(res.Stdout), v); err != nil {
 		t.Fatalf("stdout is not one JSON document: %v\n%s", err, res)
 	}
 }

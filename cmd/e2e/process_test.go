@@ -42,8 +42,8 @@ type background struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error
-	stdout strings.Builder
-	stderr strings.Builder
+	Stdout strings.Builder
+	Stderr strings.Builder
 	cancel context.CancelFunc
 }
 
@@ -53,7 +53,7 @@ func (e *env) start(args ...string) *background {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	bg := &background{done: make(chan struct{}), cancel: cancel}
 	bg.cmd = e.command(ctx, nil, args...)
-	bg.cmd.Stdout, bg.cmd.Stderr = &bg.stdout, &bg.stderr
+	bg.cmd.Stdout, bg.cmd.Stderr = &bg.Stdout, &bg.Stderr
 	if err := bg.cmd.Start(); err != nil {
 		cancel()
 		e.t.Fatalf("start nightjar %q: %v", args, err)
@@ -145,7 +145,7 @@ func TestCrashSafety(t *testing.T) {
 				t.Fatalf("no %d packs after a minute", pt.packs)
 			}
 			if !bg.kill() {
-				t.Fatalf("the backup ended before it was killed (%v):\n%s\n%s", bg.err, bg.stdout.String(), bg.stderr.String())
+				t.Fatalf("the backup ended before it was killed (%v):\n%s\n%s", bg.err, bg.Stdout.String(), bg.Stderr.String())
 			}
 			packs := objects(t, data)
 			var packBytes int64
@@ -165,7 +165,7 @@ func TestCrashSafety(t *testing.T) {
 				t.Errorf("the killed backup left a snapshot: %+v", snaps)
 			}
 			ck, res := e.check("--read-data")
-			if res.code != exitOK || !ck.OK {
+			if res.Code != exitOK || !ck.OK {
 				t.Fatalf("check --read-data after the kill:\n%s", res)
 			}
 			if n := len(objects(t, filepath.Join(e.repo, "locks"))); n != 0 {
@@ -199,7 +199,7 @@ func TestCrashSafety(t *testing.T) {
 			// The data was read back by restore --verify; the structure is
 			// enough here.
 			ck, res = e.check()
-			if res.code != exitOK || !ck.OK || ck.UnindexedPacks != 0 {
+			if res.Code != exitOK || !ck.OK || ck.UnindexedPacks != 0 {
 				t.Errorf("check after the next backup: want ok and no unindexed packs:\n%s", res)
 			}
 		})
@@ -224,10 +224,10 @@ func TestLocking(t *testing.T) {
 		bg := e.start("backup", "--json", "--bandwidth", "4MiB", src)
 		locks := filepath.Join(e.repo, "locks")
 		if !waitFor(10*time.Second, func() bool { return len(objects(t, locks)) > 0 || !bg.running() }) || !bg.running() {
-			t.Fatalf("the backup took no lock or ended early:\n%s", bg.stderr.String())
+			t.Fatalf("the backup took no lock or ended early:\n%s", bg.Stderr.String())
 		}
 		res := e.run("check")
-		if res.code != exitOK {
+		if res.Code != exitOK {
 			t.Errorf("check beside a running backup: want exit 0:\n%s", res)
 		}
 		// A second backup runs beside the first: both hold shared locks.
@@ -239,10 +239,10 @@ func TestLocking(t *testing.T) {
 			t.Errorf("the backup ended before check and the second backup did: they did not overlap")
 		}
 		if code := bg.wait(); code != exitOK {
-			t.Fatalf("backup beside check exited %d:\n%s", code, bg.stderr.String())
+			t.Fatalf("backup beside check exited %d:\n%s", code, bg.Stderr.String())
 		}
 		ck, res := e.check("--read-data")
-		if res.code != exitOK || !ck.OK || ck.Snapshots != 2 {
+		if res.Code != exitOK || !ck.OK || ck.Snapshots != 2 {
 			t.Errorf("check --read-data after two concurrent backups: want ok and 2 snapshots:\n%s", res)
 		}
 		if n := len(objects(t, locks)); n != 0 {
@@ -275,10 +275,10 @@ func TestLocking(t *testing.T) {
 
 		for _, args := range [][]string{{"check"}, {"backup", src}} {
 			res := e.run(args...)
-			if res.code != exitBusy {
+			if res.Code != exitBusy {
 				t.Errorf("%s under a live exclusive lock: want exit %d:\n%s", args[0], exitBusy, res)
 			}
-			if msg := lines(res.stderr); len(msg) != 1 || !strings.Contains(msg[0], "busy") || !strings.Contains(msg[0], "exclusive") {
+			if msg := lines(res.Stderr); len(msg) != 1 || !strings.Contains(msg[0], "busy") || !strings.Contains(msg[0], "exclusive") {
 				t.Errorf("%s under a live exclusive lock: want one line saying busy and naming the exclusive lock:\n%s", args[0], res)
 			}
 		}
@@ -298,7 +298,7 @@ func TestLocking(t *testing.T) {
 			t.Fatal("the killed holder's lock file is gone: the test cannot show that a dead lock is recognised")
 		}
 		res := e.run("check")
-		if res.code != exitOK {
+		if res.Code != exitOK {
 			t.Errorf("check after the exclusive holder died: want exit 0:\n%s", res)
 		}
 		e.backup(exitOK, src)
@@ -360,7 +360,7 @@ func TestChangedDuringRead(t *testing.T) {
 	bg := e.start("backup", "--json", "--bandwidth", "4MiB", src)
 	locks := filepath.Join(e.repo, "locks")
 	if !waitFor(10*time.Second, func() bool { return len(objects(t, locks)) > 0 || !bg.running() }) || !bg.running() {
-		t.Fatalf("the backup took no lock or ended early:\n%s", bg.stderr.String())
+		t.Fatalf("the backup took no lock or ended early:\n%s", bg.Stderr.String())
 	}
 	time.Sleep(500 * time.Millisecond)
 	if !bg.running() {
@@ -378,7 +378,7 @@ func TestChangedDuringRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := bg.wait()
-	res := result{args: []string{"backup"}, code: code, stdout: bg.stdout.String(), stderr: bg.stderr.String()}
+	res := result{Args: []string{"backup"}, Code: code, Stdout: bg.Stdout.String(), Stderr: bg.Stderr.String()}
 	if code != exitOK && code != exitPartial {
 		t.Fatalf("backup of a file that changed:\n%s", res)
 	}
@@ -387,7 +387,7 @@ func TestChangedDuringRead(t *testing.T) {
 	if len(b.ChangedDuring) != 1 || b.ChangedDuring[0] != file {
 		t.Errorf("changed_during_read = %q, want [%q]", b.ChangedDuring, file)
 	}
-	if !strings.Contains(res.stderr, file) {
+	if !strings.Contains(res.Stderr, file) {
 		t.Errorf("no warning on stderr names %s:\n%s", file, res)
 	}
 }

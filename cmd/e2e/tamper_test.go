@@ -75,7 +75,7 @@ func TestTamper(t *testing.T) {
 	// packs then hold only chunks of big.bin, and the trees go into the
 	// last, smaller one.
 	res := e.runEnv([]string{"GOMAXPROCS=1"}, "backup", "--json", src)
-	if res.code != exitOK {
+	if res.Code != exitOK {
 		t.Fatalf("backup:\n%s", res)
 	}
 	var b backupReport
@@ -95,11 +95,11 @@ func TestTamper(t *testing.T) {
 		flipByte(t, pack, fi.Size()/2)
 		packName := filepath.Base(pack)
 
-		if ck, res := e.check(); res.code != exitOK {
-			t.Logf("structural check (allowed to fail or pass) exited %d: %+v", res.code, ck.Problems)
+		if ck, res := e.check(); res.Code != exitOK {
+			t.Logf("structural check (allowed to fail or pass) exited %d: %+v", res.Code, ck.Problems)
 		}
 		ck, res := e.check("--read-data")
-		if res.code != exitFailure || ck.OK {
+		if res.Code != exitFailure || ck.OK {
 			t.Fatalf("check --read-data of a damaged pack: want exit %d and ok=false:\n%s", exitFailure, res)
 		}
 		namesPack, affectsBig := false, false
@@ -121,24 +121,24 @@ func TestTamper(t *testing.T) {
 			}
 		}
 		if !namesPack {
-			t.Errorf("check --read-data does not name pack %s:\n%s", packName, res.stdout)
+			t.Errorf("check --read-data does not name pack %s:\n%s", packName, res.Stdout)
 		}
 		if !affectsBig {
-			t.Errorf("check --read-data does not name snapshot %s and path %s as affected:\n%s", b.SnapshotID, big, res.stdout)
+			t.Errorf("check --read-data does not name snapshot %s and path %s as affected:\n%s", b.SnapshotID, big, res.Stdout)
 		}
 		text := e.run("check", "--read-data")
-		if text.code != exitFailure {
+		if text.Code != exitFailure {
 			t.Errorf("check --read-data (text): want exit %d:\n%s", exitFailure, text)
 		}
 		for _, want := range []string{packName[:8], shortID(b.SnapshotID), big} {
-			if !strings.Contains(text.stdout, want) {
-				t.Errorf("check --read-data output does not mention %q:\n%s", want, text.stdout)
+			if !strings.Contains(text.Stdout, want) {
+				t.Errorf("check --read-data output does not mention %q:\n%s", want, text.Stdout)
 			}
 		}
 
 		target := filepath.Join(e.dir, "restore-damaged")
 		rres := e.run("restore", "latest", "--target", target)
-		if rres.code == exitOK {
+		if rres.Code == exitOK {
 			t.Errorf("restore of a snapshot with a damaged chunk succeeded:\n%s", rres)
 		}
 		if got, err := os.ReadFile(filepath.Join(target, big)); err == nil && !bytes.Equal(got, bigData) {
@@ -170,7 +170,7 @@ func TestTamper(t *testing.T) {
 		}
 		flipByte(t, p, fi.Size()/2)
 		ck, res := e.check()
-		if res.code != exitFailure || ck.OK {
+		if res.Code != exitFailure || ck.OK {
 			t.Fatalf("check of a damaged snapshot: want exit %d:\n%s", exitFailure, res)
 		}
 		named := false
@@ -180,7 +180,7 @@ func TestTamper(t *testing.T) {
 			}
 		}
 		if !named {
-			t.Errorf("check does not name snapshot %s:\n%s", b.SnapshotID, res.stdout)
+			t.Errorf("check does not name snapshot %s:\n%s", b.SnapshotID, res.Stdout)
 		}
 	})
 
@@ -192,10 +192,10 @@ func TestTamper(t *testing.T) {
 			t.Fatal(err)
 		}
 		ck, res := e.check()
-		if ck.UnindexedPacks == 0 && res.code == exitOK {
+		if ck.UnindexedPacks == 0 && res.Code == exitOK {
 			t.Fatalf("check does not notice a deleted index file:\n%s", res)
 		}
-		t.Logf("after deleting %s: check exit %d, %d unindexed packs, %d problems", filepath.Base(idx), res.code, ck.UnindexedPacks, len(ck.Problems))
+		t.Logf("after deleting %s: check exit %d, %d unindexed packs, %d problems", filepath.Base(idx), res.Code, ck.UnindexedPacks, len(ck.Problems))
 
 		next := e.backup(exitOK, src)
 		if next.AdoptedPacks == 0 {
@@ -205,7 +205,7 @@ func TestTamper(t *testing.T) {
 			t.Errorf("the backup after losing an index added %d bytes: it stored the data again instead of adopting the packs", next.BytesAdded)
 		}
 		ck, res = e.check("--read-data")
-		if res.code != exitOK || !ck.OK || ck.UnindexedPacks != 0 {
+		if res.Code != exitOK || !ck.OK || ck.UnindexedPacks != 0 {
 			t.Errorf("check --read-data after adoption: want exit 0, no unindexed packs:\n%s", res)
 		}
 		target := filepath.Join(e.dir, "restore-adopted")
@@ -225,7 +225,7 @@ func TestTamper(t *testing.T) {
 		}
 		flipByte(t, idx, fi.Size()/2)
 		ck, res := e.check()
-		if res.code != exitFailure || ck.OK {
+		if res.Code != exitFailure || ck.OK {
 			t.Fatalf("check of a damaged index file: want exit %d:\n%s", exitFailure, res)
 		}
 		named := false
@@ -235,7 +235,7 @@ func TestTamper(t *testing.T) {
 			}
 		}
 		if !named {
-			t.Errorf("check does not name index %s:\n%s", filepath.Base(idx), res.stdout)
+			t.Errorf("check does not name index %s:\n%s", filepath.Base(idx), res.Stdout)
 		}
 	})
 
@@ -266,7 +266,7 @@ func TestTamper(t *testing.T) {
 			pack := largest(t, objects(t, filepath.Join(e.repo, "data")))
 			c.damage(t, pack)
 			ck, res := e.check()
-			if res.code != exitFailure || ck.OK {
+			if res.Code != exitFailure || ck.OK {
 				t.Fatalf("structural check: want exit %d:\n%s", exitFailure, res)
 			}
 			affectsBig := false
@@ -277,9 +277,9 @@ func TestTamper(t *testing.T) {
 					}
 				}
 			}
-			if !affectsBig || !strings.Contains(res.stdout, filepath.Base(pack)[:8]) {
+			if !affectsBig || !strings.Contains(res.Stdout, filepath.Base(pack)[:8]) {
 				t.Errorf("check does not name pack %s and the affected snapshot %s path %s:\n%s",
-					filepath.Base(pack), shortID(b.SnapshotID), big, res.stdout)
+					filepath.Base(pack), shortID(b.SnapshotID), big, res.Stdout)
 			}
 		})
 	}
@@ -294,10 +294,10 @@ func TestTamper(t *testing.T) {
 		}
 		flipByte(t, key, fi.Size()-10)
 		res := e.run("snapshots")
-		if res.code == exitOK || strings.Contains(res.stderr, "goroutine ") {
+		if res.Code == exitOK || strings.Contains(res.Stderr, "goroutine ") {
 			t.Errorf("a damaged key file (the only one) still opens, or crashes:\n%s", res)
 		}
-		t.Logf("damaged key file: exit %d: %s", res.code, strings.TrimSpace(res.stderr))
+		t.Logf("damaged key file: exit %d: %s", res.Code, strings.TrimSpace(res.Stderr))
 	})
 
 	t.Run("config byte", func(t *testing.T) {
@@ -310,10 +310,10 @@ func TestTamper(t *testing.T) {
 		}
 		flipByte(t, p, fi.Size()/2)
 		res := e.run("snapshots")
-		if res.code == exitOK || res.code == exitWrongPassword {
+		if res.Code == exitOK || res.Code == exitWrongPassword {
 			t.Errorf("a damaged config: want a failure that is not \"wrong password\":\n%s", res)
 		}
-		if strings.Contains(res.stderr, "goroutine ") {
+		if strings.Contains(res.Stderr, "goroutine ") {
 			t.Errorf("crash:\n%s", res)
 		}
 	})

@@ -30,7 +30,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 
 	// The first half runs on the real clock.
 	res := w.must(exitOK, "job", "run", "j")
-	if !strings.Contains(res.stdout, "queued") || strings.Contains(res.stdout, "succeeded") {
+	if !strings.Contains(res.Stdout, "queued") || strings.Contains(res.Stdout, "succeeded") {
 		t.Errorf("job run must say that the run is queued, not that it ran:\n%s", res)
 	}
 	runs := w.runs()
@@ -43,7 +43,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 	}
 
 	res = w.must(exitConflict, "job", "run", "j")
-	if !strings.Contains(res.stderr, "active") {
+	if !strings.Contains(res.Stderr, "active") {
 		t.Errorf("the conflict does not say why:\n%s", res)
 	}
 	if n := len(w.runs()); n != 1 {
@@ -51,7 +51,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 	}
 
 	res = w.must(exitOK, "job", "explain", "j")
-	if !strings.Contains(res.stdout, fmt.Sprintf("run %d", first.ID)) {
+	if !strings.Contains(res.Stdout, fmt.Sprintf("run %d", first.ID)) {
 		t.Errorf("job explain does not mention the queued run %d:\n%s", first.ID, res)
 	}
 
@@ -61,7 +61,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 	}
 
 	res = w.must(exitOK, "job", "run", "j", "--wait")
-	if !strings.Contains(res.stdout, "succeeded") {
+	if !strings.Contains(res.Stdout, "succeeded") {
 		t.Errorf("job run --wait must say how the run ended:\n%s", res)
 	}
 	runs = w.runsOf("j")
@@ -91,7 +91,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 		t.Errorf("%d runs after the paused slot, want 2", n)
 	}
 	res = w.must(exitOK, "job", "explain", "j", "--at", rfc(next.Add(40*time.Second)))
-	if !strings.Contains(res.stdout, "paused") {
+	if !strings.Contains(res.Stdout, "paused") {
 		t.Errorf("job explain does not say the job is paused:\n%s", res)
 	}
 	if j := w.showJob("j", next.Add(50*time.Second)); !j.Paused || j.State != "paused" {
@@ -112,7 +112,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 		t.Errorf("the resumed job fired at once: %+v", p)
 	}
 	res = w.must(exitOK, "job", "explain", "j", "--at", rfc(resumed.Add(20*time.Second)))
-	if !strings.Contains(res.stdout, "next run") || !strings.Contains(res.stdout, want.Format("2006-01-02 15:04")) {
+	if !strings.Contains(res.Stdout, "next run") || !strings.Contains(res.Stdout, want.Format("2006-01-02 15:04")) {
 		t.Errorf("job explain does not give the next run %s:\n%s", rfc(want), res)
 	}
 
@@ -161,7 +161,7 @@ depends_on = ["a"]
 	// Lines: 3 the unknown key, 14 the zone, 15 and 23 the depends_on of the cycle.
 	w.writeConfig(broken)
 	res := w.must(exitUsage, "config", "validate")
-	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	lines := strings.Split(strings.TrimSpace(res.Stderr), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("want three problems, one a line, got %d lines\n%s", len(lines), res)
 	}
@@ -201,8 +201,8 @@ depends_on = ["a"]
 			t.Errorf("no problem line names the %s (%q)\n%s", e.what, e.text[0], res)
 		}
 	}
-	if !strings.Contains(res.stderr, "a → b → a") && !strings.Contains(res.stderr, "b → a → b") {
-		t.Errorf("the cycle is not spelled out:\n%s", res.stderr)
+	if !strings.Contains(res.Stderr, "a → b → a") && !strings.Contains(res.Stderr, "b → a → b") {
+		t.Errorf("the cycle is not spelled out:\n%s", res.Stderr)
 	}
 	res = w.must(exitUsage, "config", "validate", "--json")
 	var v struct {
@@ -358,8 +358,8 @@ func TestJSONOutputsAreWholeDocuments(t *testing.T) {
 	w.writeConfig(header("", "") + job("m", "manual", "", src) + job("s", "every 6h", `depends_on = ["m"]`, src))
 
 	res := w.must(exitOK, "runs", "--json")
-	if strings.TrimSpace(res.stdout) != "[]" {
-		t.Errorf("runs --json with no runs: %q, want []", res.stdout)
+	if strings.TrimSpace(res.Stdout) != "[]" {
+		t.Errorf("runs --json with no runs: %q, want []", res.Stdout)
 	}
 	var tick map[string]json.RawMessage
 	res = w.must(exitOK, "tick", "--json")
@@ -432,9 +432,9 @@ func TestBackupsGoOnAfterTheStateDatabaseIsLost(t *testing.T) {
 	res := w.nj("job", "run", "j", "--wait", "--json")
 	var r runRec
 	decodeWhole(t, res, &r)
-	if res.code != exitOK || r.Status != "succeeded" {
+	if res.Code != exitOK || r.Status != "succeeded" {
 		t.Errorf("the first backup after losing the state database: exit %d, run %d %s [%s/%s] %s",
-			res.code, r.ID, r.Status, r.ErrorClass, r.ErrorCode, r.Message)
+			res.Code, r.ID, r.Status, r.ErrorClass, r.ErrorCode, r.Message)
 	}
 	if n := len(w.snapshots()); n != 2 {
 		t.Errorf("repository holds %d snapshots, want 2", n)
@@ -538,13 +538,13 @@ tag = ["y"]
   path = "{{dir}}"
 `)
 	res := w.must(exitUsage, "config", "validate")
-	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	lines := strings.Split(strings.TrimSpace(res.Stderr), "\n")
 	if len(lines) != 2 {
-		t.Errorf("want two problems (line 12 and line 20), got %d lines:\n%s", len(lines), res.stderr)
+		t.Errorf("want two problems (line 12 and line 20), got %d lines:\n%s", len(lines), res.Stderr)
 	}
 	for _, n := range []int{12, 20} {
-		if !strings.Contains(res.stderr, fmt.Sprintf(":%d: ", n)) {
-			t.Errorf("no problem names line %d:\n%s", n, res.stderr)
+		if !strings.Contains(res.Stderr, fmt.Sprintf(":%d: ", n)) {
+			t.Errorf("no problem names line %d:\n%s", n, res.Stderr)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 	"io"
 	"os"
 	"os/exec"
@@ -123,18 +124,8 @@ func (w *world) environ() []string {
 }
 
 // result is what one run of the binary did.
-type result struct {
-	args    []string
-	code    int
-	stdout  string
-	stderr  string
-	elapsed time.Duration
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("nightjar %q: exit %d after %s\n--- stdout:\n%s\n--- stderr:\n%s",
-		r.args, r.code, r.elapsed.Round(time.Millisecond), r.stdout, r.stderr)
-}
+// result is one finished run of the binary.
+type result = buildbin.Result
 
 // command prepares a run of the binary.
 func (w *world) command(ctx context.Context, args ...string) *exec.Cmd {
@@ -150,17 +141,8 @@ func (w *world) run(args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := w.command(ctx, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	res := result{args: args, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr) && exitErr.Exited():
-		res.code = exitErr.ExitCode()
-	default:
+	res, err := buildbin.Run(cmd, args)
+	if err != nil {
 		w.t.Fatalf("run nightjar %q: %v\n%s", args, err, res)
 	}
 	return res
@@ -176,7 +158,7 @@ func (w *world) nj(args ...string) result {
 func (w *world) must(code int, args ...string) result {
 	w.t.Helper()
 	res := w.nj(args...)
-	if res.code != code {
+	if res.Code != code {
 		w.t.Fatalf("want exit %d\n%s", code, res)
 	}
 	return res
@@ -186,8 +168,8 @@ func (w *world) must(code int, args ...string) result {
 type proc struct {
 	cmd    *exec.Cmd
 	args   []string
-	stdout bytes.Buffer
-	stderr bytes.Buffer
+	Stdout bytes.Buffer
+	Stderr bytes.Buffer
 	start  time.Time
 	done   chan struct{}
 	err    error
@@ -203,7 +185,7 @@ func (w *world) startNJ(args ...string) *proc {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	p := &proc{args: args, done: make(chan struct{})}
 	p.cmd = w.command(ctx, args...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.Stdout, p.cmd.Stderr = &p.Stdout, &p.Stderr
 	p.start = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		cancel()
@@ -241,17 +223,17 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) result {
 	case <-time.After(timeout):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		t.Fatalf("nightjar %q did not end within %s\n--- stdout:\n%s\n--- stderr:\n%s", p.args, timeout, p.stdout.String(), p.stderr.String())
+		t.Fatalf("nightjar %q did not end within %s\n--- stdout:\n%s\n--- stderr:\n%s", p.args, timeout, p.Stdout.String(), p.Stderr.String())
 	}
 	p.once.Do(func() {
-		p.res = result{args: p.args, stdout: p.stdout.String(), stderr: p.stderr.String(), elapsed: time.Since(p.start)}
+		p.res = result{Args: p.args, Stdout: p.Stdout.String(), Stderr: p.Stderr.String(), Elapsed: time.Since(p.start)}
 		var exitErr *exec.ExitError
 		switch {
 		case p.err == nil:
 		case errors.As(p.err, &exitErr) && exitErr.Exited():
-			p.res.code = exitErr.ExitCode()
+			p.res.Code = exitErr.ExitCode()
 		case errors.As(p.err, &exitErr):
-			p.res.code = -1 // killed by a signal
+			p.res.Code = -1 // killed by a signal
 		default:
 			t.Fatalf("nightjar %q: %v", p.args, p.err)
 		}
@@ -262,7 +244,7 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) result {
 // decodeWhole decodes the whole stdout of res as exactly one JSON document.
 func decodeWhole(t *testing.T, res result, v any) {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(res.stdout))
+	dec := json.NewDecoder(strings.NewReader(res.Stdout))
 	if err := dec.Decode(v); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, res)
 	}
@@ -388,7 +370,7 @@ func (w *world) showJob(name string, at time.Time) jobRec {
 func (w *world) snapshots() []snapRec {
 	w.t.Helper()
 	res := w.run("snapshots", "--json", "-r", w.repo)
-	if res.code != exitOK {
+	if res.Code != exitOK {
 		w.t.Fatalf("snapshots failed\n%s", res)
 	}
 	var snaps []snapRec

@@ -71,7 +71,7 @@ func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
 
 	p.signal(t, syscall.SIGKILL)
 	killed := time.Now()
-	if res := p.wait(t, 10*time.Second); res.code != -1 {
+	if res := p.wait(t, 10*time.Second); res.Code != -1 {
 		t.Fatalf("the tick was not killed\n%s", res)
 	}
 
@@ -124,7 +124,7 @@ func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
 	if len(snaps) != 1 || snaps[0].ID != done.Snapshots[0].SnapshotID {
 		t.Errorf("repository holds %+v, want only the retry's snapshot %s", snaps, done.Snapshots[0].SnapshotID)
 	}
-	if res := w.run("check", "-r", w.repo, "--read-data"); res.code != exitOK {
+	if res := w.run("check", "-r", w.repo, "--read-data"); res.Code != exitOK {
 		t.Errorf("check --read-data after a killed backup and its retry\n%s", res)
 	}
 }
@@ -141,12 +141,12 @@ func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
 	p.signal(t, syscall.SIGTERM)
 	res := p.wait(t, 45*time.Second)
 	took := time.Since(sent)
-	t.Logf("tick exited %d, %s after SIGTERM", res.code, took.Round(time.Millisecond))
+	t.Logf("tick exited %d, %s after SIGTERM", res.Code, took.Round(time.Millisecond))
 	if took > 30*time.Second {
 		t.Errorf("tick took %s to exit after SIGTERM, want at most 30 s", took)
 	}
-	if res.code != exitOK && res.code != 130 {
-		t.Errorf("tick after SIGTERM: exit %d, want 0 (an interruption is not a failure) or 130\n%s", res.code, res)
+	if res.Code != exitOK && res.Code != 130 {
+		t.Errorf("tick after SIGTERM: exit %d, want 0 (an interruption is not a failure) or 130\n%s", res.Code, res)
 	}
 	var out passRec
 	decodeWhole(t, res, &out)
@@ -177,8 +177,8 @@ func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
 		}
 		t.Errorf("tick --json lists requeued run IDs %v, want [%d]: the output names a run that does not exist", ids, again.ID)
 	}
-	if strings.Contains(res.stderr, "left to orphan reclaim") {
-		t.Errorf("the run did not stop in time:\n%s", res.stderr)
+	if strings.Contains(res.Stderr, "left to orphan reclaim") {
+		t.Errorf("the run did not stop in time:\n%s", res.Stderr)
 	}
 	if locks := dirEntries(t, filepath.Join(w.repo, "locks")); len(locks) != 0 {
 		t.Errorf("the interrupted backup left repository locks behind: %v", locks)
@@ -214,13 +214,13 @@ func TestLiveRunIsLeftAloneAndCancelStopsIt(t *testing.T) {
 
 	res := w.must(exitOK, "runs", "cancel", strconv.FormatInt(running.ID, 10))
 	asked := time.Now()
-	if !strings.Contains(res.stdout, "cancel") {
+	if !strings.Contains(res.Stdout, "cancel") {
 		t.Errorf("runs cancel of a running run says:\n%s", res)
 	}
 	done := p.wait(t, 30*time.Second)
-	t.Logf("the tick ended %s after the cancellation, exit %d", time.Since(asked).Round(time.Millisecond), done.code)
-	if done.code != exitOK {
-		t.Errorf("a tick whose run was cancelled by a user: exit %d, want 0\n%s", done.code, done)
+	t.Logf("the tick ended %s after the cancellation, exit %d", time.Since(asked).Round(time.Millisecond), done.Code)
+	if done.Code != exitOK {
+		t.Errorf("a tick whose run was cancelled by a user: exit %d, want 0\n%s", done.Code, done)
 	}
 	runs := w.runsOf("slow")
 	if len(runs) != 1 {
@@ -280,8 +280,8 @@ func TestServeStartsOtherRunsDuringALongBackup(t *testing.T) {
 	if took := time.Since(sent); took > 30*time.Second {
 		t.Errorf("serve took %s to stop after SIGTERM", took)
 	}
-	if res.code != exitOK && res.code != 130 {
-		t.Errorf("serve after SIGTERM: exit %d\n%s", res.code, res)
+	if res.Code != exitOK && res.Code != 130 {
+		t.Errorf("serve after SIGTERM: exit %d\n%s", res.Code, res)
 	}
 	if slowNow.Status == "running" {
 		runs := w.runsOf("slow")

@@ -105,7 +105,7 @@ func TestScheduledBackupAcrossDSTAndRestore(t *testing.T) {
 	}
 	target := w.path("restored")
 	res = w.run("restore", "latest", "-r", w.repo, "--target", target, "--verify")
-	if res.code != exitOK {
+	if res.Code != exitOK {
 		t.Fatalf("restore failed\n%s", res)
 	}
 	compareTrees(t, want, manifest(t, filepath.Join(target, src)))
@@ -164,7 +164,7 @@ func TestPartialFailureKeepsTheGoodSource(t *testing.T) {
 	}
 	target := w.path("restored")
 	res := w.run("restore", snaps[0].ID, "-r", w.repo, "--target", target, "--verify")
-	if res.code != exitOK {
+	if res.Code != exitOK {
 		t.Fatalf("restore of the good source failed\n%s", res)
 	}
 	compareTrees(t, want, manifest(t, filepath.Join(target, good)))
@@ -179,7 +179,7 @@ func TestFourConcurrentTicksRunEachJobOnce(t *testing.T) {
 	w := newWorld(t)
 	// The repository exists beforehand: this test is about claiming (the
 	// creation race of a new repository has its own test).
-	if res := w.run("init", "-r", w.repo); res.code != exitOK {
+	if res := w.run("init", "-r", w.repo); res.Code != exitOK {
 		t.Fatalf("init failed\n%s", res)
 	}
 	cfg := header("max_concurrent_runs = 10", "max_concurrent_runs = 10")
@@ -205,7 +205,7 @@ func TestFourConcurrentTicksRunEachJobOnce(t *testing.T) {
 	claimedBy := map[int64]int{}
 	for i, p := range procs {
 		res := p.wait(t, 90*time.Second)
-		if res.code != exitOK {
+		if res.Code != exitOK {
 			t.Errorf("tick %d: want exit 0\n%s", i, res)
 			continue
 		}
@@ -299,8 +299,8 @@ func TestFirstRunsIntoANewRepositoryAllSucceed(t *testing.T) {
 			t.Errorf("run %d of %s: %s [%s/%s] %s", r.ID, r.Job, r.Status, r.ErrorClass, r.ErrorCode, r.Message)
 		}
 	}
-	if res.code != exitOK {
-		t.Errorf("tick exit %d, want 0", res.code)
+	if res.Code != exitOK {
+		t.Errorf("tick exit %d, want 0", res.Code)
 	}
 	if n := len(w.snapshots()); n != 4 {
 		t.Errorf("repository holds %d snapshots, want 4", n)

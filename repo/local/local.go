@@ -107,7 +107,7 @@ func (b *Backend) path(h repo.Handle) (string, error) {
 	if h.Type == repo.ConfigFile {
 		return filepath.Join(b.root, string(repo.ConfigFile)), nil
 	}
-	if !validName(h.Name) {
+	if !repo.ValidObjectName(h.Name) {
 		return "", fmt.Errorf("invalid object name %q", h.Name)
 	}
 	switch h.Type {
@@ -120,21 +120,6 @@ func (b *Backend) path(h repo.Handle) (string, error) {
 		return filepath.Join(b.root, string(h.Type), h.Name), nil
 	}
 	return "", fmt.Errorf("unknown object type %q", h.Type)
-}
-
-// validName accepts the names the format uses: letters, digits, '.', '-'
-// and '_', not starting with '.', at most 128 bytes.
-func validName(name string) bool {
-	if name == "" || len(name) > 128 || name[0] == '.' {
-		return false
-	}
-	for _, c := range []byte(name) {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // createTemp creates a new, empty temporary file.
@@ -392,7 +377,7 @@ func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if !e.Type().IsRegular() || !validName(e.Name()) {
+			if !e.Type().IsRegular() || !repo.ValidObjectName(e.Name()) {
 				continue
 			}
 			fi, err := e.Info()

@@ -37,25 +37,10 @@ func key(h repo.Handle) (repo.Handle, error) {
 	default:
 		return repo.Handle{}, fmt.Errorf("unknown object type %q", h.Type)
 	}
-	if !validName(h.Name) {
+	if !repo.ValidObjectName(h.Name) {
 		return repo.Handle{}, fmt.Errorf("invalid object name %q", h.Name)
 	}
 	return h, nil
-}
-
-// validName accepts what repo/local accepts: letters, digits, '.', '-' and
-// '_', not starting with '.', at most 128 bytes.
-func validName(name string) bool {
-	if name == "" || len(name) > 128 || name[0] == '.' {
-		return false
-	}
-	for _, c := range []byte(name) {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // Save stores a copy of data under h, replacing any object of that name.

@@ -1,4 +1,5 @@
-// Package buildbin builds the nightjar binary for end-to-end tests.
+// Package buildbin builds the nightjar binary for end-to-end tests and
+// runs it (Run, Result).
 //
 // The go command caches a package's test result and reuses it while the
 // test binary and the files and environment the tests read are unchanged.
@@ -11,6 +12,7 @@
 package buildbin
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -18,7 +20,42 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
+
+// Result is one finished run of the binary.
+type Result struct {
+	Args    []string
+	Code    int
+	Stdout  string
+	Stderr  string
+	Elapsed time.Duration
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("nightjar %q: exit %d after %s\n--- stdout:\n%s\n--- stderr:\n%s",
+		r.Args, r.Code, r.Elapsed.Round(time.Millisecond), r.Stdout, r.Stderr)
+}
+
+// Run runs cmd, a run of the binary with args, to its end and collects
+// its output. An error means it did not run or did not exit by itself;
+// the Result then holds what it printed.
+func Run(cmd *exec.Cmd, args []string) (Result, error) {
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String(), Elapsed: time.Since(start)}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr) && exitErr.Exited():
+		res.Code = exitErr.ExitCode()
+	default:
+		return res, err
+	}
+	return res, nil
+}
 
 // Build compiles nightjar into a new temporary folder (readable by every
 // user, for tests that run it as another one) and returns the binary's
