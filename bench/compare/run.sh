@@ -205,10 +205,6 @@ if [ "$DROP_CACHES" = 1 ] && [ -w /proc/sys/vm/drop_caches ]; then
 elif [ "$DROP_CACHES" = 1 ]; then
 	log "cannot write /proc/sys/vm/drop_caches: the page cache stays warm"
 fi
-drop() {
-	sync
-	if [ "$can_drop" = 1 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
-}
 # settle: empties the kernel's caches (page cache, dentries, inodes) when
 # allowed, whatever DROP_CACHES says; the caller then reads back what is
 # to be warm. On this machine a kernel full of caches from earlier rounds
@@ -221,6 +217,10 @@ settle() {
 	else
 		log "cannot write /proc/sys/vm/drop_caches: caches left as they are"
 	fi
+}
+# drop: before a measured step, settle with DROP_CACHES=1, else only sync.
+drop() {
+	if [ "$can_drop" = 1 ]; then settle; else sync; fi
 }
 
 # Nobody's password comes from the environment but the file's.
