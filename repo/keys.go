@@ -52,6 +52,7 @@ func (p KDFParams) check() error {
 }
 
 func (p KDFParams) derive(password []byte) []byte {
+	prepareKDFMemory(uint64(p.MemoryKiB) * 1024)
 	return argon2.IDKey(password, p.Salt, p.Time, p.MemoryKiB, p.Threads, 32)
 }
 
