@@ -83,10 +83,11 @@ const partChunks = 32
 // temporary file; whichever part finishes last puts it in place.
 type pendingFile struct {
 	restoreFile
-	open  sync.Once
-	tmp   string
-	out   *os.File
-	parts atomic.Int32 // parts not yet finished
+	open   sync.Once
+	tmp    string
+	out    *os.File
+	direct *os.File     // out opened again for direct writes; nil: page cache only
+	parts  atomic.Int32 // parts not yet finished
 	// writing lets one part at a time write: ext4 (like most file
 	// systems) holds the inode's lock for each buffered write, and the
 	// kernel's waiters spin for it. Parked here instead, they cost
@@ -356,8 +357,9 @@ func (rs *restorer) split(f *pendingFile) []filePart {
 func (rs *restorer) fileWorker(ctx context.Context, cancel context.CancelFunc) {
 	defer rs.fileWG.Done()
 	var buf repo.BlobBuffer
+	var stage stagingBuffer
 	for p := range rs.parts {
-		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf), cancel)
+		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf, &stage), cancel)
 	}
 }
 
@@ -369,8 +371,8 @@ func (e *damageError) Unwrap() error { return e.err }
 
 // writePart writes one part's chunks into the file's temporary file, which
 // the first part to start creates. Runs of zeros become holes, so that a
-// sparse file stays sparse.
-func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuffer) error {
+// sparse file stays sparse. Big files go through stage to direct writes.
+func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuffer, stage *stagingBuffer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -381,9 +383,16 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	f.open.Do(func() {
 		f.tmp = tempName(f.target)
 		f.out, f.err = os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+		if f.err == nil && f.node.Size >= directMinSize {
+			f.direct = openDirect(f.tmp, f.out)
+		}
 	})
 	if f.out == nil {
 		return nil // the failure to create it is f.err
+	}
+	var direct *directWriter
+	if f.direct != nil {
+		direct = newDirectWriter(f, stage)
 	}
 	offset := p.offset
 	for _, id := range f.node.Content[p.first:p.end] {
@@ -391,15 +400,28 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 		if err != nil {
 			return &damageError{fmt.Errorf("restore %s: %w", f.shown, err)}
 		}
-		if !isZero(data) {
-			f.writing.Lock()
-			_, err := f.out.WriteAt(data, offset)
-			f.writing.Unlock()
-			if err != nil {
-				return err
+		switch {
+		case isZero(data):
+			// A hole: what is staged before it goes out now.
+			if direct != nil {
+				err = direct.flush()
 			}
+		case direct != nil:
+			err = direct.add(offset, data)
+		default:
+			f.writing.Lock()
+			_, err = f.out.WriteAt(data, offset)
+			f.writing.Unlock()
+		}
+		if err != nil {
+			return err
 		}
 		offset += int64(len(data))
+	}
+	if direct != nil {
+		if err := direct.flush(); err != nil {
+			return err
+		}
 	}
 	f.written.Add(offset - p.offset)
 	return nil
@@ -442,6 +464,11 @@ func (rs *restorer) finishPart(ctx context.Context, p filePart, err error, cance
 // finishFile puts a file whose parts are all written in place with its
 // metadata, or removes its temporary file if a part failed.
 func (rs *restorer) finishFile(f *pendingFile) error {
+	if f.direct != nil {
+		// Direct writes are complete when WriteAt returns; closing
+		// reports nothing more.
+		f.direct.Close()
+	}
 	if f.err != nil {
 		if f.out != nil {
 			f.out.Close()
@@ -484,7 +511,8 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 func (rs *restorer) restoreWhole(ctx context.Context, f restoreFile) error {
 	pf := &pendingFile{restoreFile: f}
 	var buf repo.BlobBuffer
-	if err := rs.writePart(ctx, filePart{file: pf, end: len(f.node.Content)}, &buf); err != nil {
+	var stage stagingBuffer
+	if err := rs.writePart(ctx, filePart{file: pf, end: len(f.node.Content)}, &buf, &stage); err != nil {
 		pf.err = err
 	}
 	return rs.finishFile(pf)
