@@ -413,7 +413,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				a.skip(p, "source's parent folder: "+describe(err))
 				continue
 			}
-			node, err := a.nodeFrom(p, fi)
+			node, err := a.nodeFrom(p, fi, prev)
 			if err != nil {
 				a.skip(p, describe(err))
 				continue
@@ -462,7 +462,7 @@ func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*r
 		a.skip(p, describe(err))
 		return nil, false, nil
 	}
-	node, err := a.nodeFrom(p, fi)
+	node, err := a.nodeFrom(p, fi, prev)
 	if err != nil {
 		a.skip(p, describe(err))
 		return nil, false, nil
@@ -527,12 +527,12 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 			a.skip(p, describe(err))
 			continue
 		}
-		node, err := a.nodeFrom(p, fi)
+		prev := parentNodes[name]
+		node, err := a.nodeFrom(p, fi, prev)
 		if err != nil {
 			a.skip(p, describe(err))
 			continue
 		}
-		prev := parentNodes[name]
 		switch node.Type {
 		case repo.NodeDir:
 			dirs = append(dirs, a.startDir(ctx, p, parentSubtree(prev), len(tree.Nodes)))
@@ -701,9 +701,8 @@ func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, pr
 // unchanged reports whether a file can take its content from the parent
 // snapshot without being read: same size, mtime, ctime and inode.
 func unchanged(prev, cur *repo.Node) bool {
-	return prev.Type == repo.NodeFile && prev.Size == cur.Size && prev.MTime.Equal(cur.MTime) &&
-		prev.CTime.Equal(cur.CTime) && prev.Inode == cur.Inode && prev.Device == cur.Device &&
-		(len(prev.Content) > 0 || prev.Size == 0)
+	return cur.Type == repo.NodeFile && sameInodeAndCTime(prev, cur) && prev.Size == cur.Size &&
+		prev.MTime.Equal(cur.MTime) && (len(prev.Content) > 0 || prev.Size == 0)
 }
 
 // finishFile fills the node from a finished job; false means skipped.

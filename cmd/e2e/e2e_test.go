@@ -116,6 +116,33 @@ func TestIncremental(t *testing.T) {
 	if third.BytesRead != 100_000 {
 		t.Errorf("one file of 100000 bytes touched: bytes_read = %d", third.BytesRead)
 	}
+
+	// Unchanged entries take their extended attributes from the parent
+	// snapshot; changing an attribute changes the ctime, so the entry's
+	// attributes are read again.
+	if !rt.xattrs {
+		return
+	}
+	if err := unix.Setxattr(filepath.Join(src, "tiny.txt"), "user.comment", []byte("changed"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(filepath.Join(src, "a"), "user.added", []byte("new"), 0); err != nil {
+		t.Fatal(err)
+	}
+	e.backup(exitOK, src)
+	target := filepath.Join(e.dir, "restore")
+	e.expect(exitOK, "restore", "latest", "--target", target)
+	got := scanTree(t, filepath.Join(target, src))
+	for _, c := range []struct{ path, name, want string }{
+		{"tiny.txt", "user.comment", "changed"},
+		{"a", "user.added", "new"},
+		{"a", "user.folder", "a folder attribute"},
+		{"random.bin", "user.binary", "\x00\x01\xfe\xff"},
+	} {
+		if v, ok := got[c.path].Xattrs[c.name]; !ok || v != c.want {
+			t.Errorf("after the fourth backup, %s has %s = %q (present: %v), want %q", c.path, c.name, v, ok, c.want)
+		}
+	}
 }
 
 // TestDedupShiftedData inserts 100 bytes at the start of a 32 MiB file:
