@@ -3,7 +3,6 @@ package backup
 import (
 	"errors"
 	"os"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -72,17 +71,16 @@ func (s *stagingBuffer) get() []byte {
 // directWriter writes one part of a file: runs of chunks at increasing
 // offsets, with holes (chunks of zeros, never written) between runs.
 type directWriter struct {
-	buffered *os.File
-	direct   *os.File // nil after the file system refused a direct write
-	writing  *sync.Mutex
-	stage    []byte // stage[0] is the file's byte at offset base
-	base     int64  // aligned
-	start    int64  // the staged run is [start, end)
-	end      int64
+	f      *pendingFile
+	direct *os.File // f.direct, or nil after the file system refused a direct write
+	stage  []byte   // stage[0] is the file's byte at offset base
+	base   int64    // aligned
+	start  int64    // the staged run is [start, end)
+	end    int64
 }
 
 func newDirectWriter(f *pendingFile, stage *stagingBuffer) *directWriter {
-	return &directWriter{buffered: f.out, direct: f.direct, writing: &f.writing, stage: stage.get()}
+	return &directWriter{f: f, direct: f.direct, stage: stage.get()}
 }
 
 // add stages data, which belongs at offset off.
@@ -111,8 +109,8 @@ func (w *directWriter) flush() error {
 	if s == e {
 		return nil
 	}
-	w.writing.Lock()
-	defer w.writing.Unlock()
+	w.f.writing.Lock()
+	defer w.f.writing.Unlock()
 	first := (s + directAlign - 1) &^ (directAlign - 1)
 	last := e &^ (directAlign - 1)
 	if first >= last {
@@ -131,7 +129,7 @@ func (w *directWriter) writeBuffered(from, to int64) error {
 	if from == to {
 		return nil
 	}
-	_, err := w.buffered.WriteAt(w.stage[from-w.base:to-w.base], from)
+	_, err := w.f.out.WriteAt(w.stage[from-w.base:to-w.base], from)
 	return err
 }
 

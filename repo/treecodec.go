@@ -612,24 +612,14 @@ func (p *treeParser) unescape(s []byte) ([]byte, bool) {
 
 // hex4 decodes the four hex digits of a \u escape.
 func hex4(s []byte) (rune, bool) {
+	var b [2]byte
 	if len(s) < 4 {
 		return 0, false
 	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
+	if _, err := hex.Decode(b[:], s[:4]); err != nil {
+		return 0, false
 	}
-	return r, true
+	return rune(b[0])<<8 | rune(b[1]), true
 }
 
 func (p *treeParser) str(dst *string) bool {
@@ -650,7 +640,8 @@ func (p *treeParser) reused(dst, last *string) bool {
 }
 
 // nodeType is str that uses the constants for the known types, saving a
-// copy per node.
+// copy per node. (A switch: a loop over a list of them decoded trees 8%
+// slower.)
 func (p *treeParser) nodeType(dst *string) bool {
 	s, ok := p.unquoted()
 	switch string(s) {
