@@ -27,6 +27,17 @@ type ChunkerParams struct {
 	Max int `json:"max"`
 }
 
+// ConfigVersion is the version of the repositories init makes, and the
+// newest this code opens: the config's "version", which says what the
+// repository's objects may hold (the objects' own header lines keep
+// FormatVersion). Version 2 adds split trees (tree list blobs), which a
+// reader of version 1 would take for empty directories; repositories of
+// version 1 are read and written as before, without splitting trees.
+const ConfigVersion = 2
+
+// splitTreesVersion is the first config version whose trees may be split.
+const splitTreesVersion = 2
+
 // Config is the repository's config object.
 type Config struct {
 	Version     int           `json:"version"`
@@ -51,7 +62,7 @@ func newConfig(now time.Time, chunker ChunkerParams) (Config, error) {
 		return Config{}, err
 	}
 	return Config{
-		Version:     FormatVersion,
+		Version:     ConfigVersion,
 		ID:          hex.EncodeToString(id[:]),
 		Created:     now.UTC(),
 		Compression: "zstd",
@@ -117,7 +128,7 @@ func decodeConfig(s sealer, data []byte) (Config, error) {
 	if c.Version < 1 {
 		return Config{}, fmt.Errorf("config version %d: %w", c.Version, ErrIntegrity)
 	}
-	if c.Version > FormatVersion {
+	if c.Version > ConfigVersion {
 		return Config{}, fmt.Errorf("config version %d: %w", c.Version, ErrUnsupportedVersion)
 	}
 	if err := c.check(); err != nil {

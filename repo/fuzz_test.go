@@ -249,7 +249,7 @@ func FuzzDecodeKeyInfo(f *testing.F) {
 func FuzzDecodeConfig(f *testing.F) {
 	s := plainSealer{}
 	cfg := Config{
-		Version: FormatVersion, ID: string(bytes.Repeat([]byte("ab"), 32)), Created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+		Version: ConfigVersion, ID: string(bytes.Repeat([]byte("ab"), 32)), Created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
 		Compression: "zstd", Chunker: ChunkerParams{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20}, PackSize: DefaultPackSize,
 		InsecureKey: &MasterKey{BlobID: make([]byte, 32), Chunker: make([]byte, 32)},
 	}
@@ -282,7 +282,7 @@ func FuzzDecodeConfig(f *testing.F) {
 				}
 				continue
 			}
-			if err := c.check(); err != nil || c.Version > FormatVersion {
+			if err := c.check(); err != nil || c.Version > ConfigVersion {
 				t.Fatalf("accepted a config that fails its own check (version %d): %v", c.Version, err)
 			}
 			again, err := encodeConfig(s, EncryptionNone, c)
@@ -315,7 +315,7 @@ func FuzzTreeJSON(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		back, err := decodeTree(b)
+		back, err := decodeTreeOnly(b)
 		if err != nil {
 			t.Fatalf("decode of an encoded tree %s: %v", b, err)
 		}
@@ -325,7 +325,7 @@ func FuzzTreeJSON(f *testing.F) {
 
 		// Any JSON node: decoding must not panic, and what decodes
 		// re-encodes stably.
-		m, err := decodeTree(append(append([]byte(`{"nodes":[`), js...), ']', '}'))
+		m, err := decodeTreeOnly(append(append([]byte(`{"nodes":[`), js...), ']', '}'))
 		if err != nil {
 			return
 		}
@@ -333,7 +333,7 @@ func FuzzTreeJSON(f *testing.F) {
 		if err != nil {
 			return // e.g. a time outside what JSON times can hold
 		}
-		m2, err := decodeTree(b1)
+		m2, err := decodeTreeOnly(b1)
 		if err != nil {
 			t.Fatalf("re-decoding %s: %v", b1, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,17 +19,24 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden repository in testdata/repo")
 
-// The golden repository is a small repository of format version 1, written
-// once by this code and committed, so that every later nightjar is tested
-// against reading it. Regenerate it (only for a deliberate format change,
-// which must come with a new version) with
+// The golden repositories are small repositories, one per config version,
+// each written once by the nightjar of its day and committed, so that every
+// later nightjar is tested against reading them. Write the newest one (only
+// for a deliberate format change, which must come with a new version, in a
+// new folder) with
 //
 //	go test ./repo -run TestGoldenRepository -update
-const (
-	goldenDir      = "../testdata/repo/v1"
-	goldenPassword = "nightjar golden repository"
-	goldenSnapshot = "golden-v1"
-)
+var goldenDirs = []string{"../testdata/repo/v1", "../testdata/repo/v2"}
+
+const goldenPassword = "nightjar golden repository"
+
+// goldenSnapshot is the ID of the one snapshot of the golden repository of
+// config version v.
+func goldenSnapshot(v int) string { return fmt.Sprintf("golden-v%d", v) }
+
+// goldenMany is the number of entries of the directory "many" that the
+// golden repositories from version 2 on hold: enough for a split tree.
+const goldenMany = 400
 
 var goldenTime = time.Date(2025, 6, 1, 12, 0, 0, 123456789, time.UTC)
 
@@ -51,7 +59,16 @@ func goldenTree(r *repo.Repository, t *testing.T) repo.ID {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var many repo.Tree
+	for i := range goldenMany {
+		many.Nodes = append(many.Nodes, repo.Node{Name: fmt.Sprintf("f%03d", i), Type: repo.NodeFile, Mode: 0o600, MTime: goldenTime})
+	}
+	manyID, err := r.SaveTree(ctx, &many)
+	if err != nil {
+		t.Fatal(err)
+	}
 	nodes = append(nodes, repo.Node{Name: "empty", Type: repo.NodeDir, Mode: 0o700, MTime: goldenTime, Subtree: &empty},
+		repo.Node{Name: "many", Type: repo.NodeDir, Mode: 0o700, MTime: goldenTime, Subtree: &manyID},
 		repo.Node{Name: "z-link", Type: repo.NodeSymlink, Mode: 0o777, MTime: goldenTime, LinkTarget: "hello.txt"})
 	slices.SortFunc(nodes, func(a, b repo.Node) int { return strings.Compare(a.Name, b.Name) }) // byte order
 	data, err := r.SaveTree(ctx, &repo.Tree{Nodes: nodes})
@@ -65,8 +82,10 @@ func goldenTree(r *repo.Repository, t *testing.T) repo.ID {
 	return root
 }
 
+// writeGolden writes the golden repository of the newest config version.
 func writeGolden(t *testing.T) {
 	ctx := context.Background()
+	goldenDir := goldenDirs[len(goldenDirs)-1]
 	if err := os.RemoveAll(goldenDir); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +96,7 @@ func writeGolden(t *testing.T) {
 	r := initRepoWith(t, be, goldenPassword, repo.InitOptions{Now: func() time.Time { return goldenTime }})
 	root := goldenTree(r, t)
 	flush(t, r)
-	snap := &repo.Snapshot{ID: goldenSnapshot, Time: goldenTime, Hostname: "golden", Username: "nightjar",
+	snap := &repo.Snapshot{ID: goldenSnapshot(repo.ConfigVersion), Time: goldenTime, Hostname: "golden", Username: "nightjar",
 		Paths: []string{"/data"}, Tree: root, ProgramVersion: "golden"}
 	if err := r.SaveSnapshot(ctx, snap); err != nil {
 		t.Fatal(err)
@@ -96,16 +115,22 @@ func writeGolden(t *testing.T) {
 	}
 }
 
-// TestGoldenRepository reads the committed version 1 repository: format
-// changes that break reading existing backups fail here.
+// TestGoldenRepository reads the committed repositories of every config
+// version: format changes that break reading existing backups fail here.
 func TestGoldenRepository(t *testing.T) {
 	if *update {
 		writeGolden(t)
 	}
+	for i, dir := range goldenDirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkGolden(t, dir, i+1) })
+	}
+}
+
+func checkGolden(t *testing.T, dir string, version int) {
 	ctx := context.Background()
-	be, err := local.Open(goldenDir)
+	be, err := local.Open(dir)
 	if err != nil {
-		t.Fatalf("open golden repository (regenerate with -update): %v", err)
+		t.Fatalf("open golden repository (regenerate the newest with -update): %v", err)
 	}
 	if _, err := repo.Open(ctx, be, repo.OpenOptions{Password: pw("not it")}); !errors.Is(err, repo.ErrWrongPassword) {
 		t.Errorf("wrong password: %v, want ErrWrongPassword", err)
@@ -115,7 +140,7 @@ func TestGoldenRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if cfg := r.Config(); cfg.Version != 1 || cfg.Chunker != testChunker || !cfg.Created.Equal(goldenTime) {
+	if cfg := r.Config(); cfg.Version != version || cfg.Chunker != testChunker || !cfg.Created.Equal(goldenTime) {
 		t.Errorf("config %+v", cfg)
 	}
 	if err := r.LoadIndex(ctx); err != nil {
@@ -125,7 +150,7 @@ func TestGoldenRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.ID != goldenSnapshot || !snap.Time.Equal(goldenTime) || snap.Hostname != "golden" {
+	if snap.ID != goldenSnapshot(version) || !snap.Time.Equal(goldenTime) || snap.Hostname != "golden" {
 		t.Errorf("snapshot %+v", snap)
 	}
 	root, err := r.LoadTree(ctx, snap.Tree)
@@ -139,6 +164,9 @@ func TestGoldenRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	trees := []repo.ID{snap.Tree, *root.Nodes[0].Subtree}
+	wantBlobs := 7 // 3 chunks, 3 trees and the inventory blob
+	chunks := map[repo.ID]bool{}
 	var gotNames []string
 	for _, n := range data.Nodes {
 		gotNames = append(gotNames, n.Name)
@@ -146,6 +174,7 @@ func TestGoldenRepository(t *testing.T) {
 		case repo.NodeFile:
 			var content []byte
 			for _, id := range n.Content {
+				chunks[id] = true
 				b, err := r.LoadBlob(ctx, id)
 				if err != nil {
 					t.Fatalf("%q: %v", n.Name, err)
@@ -159,14 +188,36 @@ func TestGoldenRepository(t *testing.T) {
 			if n.LinkTarget != "hello.txt" {
 				t.Errorf("symlink %q -> %q", n.Name, n.LinkTarget)
 			}
+		case repo.NodeDir:
+			if n.Name != "many" {
+				continue
+			}
+			// A split tree: a tree list and its parts.
+			trees = append(trees, *n.Subtree)
+			raw := loadRaw(t, r, *n.Subtree)
+			if len(raw.Parts) < 2 {
+				t.Errorf("many: stored with %d parts, want a tree list", len(raw.Parts))
+			}
+			wantBlobs = 4 + len(raw.Parts) // root, data, empty, the list and its parts; the chunks are added below
+			many, err := r.LoadTree(ctx, *n.Subtree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(many.Nodes) != goldenMany || many.Nodes[goldenMany-1].Name != fmt.Sprintf("f%03d", goldenMany-1) {
+				t.Errorf("many holds %d entries", len(many.Nodes))
+			}
 		}
 	}
-	if want := []string{"caf\xe9", "empty", "hello.txt", "random.bin", "z-link"}; !slices.Equal(gotNames, want) {
+	want := []string{"caf\xe9", "empty", "hello.txt", "random.bin", "z-link"}
+	if version >= 2 {
+		want = []string{"caf\xe9", "empty", "hello.txt", "many", "random.bin", "z-link"}
+	}
+	if !slices.Equal(gotNames, want) {
 		t.Errorf("names %q, want %q", gotNames, want)
 	}
 	// Trees encode to the bytes they were stored as, so that a tree saved
 	// by this nightjar deduplicates against one saved by an older one.
-	for _, id := range []repo.ID{snap.Tree, *root.Nodes[0].Subtree} {
+	for _, id := range trees {
 		tree, err := r.LoadTree(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -176,14 +227,17 @@ func TestGoldenRepository(t *testing.T) {
 			t.Errorf("tree %s encodes anew as %s (%v)", id.Short(), again.Short(), err)
 		}
 	}
-	// The committed repository was written when snapshots still had an
+	// The version 1 repository was written when snapshots still had an
 	// inventory: its inventory blob and the snapshot's list of it are read
 	// and checked like any other blob that nothing refers to.
 	rep, err := r.Check(ctx, repo.CheckOptions{ReadDataFraction: 1})
 	if err != nil || !rep.OK() {
 		t.Errorf("check: %v%s", err, problemList(rep))
 	}
-	if rep.Blobs != 7 {
-		t.Errorf("check counts %d blobs, want 7 (3 files, 3 trees and the inventory blob)", rep.Blobs)
+	if version >= 2 {
+		wantBlobs += len(chunks) // and no inventory
+	}
+	if rep.Blobs != wantBlobs {
+		t.Errorf("check counts %d blobs, want %d", rep.Blobs, wantBlobs)
 	}
 }

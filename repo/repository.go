@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
 
 // Repository is an open repository: its config, master key and index.
@@ -24,7 +26,10 @@ type Repository struct {
 	idx        *Index
 	zenc       *zstd.Encoder
 	zdec       *zstd.Decoder
-	now        func() time.Time
+
+	treeGearOnce  sync.Once
+	treeGearTable *chunker.Gear // cuts big trees into parts (SaveTree)
+	now           func() time.Time
 
 	packers chan *packer
 

@@ -40,7 +40,7 @@ func TestInitOpenRoundTrip(t *testing.T) {
 	}
 	got, want := o.Config(), r.Config()
 	if got.ID != want.ID || !got.Created.Equal(created) || got.Chunker != testChunker ||
-		got.Compression != "zstd" || got.PackSize != repo.DefaultPackSize || got.Version != repo.FormatVersion {
+		got.Compression != "zstd" || got.PackSize != repo.DefaultPackSize || got.Version != repo.ConfigVersion {
 		t.Errorf("reopened config %+v, want %+v created at %v", got, want, created)
 	}
 	if o.BlobID([]byte("x")) != r.BlobID([]byte("x")) {

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,6 +69,7 @@ type nodeFields Node
 
 type treeJSON struct {
 	Nodes []nodeJSON `json:"nodes"`
+	Parts []ID       `json:"parts,omitempty"` // a tree list blob's (treeList)
 }
 
 // encodeTree writes a tree blob. appendTree (treecodec.go) writes the same
@@ -96,18 +98,34 @@ func marshalTree(t *Tree) ([]byte, error) {
 	return json.Marshal(&tj)
 }
 
-// decodeTree reads a tree blob. parseTree (treecodec.go) decodes what
-// encodeTree writes, several times faster than encoding/json; it declines
-// whatever it cannot decode exactly as json.Unmarshal does, and
-// json.Unmarshal decides that, with its results and errors.
-func decodeTree(data []byte) (*Tree, error) {
+// decodeTree reads a tree blob, or returns the parts of a tree list blob.
+// parseTree (treecodec.go) decodes what encodeTree writes, several times
+// faster than encoding/json; it declines whatever it cannot decode exactly
+// as json.Unmarshal does (tree lists among it), and json.Unmarshal decides
+// that, with its results and errors.
+func decodeTree(data []byte) (*Tree, []ID, error) {
 	tj, ok := parseTree(data)
 	if !ok {
 		if err := json.Unmarshal(data, &tj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return tj.tree(), nil
+	if tj.Parts != nil {
+		parts, err := tj.list()
+		return nil, parts, err
+	}
+	return tj.tree(), nil, nil
+}
+
+// list checks a decoded tree list blob and returns its parts.
+func (tj *treeJSON) list() ([]ID, error) {
+	if len(tj.Parts) == 0 {
+		return nil, errors.New("tree list without parts")
+	}
+	if tj.Nodes != nil {
+		return nil, errors.New("tree list with entries of its own")
+	}
+	return tj.Parts, nil
 }
 
 // tree turns a decoded treeJSON into a Tree.
@@ -151,26 +169,95 @@ type Tree struct {
 	Nodes []Node `json:"nodes"`
 }
 
-// SaveTree stores a tree blob and returns its ID.
+// A tree whose JSON is longer than splitTreeSize is stored split, in a
+// repository of version 2 or later: the JSON is cut into parts
+// (treesplit.go), each part is a tree blob, and a tree list blob names them
+// in order. A change to a few entries of a big directory, or to the chunk
+// list of a big file, then stores the parts around the change and a new
+// list, instead of the whole tree again.
+const splitTreeSize = 8 << 10
+
+// treeList is a tree list blob: {"parts": [tree part blob ID, ...]}.
+type treeList struct {
+	Parts []ID `json:"parts"`
+}
+
+// SaveTree stores a tree and returns the ID of its blob: a tree blob, or a
+// tree list blob when the tree is split.
 func (r *Repository) SaveTree(ctx context.Context, t *Tree) (ID, error) {
 	data, err := encodeTree(t)
 	if err != nil {
 		return ID{}, fmt.Errorf("encode tree: %w", err)
 	}
+	if r.cfg.Version < splitTreesVersion || len(data) <= splitTreeSize {
+		return r.saveTreeBlob(ctx, data)
+	}
+	var list treeList
+	err = treePartRule.Split(data, r.treeGear(), func(part []byte) error {
+		id, err := r.saveTreeBlob(ctx, part)
+		list.Parts = append(list.Parts, id)
+		return err
+	})
+	if err != nil {
+		return ID{}, err
+	}
+	if len(list.Parts) == 1 {
+		return list.Parts[0], nil // no cut: the part is the whole tree
+	}
+	listData, err := json.Marshal(&list)
+	if err != nil {
+		return ID{}, fmt.Errorf("encode tree list: %w", err)
+	}
+	return r.saveTreeBlob(ctx, listData)
+}
+
+func (r *Repository) saveTreeBlob(ctx context.Context, data []byte) (ID, error) {
 	id := r.BlobID(data)
-	_, err = r.SaveBlob(ctx, TreeBlob, id, data)
+	_, err := r.SaveBlob(ctx, TreeBlob, id, data)
 	return id, err
 }
 
-// LoadTree reads and verifies a tree blob.
+// LoadTree reads and verifies a tree, joining its parts when it is split.
 func (r *Repository) LoadTree(ctx context.Context, id ID) (*Tree, error) {
-	data, err := r.LoadBlob(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("load tree: %w", err)
+	t, parts, err := r.loadTreeBlob(ctx, id)
+	if err != nil || parts == nil {
+		return t, err
 	}
-	t, err := decodeTree(data)
+	var data []byte
+	var buf BlobBuffer
+	for _, part := range parts {
+		plain, err := r.LoadBlobTo(ctx, part, &buf)
+		if err != nil {
+			return nil, fmt.Errorf("load tree %s: part %s: %w", id.Short(), part.Short(), err)
+		}
+		if len(data)+len(plain) > maxTreeSize {
+			return nil, fmt.Errorf("tree %s: parts longer than %d bytes: %w", id.Short(), maxTreeSize, ErrIntegrity)
+		}
+		data = append(data, plain...)
+	}
+	t, parts, err = decodeTree(data)
+	if err == nil && parts != nil {
+		err = errors.New("a tree list made of parts")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %v: %w", id.Short(), err, ErrIntegrity)
 	}
 	return t, nil
+}
+
+// maxTreeSize bounds the JSON of a split tree, against a crafted tree list
+// that names a part many times: about 3 million entries.
+const maxTreeSize = 1 << 30
+
+// loadTreeBlob reads one tree blob, or the parts of a tree list blob.
+func (r *Repository) loadTreeBlob(ctx context.Context, id ID) (*Tree, []ID, error) {
+	data, err := r.LoadBlob(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load tree: %w", err)
+	}
+	t, parts, err := decodeTree(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tree %s: %v: %w", id.Short(), err, ErrIntegrity)
+	}
+	return t, parts, nil
 }

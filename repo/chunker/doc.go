@@ -11,6 +11,9 @@
 // against existing snapshots is silently lost. Changing any of them needs a
 // new format version; the golden tests in this package guard them.
 //
+// LocalRule cuts small structured data (big trees) with a simpler rule that
+// looks only at the bytes before a cut, from its own gear table (NewGearFor).
+//
 // The package must never allocate per chunk, hold more than one buffer of
 // about twice the maximum chunk size, or know anything of hashing, packing or
 // encrypting the chunks it returns: it only finds boundaries.

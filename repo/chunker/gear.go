@@ -20,9 +20,13 @@ type Gear struct {
 // a little-endian uint64, of the first 2048 bytes of the BLAKE3 XOF output of
 // BLAKE3 in keyed-hash mode with key over the 24-byte ASCII input
 // "nightjar chunker gear v1". This derivation is part of the repository format.
-func NewGear(key [32]byte) *Gear {
+func NewGear(key [32]byte) *Gear { return NewGearFor(key, gearContext) }
+
+// NewGearFor derives a gear table as NewGear does, but over context: other
+// uses of a rolling hash get tables of their own from the same key.
+func NewGearFor(key [32]byte, context string) *Gear {
 	h := blake3.New(32, key[:])
-	h.Write([]byte(gearContext)) // a blake3.Hasher never fails to write
+	h.Write([]byte(context)) // a blake3.Hasher never fails to write
 	var out [256 * 8]byte
 	// An OutputReader fills any buffer completely and never fails.
 	h.XOF().Read(out[:])
