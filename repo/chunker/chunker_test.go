@@ -227,6 +227,131 @@ func TestChunks(t *testing.T) {
 	}
 }
 
+// refCut is the cut rule as documented on Chunker, one byte a step: the
+// one-byte loop that cut replaced, kept as its reference.
+func refCut(g *Gear, p Params, data []byte) int {
+	if len(data) <= p.Min {
+		return len(data)
+	}
+	if len(data) > p.Max {
+		data = data[:p.Max]
+	}
+	strict, loose := p.masks()
+	normal := min(p.Avg, len(data))
+	var h uint64
+	i := p.Min
+	for ; i < normal; i++ {
+		h = (h << 1) + g.table[data[i]]
+		if h&strict == 0 {
+			return i + 1
+		}
+	}
+	for ; i < len(data); i++ {
+		h = (h << 1) + g.table[data[i]]
+		if h&loose == 0 {
+			return i + 1
+		}
+	}
+	return len(data)
+}
+
+// TestCutMatchesReference checks that cut, which takes two bytes a step, finds
+// the cut points of refCut for several keys, parameters with odd and even
+// phase lengths, lengths around Min, Avg and Max, and zero, random and
+// low-entropy data.
+func TestCutMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var randomKey [32]byte
+	for i := range randomKey {
+		randomKey[i] = byte(rng.Uint32())
+	}
+	keys := [][32]byte{testKey(0), testKey(1), testKey(7), randomKey}
+	params := []Params{
+		{Min: 64, Avg: 256, Max: 1024},
+		{Min: 65, Avg: 256, Max: 1023},
+		{Min: 100, Avg: 512, Max: 777},
+		{Min: 255, Avg: 1024, Max: 4099},
+		small,
+	}
+	words := []string{"the ", "a ", "nightjar ", "backup ", "chunk ", "of ", "\n", "\t", "0", "1"}
+	text := func(n int) []byte {
+		var b []byte
+		for len(b) < n {
+			b = append(b, words[rng.IntN(len(words))]...)
+		}
+		return b[:n]
+	}
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	inputs := []struct {
+		name string
+		data func(n int) []byte
+	}{
+		{"zeros", func(n int) []byte { return make([]byte, n) }},
+		{"random", random},
+		{"text", text},
+		{"repeated", func(n int) []byte { return bytes.Repeat([]byte("nightjar"), n/8+1)[:n] }},
+		{"sparse", func(n int) []byte { // mostly zeros, some random bytes
+			b := make([]byte, n)
+			for range n / 64 {
+				b[rng.IntN(n)] = byte(rng.Uint32())
+			}
+			return b
+		}},
+	}
+	// Cuts at the last strict and the first loose byte, seen with odd and even
+	// strict phases: the step pairs must not blur the boundary.
+	type boundary struct{ loose, odd bool }
+	seen := map[boundary]bool{}
+	for _, key := range keys {
+		g := NewGear(key)
+		for _, p := range params {
+			c := New(bytes.NewReader(nil), g, p)
+			check := func(name string, data []byte) {
+				t.Helper()
+				want := refCut(g, p, data)
+				if got := c.cut(data); got != want {
+					t.Fatalf("key %x, %+v, %s, %d bytes: cut %d, want %d", key[0], p, name, len(data), got, want)
+				}
+				if len(data) > p.Avg && (want == p.Avg || want == p.Avg+1) {
+					seen[boundary{want == p.Avg+1, (p.Avg-p.Min)%2 == 1}] = true
+				}
+			}
+			for _, in := range inputs {
+				// Every length near the bounds.
+				for _, base := range []int{p.Min, p.Avg, p.Max} {
+					for n := base - 3; n <= base+3; n++ {
+						check(in.name, in.data(n))
+					}
+				}
+				// Every chunk of a stream, and cuts from random offsets and
+				// with random ends.
+				data := in.data(8 * p.Max)
+				for off := 0; off < len(data); {
+					n := refCut(g, p, data[off:])
+					check(in.name, data[off:])
+					off += n
+				}
+				for range 300 {
+					off := rng.IntN(len(data))
+					end := off + rng.IntN(min(len(data)-off, p.Max+2)+1)
+					check(in.name, data[off:end])
+				}
+			}
+		}
+	}
+	for _, b := range []boundary{{false, false}, {false, true}, {true, false}, {true, true}} {
+		if !seen[b] {
+			t.Errorf("no cut at the strict/loose boundary %+v: the inputs miss a case", b)
+		}
+	}
+}
+
 func TestZerosCutAtMax(t *testing.T) {
 	data := make([]byte, 3*small.Max+5)
 	got := lengths(chunks(t, bytes.NewReader(data), NewGear(testKey(0)), small))
