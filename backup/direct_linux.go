@@ -1,12 +1,9 @@
 package backup
 
 import (
-	"errors"
 	"os"
-	"syscall"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/nightjar-backup/nightjar/directio"
 )
 
 // Big files are restored with direct I/O (O_DIRECT): their data goes from
@@ -20,7 +17,7 @@ import (
 // than the page cache does.
 //
 // Direct I/O needs the file offset, the length and the buffer's address
-// aligned to the file system's block. A part's chunks are gathered into an
+// aligned (package directio). A part's chunks are gathered into an
 // aligned staging buffer; the whole aligned blocks of each run go out
 // directly, and the partial blocks at its ends (parts start and end at
 // content-defined offsets) through the file's ordinary descriptor, so that
@@ -29,31 +26,11 @@ import (
 // directMinSize is the smallest file restored with direct I/O.
 const directMinSize = 16 << 20
 
-// directAlign is the alignment direct writes keep: a page, which is also
-// the block size of the usual Linux file systems. A file system that needs
-// more refuses the write with EINVAL, and the writer falls back to the
-// page cache.
-const directAlign = 4096
+// directAlign is the alignment of direct writes.
+const directAlign = directio.Align
 
 // stagingSize is how much one direct write carries at most.
 const stagingSize = 4 << 20
-
-// openDirect opens the temporary file tmp a second time, for direct
-// writes. It returns nil, and the file is written through the page cache,
-// when the file system refuses O_DIRECT or the name no longer leads to
-// out's file.
-func openDirect(tmp string, out *os.File) *os.File {
-	d, err := os.OpenFile(tmp, os.O_WRONLY|unix.O_DIRECT|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil
-	}
-	var a, b unix.Stat_t
-	if unix.Fstat(int(out.Fd()), &a) != nil || unix.Fstat(int(d.Fd()), &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
-		d.Close()
-		return nil
-	}
-	return d
-}
 
 // stagingBuffer is a file worker's aligned buffer for direct writes,
 // allocated when the worker first meets a big file.
@@ -61,9 +38,7 @@ type stagingBuffer struct{ buf []byte }
 
 func (s *stagingBuffer) get() []byte {
 	if s.buf == nil {
-		raw := make([]byte, stagingSize+directAlign)
-		skip := int((directAlign - uintptr(unsafe.Pointer(&raw[0]))%directAlign) % directAlign)
-		s.buf = raw[skip : skip+stagingSize : skip+stagingSize]
+		s.buf = directio.AlignedBuffer(stagingSize)
 	}
 	return s.buf
 }
@@ -136,7 +111,7 @@ func (w *directWriter) writeBuffered(from, to int64) error {
 func (w *directWriter) writeDirect(from, to int64) error {
 	if w.direct != nil {
 		_, err := w.direct.WriteAt(w.stage[from-w.base:to-w.base], from)
-		if !errors.Is(err, syscall.EINVAL) {
+		if !directio.Refused(err) {
 			return err
 		}
 		// The file system wants another alignment: the rest of this

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nightjar-backup/nightjar/directio"
 )
 
 // TestDirectWriter writes a file in parts the way restore's workers do for
@@ -28,7 +30,7 @@ func TestDirectWriter(t *testing.T) {
 			defer out.Close()
 			f := &pendingFile{out: out}
 			if tc.direct {
-				if f.direct = openDirect(tmp, out); f.direct == nil {
+				if f.direct = directio.OpenSecond(tmp, out); f.direct == nil {
 					t.Skipf("the file system under %s refuses O_DIRECT", tmp)
 				}
 				defer f.direct.Close()

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
+	"github.com/nightjar-backup/nightjar/directio"
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
@@ -384,7 +385,7 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 		f.tmp = tempName(f.target)
 		f.out, f.err = os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
 		if f.err == nil && f.node.Size >= directMinSize {
-			f.direct = openDirect(f.tmp, f.out)
+			f.direct = directio.OpenSecond(f.tmp, f.out)
 		}
 	})
 	if f.out == nil {

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -225,16 +224,13 @@ func (b *Backend) NewPackStream(ctx context.Context) (repo.PackStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new pack: %w", err)
 	}
-	return &packStream{b: b, f: f, w: bufio.NewWriterSize(f, packWriteBuffer)}, nil
+	return &packStream{b: b, f: f, w: newPackWriter(f)}, nil
 }
-
-// packWriteBuffer gathers the small blobs of small files into fewer writes.
-const packWriteBuffer = 256 << 10
 
 type packStream struct {
 	b *Backend
 	f *os.File
-	w *bufio.Writer
+	w *packWriter
 }
 
 func (s *packStream) Write(p []byte) (int, error) { return s.w.Write(p) }
@@ -243,6 +239,7 @@ func (s *packStream) Write(p []byte) (int, error) { return s.w.Write(p) }
 func (s *packStream) Commit(ctx context.Context, name string) error {
 	h := repo.Handle{Type: repo.PackFile, Name: name}
 	tmp := s.f.Name()
+	defer s.w.Close()
 	fail := func(err error) error {
 		s.f.Close()
 		os.Remove(tmp)
@@ -273,6 +270,7 @@ func (s *packStream) Commit(ctx context.Context, name string) error {
 }
 
 func (s *packStream) Abort() {
+	s.w.Close()
 	s.f.Close()
 	os.Remove(s.f.Name())
 }

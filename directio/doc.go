@@ -1,0 +1,13 @@
+// Package directio writes files past the page cache (O_DIRECT on Linux):
+// restore for big files, the local backend for packs. Data written that
+// way goes from the caller's buffer to the disk, so it neither fills the
+// page cache with bytes nobody reads soon nor pays for fresh page-cache
+// pages, which on some virtual machines cost more than the copy.
+//
+// Direct writes need the file offset, the length and the buffer's address
+// aligned (Align). Callers write whole aligned blocks through the
+// descriptor OpenSecond returns and the partial blocks at the ends through
+// the file's ordinary one, and fall back to the ordinary one when the file
+// system refuses (Refused). On systems without O_DIRECT, OpenSecond returns
+// nil and everything goes through the page cache.
+package directio
