@@ -89,8 +89,19 @@ type BufferLoader interface {
 // PackStreamer is implemented by backends that take a pack while it is
 // being written, so that no pack is ever whole in memory.
 type PackStreamer interface {
-	NewPackStream(ctx context.Context) (PackStream, error)
+	NewPackStream(ctx context.Context, kind PackKind) (PackStream, error)
 }
+
+// PackKind says what a pack holds, for backends that store them
+// differently: trees are read again by the next backup (its parent's
+// trees), data is rarely read soon.
+type PackKind int
+
+// Pack kinds.
+const (
+	DataPack PackKind = iota
+	TreePack
+)
 
 // PackStream is a pack being written. List does not see it, and no reader
 // finds it, until Commit.

@@ -12,6 +12,7 @@ import (
 
 // packer collects sealed blobs until it holds a pack's worth.
 type packer struct {
+	kind    PackKind
 	out     packOutput // nil until the pack's first blob
 	blobs   []PackedBlob
 	scratch []byte // where a streamed pack's blobs are sealed
@@ -29,9 +30,9 @@ type packOutput interface {
 	abort(r *Repository)
 }
 
-func (r *Repository) newPackOutput(ctx context.Context) (packOutput, error) {
+func (r *Repository) newPackOutput(ctx context.Context, kind PackKind) (packOutput, error) {
 	if ps, ok := r.be.(PackStreamer); ok {
-		s, err := ps.NewPackStream(ctx)
+		s, err := ps.NewPackStream(ctx, kind)
 		if err != nil {
 			return nil, err
 		}
@@ -138,17 +139,18 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 			payload, comp = compressed, compressZstd
 		}
 	}
+	packers := r.packerPool(packKind(t))
 	var p *packer
 	select {
-	case p = <-r.packers:
+	case p = <-packers:
 	case <-ctx.Done():
 		r.idx.unreserve(id)
 		return ctx.Err()
 	}
 	if p.out == nil {
-		out, err := r.newPackOutput(ctx)
+		out, err := r.newPackOutput(ctx, p.kind)
 		if err != nil {
-			r.packers <- p
+			packers <- p
 			r.idx.unreserve(id)
 			return fmt.Errorf("write pack: %w", err)
 		}
@@ -164,7 +166,7 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 			r.idx.unreserve(b.ID)
 		}
 		p.out, p.blobs = nil, nil
-		r.packers <- p
+		packers <- p
 		return fmt.Errorf("write pack: %w", err)
 	}
 	p.blobs = append(p.blobs, PackedBlob{
@@ -176,8 +178,27 @@ func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, da
 	if size+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
 		err = r.startPackWrite(ctx, p)
 	}
-	r.packers <- p
+	packers <- p
 	return err
+}
+
+// Trees go into packs of their own, data into others: a backup reads its
+// parent's trees, so tree packs are worth keeping in a cache, data packs
+// are not (PackKind).
+func packKind(t BlobType) PackKind {
+	if t == TreeBlob {
+		return TreePack
+	}
+	return DataPack
+}
+
+// packerPool returns the packers of packs of kind: one per core for data,
+// one for trees.
+func (r *Repository) packerPool(kind PackKind) chan *packer {
+	if kind == TreePack {
+		return r.treePackers
+	}
+	return r.packers
 }
 
 // sampleSize is the size of the samples worthCompressing tries.
@@ -305,15 +326,17 @@ func (r *Repository) Flush(ctx context.Context) error {
 	var all []*packer
 	defer func() {
 		for _, p := range all {
-			r.packers <- p
+			r.packerPool(p.kind) <- p
 		}
 	}()
-	for len(all) < cap(r.packers) {
-		select {
-		case p := <-r.packers:
-			all = append(all, p)
-		case <-ctx.Done():
-			return ctx.Err()
+	for _, pool := range []chan *packer{r.packers, r.treePackers} {
+		for range cap(pool) {
+			select {
+			case p := <-pool:
+				all = append(all, p)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	for _, p := range all {

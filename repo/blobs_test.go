@@ -712,3 +712,53 @@ func TestStreamedPacks(t *testing.T) {
 		}
 	})
 }
+
+// TestTreesInPacksOfTheirOwn checks that no pack mixes trees and data, with
+// packs saved whole and streamed, and that streamed packs say their kind.
+func TestTreesInPacksOfTheirOwn(t *testing.T) {
+	ctx := context.Background()
+	onePacker(t)
+	for _, streamed := range []bool{false, true} {
+		var be repo.Backend = memory.New()
+		if streamed {
+			be = backendtest.NewStreaming(be)
+		}
+		r := initRepo(t, be)
+		for i := range 50 {
+			saveBlob(t, r, random(uint64(i), 10<<10))
+			if _, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: fmt.Sprint(i), Type: repo.NodeFile}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flush(t, r)
+		kinds := map[repo.BlobType]int{}
+		err := be.List(ctx, repo.PackFile, func(name string, size int64) error {
+			id, err := repo.ParseID(name)
+			if err != nil {
+				return err
+			}
+			blobs, err := r.ReadPackHeader(ctx, id, size)
+			if err != nil {
+				return err
+			}
+			for _, b := range blobs[1:] {
+				if b.Type != blobs[0].Type {
+					t.Errorf("streamed %v: pack %s holds blobs of types %d and %d", streamed, id.Short(), blobs[0].Type, b.Type)
+				}
+			}
+			kinds[blobs[0].Type]++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kinds[repo.DataBlob] != 1 || kinds[repo.TreeBlob] != 1 {
+			t.Errorf("streamed %v: packs by the type of their blobs: %v, want one of each", streamed, kinds)
+		}
+		if s, ok := be.(*backendtest.Streaming); ok {
+			if got := s.Kinds(); !slices.Equal(slices.Sorted(slices.Values(got)), []repo.PackKind{repo.DataPack, repo.TreePack}) {
+				t.Errorf("streams were started for packs of kinds %v, want one data and one tree pack", got)
+			}
+		}
+	}
+}

@@ -31,7 +31,8 @@ type Repository struct {
 	treeGearTable *chunker.Gear // cuts big trees into parts (SaveTree)
 	now           func() time.Time
 
-	packers chan *packer
+	packers     chan *packer // data packs, one per core
+	treePackers chan *packer // tree packs, one
 
 	// Full packs are written in the background, at most cap(packWrites)
 	// at a time; packWG counts them and packErr keeps the first failure.
@@ -245,11 +246,13 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 	}
 	r.compressBufs.New = func() any { b := make([]byte, 0, 256<<10); return &b }
 	r.packWrites = make(chan struct{}, maxPackWrites)
-	r.packBufs = make(chan []byte, n+maxPackWrites)
+	r.packBufs = make(chan []byte, n+1+maxPackWrites)
 	r.packers = make(chan *packer, n)
 	for i := 0; i < n; i++ {
-		r.packers <- &packer{}
+		r.packers <- &packer{kind: DataPack}
 	}
+	r.treePackers = make(chan *packer, 1)
+	r.treePackers <- &packer{kind: TreePack}
 	return r, nil
 }
 
@@ -324,15 +327,17 @@ const maxPackWrites = 2
 func (r *Repository) Close() {
 	// Packs left unfinished (a backup that failed before Flush) are
 	// thrown away, so that no temporary file stays behind.
-	for range cap(r.packers) {
-		select {
-		case p := <-r.packers:
-			if p.out != nil {
-				p.out.abort(r)
-				p.out, p.blobs = nil, nil
+	for _, pool := range []chan *packer{r.packers, r.treePackers} {
+		for range cap(pool) {
+			select {
+			case p := <-pool:
+				if p.out != nil {
+					p.out.abort(r)
+					p.out, p.blobs = nil, nil
+				}
+				pool <- p
+			default:
 			}
-			r.packers <- p
-		default:
 		}
 	}
 	r.zdec.Close()

@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -18,6 +19,7 @@ type Streaming struct {
 	failWriteAt int  // a Write that takes a stream past this many bytes fails; 0: none
 	failCommit  bool // Commit fails
 	open        int  // streams neither committed nor aborted
+	kinds       []repo.PackKind
 }
 
 // NewStreaming wraps be.
@@ -46,13 +48,21 @@ func (s *Streaming) Open() int {
 	return s.open
 }
 
+// Kinds returns the kinds of the streams started so far, in order.
+func (s *Streaming) Kinds() []repo.PackKind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.kinds)
+}
+
 // NewPackStream starts a stream.
-func (s *Streaming) NewPackStream(ctx context.Context) (repo.PackStream, error) {
+func (s *Streaming) NewPackStream(ctx context.Context, kind repo.PackKind) (repo.PackStream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	s.open++
+	s.kinds = append(s.kinds, kind)
 	s.mu.Unlock()
 	return &stream{s: s}, nil
 }

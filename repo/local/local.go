@@ -216,7 +216,7 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 
 // NewPackStream starts a pack in a temporary file: a backup then never
 // holds a whole pack in memory.
-func (b *Backend) NewPackStream(ctx context.Context) (repo.PackStream, error) {
+func (b *Backend) NewPackStream(ctx context.Context, kind repo.PackKind) (repo.PackStream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (b *Backend) NewPackStream(ctx context.Context) (repo.PackStream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new pack: %w", err)
 	}
-	return &packStream{b: b, f: f, w: newPackWriter(f)}, nil
+	return &packStream{b: b, f: f, w: newPackWriter(f, kind == repo.DataPack)}, nil
 }
 
 type packStream struct {

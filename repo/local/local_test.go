@@ -90,7 +90,7 @@ func TestModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	s, err := be.NewPackStream(ctx)
+	s, err := be.NewPackStream(ctx, repo.DataPack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestSaveLeavesNoTemporaryFiles(t *testing.T) {
 	}
 	// Streamed packs: committed, aborted, and one whose commit fails.
 	for i, end := range []string{"commit", "abort", "bad name"} {
-		s, err := be.NewPackStream(ctx)
+		s, err := be.NewPackStream(ctx, repo.TreePack)
 		if err != nil {
 			t.Fatal(err)
 		}
