@@ -30,8 +30,13 @@ var folders = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.
 
 // Backend is a repository in a local folder.
 type Backend struct {
-	root  string
-	packs *fileCache
+	root   string
+	packs  *fileCache
+	stages chan []byte // staging buffers of finished pack streams, for the next
+}
+
+func newBackend(root string) *Backend {
+	return &Backend{root: root, packs: newFileCache(openPacks), stages: make(chan []byte, keptStages)}
 }
 
 // openPacks is how many pack files a Backend keeps open for reading.
@@ -74,7 +79,7 @@ func Create(path string) (*Backend, error) {
 			return nil, fmt.Errorf("create repository folder: %w", err)
 		}
 	}
-	return &Backend{root: abs, packs: newFileCache(openPacks)}, nil
+	return newBackend(abs), nil
 }
 
 // Open opens the repository in an existing folder. It fails with an error
@@ -90,7 +95,7 @@ func Open(path string) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("open repository at %s: %w", abs, err)
 	}
-	return &Backend{root: abs, packs: newFileCache(openPacks)}, nil
+	return newBackend(abs), nil
 }
 
 // Close closes the pack files kept open for reading.
@@ -224,7 +229,7 @@ func (b *Backend) NewPackStream(ctx context.Context, kind repo.PackKind) (repo.P
 	if err != nil {
 		return nil, fmt.Errorf("new pack: %w", err)
 	}
-	return &packStream{b: b, f: f, w: newPackWriter(f, kind == repo.DataPack)}, nil
+	return &packStream{b: b, f: f, w: newPackWriter(f, kind == repo.DataPack, b.stage())}, nil
 }
 
 type packStream struct {
@@ -239,7 +244,7 @@ func (s *packStream) Write(p []byte) (int, error) { return s.w.Write(p) }
 func (s *packStream) Commit(ctx context.Context, name string) error {
 	h := repo.Handle{Type: repo.PackFile, Name: name}
 	tmp := s.f.Name()
-	defer s.w.Close()
+	defer s.close()
 	fail := func(err error) error {
 		s.f.Close()
 		os.Remove(tmp)
@@ -270,7 +275,7 @@ func (s *packStream) Commit(ctx context.Context, name string) error {
 }
 
 func (s *packStream) Abort() {
-	s.w.Close()
+	s.close()
 	s.f.Close()
 	os.Remove(s.f.Name())
 }

@@ -27,10 +27,39 @@ type packWriter struct {
 	off    int64
 }
 
-// newPackWriter returns a writer of f, direct when direct is set. Tree
-// packs are written through the page cache: the next backup reads them.
-func newPackWriter(f *os.File, direct bool) *packWriter {
-	w := &packWriter{f: f, stage: directio.AlignedBuffer(packStage)[:0]}
+// keptStages is how many staging buffers a Backend keeps for reuse: one
+// per pack being written, which is one per core and a few more.
+const keptStages = 16
+
+// stage returns a staging buffer: a kept one, or a new one.
+func (b *Backend) stage() []byte {
+	select {
+	case buf := <-b.stages:
+		return buf[:0]
+	default:
+		return directio.AlignedBuffer(packStage)[:0]
+	}
+}
+
+// close closes the stream's direct descriptor and keeps its staging
+// buffer for the next stream.
+func (s *packStream) close() {
+	s.w.Close()
+	if s.w.stage == nil {
+		return
+	}
+	select {
+	case s.b.stages <- s.w.stage:
+	default:
+	}
+	s.w.stage = nil
+}
+
+// newPackWriter returns a writer of f into the empty aligned buffer stage,
+// direct when direct is set. Tree packs are written through the page
+// cache: the next backup reads them.
+func newPackWriter(f *os.File, direct bool, stage []byte) *packWriter {
+	w := &packWriter{f: f, stage: stage}
 	if direct {
 		w.direct = directio.OpenSecond(f.Name(), f)
 	}
@@ -93,5 +122,6 @@ func (w *packWriter) writeOut(n int) error {
 func (w *packWriter) Close() {
 	if w.direct != nil {
 		w.direct.Close()
+		w.direct = nil
 	}
 }
