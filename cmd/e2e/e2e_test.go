@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,6 +143,50 @@ func TestIncremental(t *testing.T) {
 		if v, ok := got[c.path].Xattrs[c.name]; !ok || v != c.want {
 			t.Errorf("after the fourth backup, %s has %s = %q (present: %v), want %q", c.path, c.name, v, ok, c.want)
 		}
+	}
+}
+
+// TestBigFolder backs up a folder of 2,000 files, whose tree the
+// repository stores in parts: touching one file must store a part of it,
+// not the whole tree again, and the folder must come back whole.
+func TestBigFolder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	big := filepath.Join(src, "big")
+	mkdirAll(t, big, 0o755)
+	for i := range 2000 {
+		writeRandom(t, filepath.Join(big, fmt.Sprintf("f%04d", i)), uint64(i), 1+i%300)
+	}
+	want := scanTree(t, src)
+	first := e.backup(exitOK, src)
+
+	later := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	if err := os.Chtimes(filepath.Join(big, "f1000"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	want = scanTree(t, src)
+	second := e.backup(exitOK, src)
+	if second.FilesChanged != 1 {
+		t.Errorf("one file touched: %d changed", second.FilesChanged)
+	}
+	// The whole folder's tree is about 100 KB compressed; a part
+	// of it, the tree list, the folders above and the index file are a
+	// few KB.
+	if second.BytesAdded > 24<<10 || second.BytesAdded*4 > first.BytesAdded {
+		t.Errorf("one touched file of 2,000 in a folder added %d bytes (the first backup %d), want a part of the folder's tree", second.BytesAdded, first.BytesAdded)
+	}
+
+	res := e.expect(exitOK, "ls", "latest")
+	if n := strings.Count(res.Stdout, "/big/f"); n != 2000 {
+		t.Errorf("ls lists %d files of the folder, want 2000", n)
+	}
+	target := filepath.Join(e.dir, "restore")
+	e.expect(exitOK, "restore", "latest", "--target", target)
+	compareTrees(t, want, scanTree(t, filepath.Join(target, src)), isRoot())
+	if rep, _ := e.check("--read-data"); len(rep.Problems) != 0 {
+		t.Errorf("check finds %+v", rep.Problems)
 	}
 }
 
