@@ -26,9 +26,6 @@ import (
 // directMinSize is the smallest file restored with direct I/O.
 const directMinSize = 16 << 20
 
-// directAlign is the alignment of direct writes.
-const directAlign = directio.Align
-
 // stagingSize is how much one direct write carries at most.
 const stagingSize = 4 << 20
 
@@ -65,7 +62,7 @@ func (w *directWriter) add(off int64, data []byte) error {
 			if err := w.flush(); err != nil {
 				return err
 			}
-			w.base = off &^ (directAlign - 1)
+			w.base = off &^ (directio.Align - 1)
 			w.start, w.end = off, off
 		}
 		n := copy(w.stage[w.end-w.base:], data)
@@ -86,8 +83,8 @@ func (w *directWriter) flush() error {
 	}
 	w.f.writing.Lock()
 	defer w.f.writing.Unlock()
-	first := (s + directAlign - 1) &^ (directAlign - 1)
-	last := e &^ (directAlign - 1)
+	first := (s + directio.Align - 1) &^ (directio.Align - 1)
+	last := e &^ (directio.Align - 1)
 	if first >= last {
 		return w.writeBuffered(s, e)
 	}
@@ -109,14 +106,9 @@ func (w *directWriter) writeBuffered(from, to int64) error {
 }
 
 func (w *directWriter) writeDirect(from, to int64) error {
-	if w.direct != nil {
-		_, err := w.direct.WriteAt(w.stage[from-w.base:to-w.base], from)
-		if !directio.Refused(err) {
-			return err
-		}
-		// The file system wants another alignment: the rest of this
-		// part goes through the page cache.
-		w.direct = nil
+	refused, err := directio.WriteAt(w.f.out, w.direct, w.stage[from-w.base:to-w.base], from)
+	if refused {
+		w.direct = nil // the rest of this part goes through the page cache
 	}
-	return w.writeBuffered(from, to)
+	return err
 }

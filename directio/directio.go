@@ -2,6 +2,7 @@ package directio
 
 import (
 	"errors"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -19,7 +20,19 @@ func AlignedBuffer(size int) []byte {
 	return raw[skip : skip+size : skip+size]
 }
 
-// Refused reports whether a direct write failed because the file system
-// wants another alignment, or no direct I/O at all: the caller then writes
-// through the page cache.
-func Refused(err error) bool { return errors.Is(err, syscall.EINVAL) }
+// WriteAt writes data at off: through direct when it is not nil, data
+// being whole blocks at an aligned offset, else through f. When the file
+// system refuses the direct write (it wants another alignment, or no
+// direct I/O at all), data goes through f and WriteAt reports refused: the
+// caller writes through f alone from then on.
+func WriteAt(f, direct *os.File, data []byte, off int64) (refused bool, err error) {
+	if direct != nil {
+		_, err = direct.WriteAt(data, off)
+		if !errors.Is(err, syscall.EINVAL) {
+			return false, err
+		}
+		refused = true
+	}
+	_, err = f.WriteAt(data, off)
+	return refused, err
+}

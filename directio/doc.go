@@ -7,7 +7,7 @@
 // Direct writes need the file offset, the length and the buffer's address
 // aligned (Align). Callers write whole aligned blocks through the
 // descriptor OpenSecond returns and the partial blocks at the ends through
-// the file's ordinary one, and fall back to the ordinary one when the file
-// system refuses (Refused). On systems without O_DIRECT, OpenSecond returns
+// the file's ordinary one; WriteAt falls back to the ordinary one when the
+// file system refuses. On systems without O_DIRECT, OpenSecond returns
 // nil and everything goes through the page cache.
 package directio

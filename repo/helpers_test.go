@@ -78,8 +78,14 @@ func onePacker(t *testing.T) {
 // saveBlob stores a data blob and returns its ID.
 func saveBlob(t testing.TB, r *repo.Repository, data []byte) repo.ID {
 	t.Helper()
+	return saveBlobOfType(t, r, repo.DataBlob, data)
+}
+
+// saveBlobOfType stores a blob of type bt and returns its ID.
+func saveBlobOfType(t testing.TB, r *repo.Repository, bt repo.BlobType, data []byte) repo.ID {
+	t.Helper()
 	id := r.BlobID(data)
-	if _, err := r.SaveBlob(context.Background(), repo.DataBlob, id, data); err != nil {
+	if _, err := r.SaveBlob(context.Background(), bt, id, data); err != nil {
 		t.Fatalf("save blob: %v", err)
 	}
 	return id

@@ -255,12 +255,3 @@ func TestCheckReportsBrokenTreeLists(t *testing.T) {
 		})
 	}
 }
-
-func saveBlobOfType(t *testing.T, r *repo.Repository, bt repo.BlobType, data []byte) repo.ID {
-	t.Helper()
-	id := r.BlobID(data)
-	if _, err := r.SaveBlob(context.Background(), bt, id, data); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}

@@ -98,14 +98,10 @@ func (w *packWriter) writeOut(n int) error {
 	}
 	data := w.stage[:n]
 	var err error
-	if w.direct != nil && n%directio.Align == 0 {
-		_, err = w.direct.WriteAt(data, w.off)
-		if directio.Refused(err) {
-			// The file system wants another alignment: the rest of
-			// the pack goes through the page cache.
-			w.direct.Close()
-			w.direct, err = nil, nil
-			_, err = w.f.WriteAt(data, w.off)
+	if n%directio.Align == 0 {
+		var refused bool
+		if refused, err = directio.WriteAt(w.f, w.direct, data, w.off); refused {
+			w.Close() // the rest of the pack goes through the page cache
 		}
 	} else {
 		_, err = w.f.WriteAt(data, w.off)
