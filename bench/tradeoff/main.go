@@ -11,7 +11,7 @@
 //
 //	go build -o /tmp/gendata ./bench/compare/gendata
 //	go run ./bench/tradeoff -data DIR -gendata /tmp/gendata [-work DIR] \
-//	    [-avg 256K,1M,4M] [-levels fastest,default,better] [-rounds 1]
+//	    [-avg 256K,1M,4M] [-levels fastest,default,better] [-rounds 1] [-cpuprofile DIR]
 //
 // Chunk sizes are the average; the minimum is a quarter of it and the
 // maximum four times it, as in chunker.DefaultParams.
@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -46,8 +47,9 @@ func main() {
 	avgs := flag.String("avg", "256K,512K,1M,2M,4M", "average chunk sizes, comma-separated")
 	levels := flag.String("levels", "fastest,default,better", "compression levels (off, fastest, default, better), comma-separated")
 	rounds := flag.Int("rounds", 1, "rounds; the table shows medians")
+	profiles := flag.String("cpuprofile", "", "folder for a CPU profile of each first backup (AVG-LEVEL-ROUND.prof)")
 	flag.Parse()
-	if err := run(*data, *gendata, *work, *avgs, *levels, *rounds); err != nil {
+	if err := run(*data, *gendata, *work, *avgs, *levels, *rounds, *profiles); err != nil {
 		fmt.Fprintln(os.Stderr, "tradeoff:", err)
 		os.Exit(1)
 	}
@@ -65,7 +67,7 @@ type result struct {
 	size, growth, end int64 // after the first backup, added by the second, after it
 }
 
-func run(data, gendata, work, avgList, levelList string, rounds int) error {
+func run(data, gendata, work, avgList, levelList string, rounds int, profiles string) error {
 	if data == "" || gendata == "" {
 		return errors.New("-data and -gendata are required")
 	}
@@ -78,7 +80,11 @@ func run(data, gendata, work, avgList, levelList string, rounds int) error {
 	results := make(map[pair][]result)
 	for round := 1; round <= rounds; round++ {
 		for _, p := range pairs {
-			res, err := measure(context.Background(), data, gendata, work, p)
+			profile := ""
+			if profiles != "" {
+				profile = filepath.Join(profiles, fmt.Sprintf("%d-%s-%d.prof", p.avg>>10, p.level, round))
+			}
+			res, err := measure(context.Background(), data, gendata, work, p, profile)
 			if err != nil {
 				return fmt.Errorf("avg %s, %s: %w", sizeName(p.avg), p.level, err)
 			}
@@ -121,8 +127,9 @@ func parsePairs(avgList, levelList string) ([]pair, error) {
 }
 
 // measure copies data into work, backs it up into a new repository with
-// p's settings, changes it with gendata and backs it up again.
-func measure(ctx context.Context, data, gendata, work string, p pair) (result, error) {
+// p's settings, changes it with gendata and backs it up again. A CPU
+// profile of the first backup goes to profile unless it is "".
+func measure(ctx context.Context, data, gendata, work string, p pair, profile string) (result, error) {
 	if err := os.RemoveAll(work); err != nil {
 		return result{}, err
 	}
@@ -151,12 +158,18 @@ func measure(ctx context.Context, data, gendata, work string, p pair) (result, e
 	if err := exec.Command("sync").Run(); err != nil {
 		return result{}, err
 	}
+	stopProfile, err := startProfile(profile)
+	if err != nil {
+		return result{}, err
+	}
 	var res result
 	cpu0, start := cpuTime(), time.Now()
-	if _, err := backup.Backup(ctx, r, backup.Options{Paths: []string{src}}); err != nil {
+	_, err = backup.Backup(ctx, r, backup.Options{Paths: []string{src}})
+	res.wall, res.cpu = time.Since(start), cpuTime()-cpu0
+	stopProfile()
+	if err != nil {
 		return result{}, fmt.Errorf("first backup: %w", err)
 	}
-	res.wall, res.cpu = time.Since(start), cpuTime()-cpu0
 	if res.size, err = dirBytes(repoDir); err != nil {
 		return result{}, err
 	}
@@ -172,6 +185,23 @@ func measure(ctx context.Context, data, gendata, work string, p pair) (result, e
 	}
 	res.growth, res.end = after-res.size, after
 	return res, nil
+}
+
+// startProfile starts a CPU profile into path and returns what stops it;
+// with path "" it does nothing.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // cpuTime is this process's user and system time so far.
