@@ -381,15 +381,19 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	if f.failed() {
 		return nil // the file is given up already
 	}
+	var openErr error
 	f.open.Do(func() {
 		f.tmp = tempName(f.target)
-		f.out, f.err = os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
-		if f.err == nil && f.node.Size >= directMinSize {
+		f.out, openErr = os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+		if openErr == nil && f.node.Size >= directMinSize {
 			f.direct = directio.OpenSecond(f.tmp, f.out)
 		}
 	})
+	if openErr != nil {
+		return openErr // the file is skipped with it (finishPart)
+	}
 	if f.out == nil {
-		return nil // the failure to create it is f.err
+		return nil // another part failed to create it, and reported why
 	}
 	var direct *directWriter
 	if f.direct != nil {

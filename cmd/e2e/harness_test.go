@@ -44,6 +44,7 @@ type env struct {
 	pwFile string
 	home   string
 	cred   *syscall.Credential // run the binary as this user; nil: as ourselves
+	bin    string              // the binary to run; "": binPath
 }
 
 const testPassword = "correct horse battery staple"
@@ -86,7 +87,11 @@ func (e *env) environ(extra []string) []string {
 
 // command prepares a run of the binary; the caller starts it.
 func (e *env) command(ctx context.Context, extra []string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, binPath, args...)
+	bin := binPath
+	if e.bin != "" {
+		bin = e.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = e.environ(extra)
 	cmd.Dir = e.dir
 	if e.cred != nil {

@@ -59,8 +59,20 @@ func Run(cmd *exec.Cmd, args []string) (Result, error) {
 
 // Build compiles nightjar into a new temporary folder (readable by every
 // user, for tests that run it as another one) and returns the binary's
-// path and a function that removes the folder.
+// path and a function that removes the folder. When the tests themselves
+// run under the race detector (go test -race), so does the binary, which
+// then exits with status 66 after reporting a race; otherwise it is the
+// binary users get, as BuildStatic builds it.
 func Build() (string, func(), error) {
+	return build(raceDetector)
+}
+
+// BuildStatic compiles the binary users get: static, without cgo.
+func BuildStatic() (string, func(), error) {
+	return build(false)
+}
+
+func build(race bool) (string, func(), error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", nil, err
@@ -81,8 +93,12 @@ func Build() (string, func(), error) {
 	}
 	build := exec.Command(goTool, "build", "-o", bin, ".")
 	build.Dir = root
-	// The binary the tests run is the one users get: static, no cgo.
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if race {
+		// The race detector's runtime needs cgo.
+		build.Args = []string{goTool, "build", "-race", "-o", bin, "."}
+		build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("build nightjar: %v\n%s", err, out)
