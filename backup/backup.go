@@ -205,6 +205,9 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		return nil, err
 	}
 	opts.Paths = paths
+	// A backup that fails leaves no pack write running behind it: the
+	// caller releases the lock next.
+	defer r.WaitPackWrites()
 
 	cfg := r.Config().Chunker
 	a := &archiver{
@@ -694,6 +697,9 @@ func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, pr
 	case a.fileJobs <- job:
 		return job
 	case <-ctx.Done():
+		// Later hard links to this file wait for done.
+		job.err = ctx.Err()
+		close(job.done)
 		return nil
 	}
 }

@@ -67,7 +67,13 @@ func TestClassify(t *testing.T) {
 // testRepository makes an in-memory repository with a fast key derivation.
 func testRepository(t *testing.T) *repo.Repository {
 	t.Helper()
-	r, err := repo.Init(context.Background(), memory.New(), []byte("pw"), repo.InitOptions{
+	return testRepositoryOn(t, memory.New())
+}
+
+// testRepositoryOn makes a repository in be with a fast key derivation.
+func testRepositoryOn(t *testing.T, be repo.Backend) *repo.Repository {
+	t.Helper()
+	r, err := repo.Init(context.Background(), be, []byte("pw"), repo.InitOptions{
 		KDF:     repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1},
 		Chunker: repo.ChunkerParams{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
 	})

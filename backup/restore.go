@@ -446,7 +446,11 @@ func (rs *restorer) finishPart(ctx context.Context, p filePart, err error, cance
 	f := p.file
 	if err != nil {
 		f.mu.Lock()
-		if f.err == nil {
+		// The first error wins, except that damage to the repository
+		// outranks a local one (a full disk in another part): damage
+		// fails the whole restore, a local error only skips the file.
+		var damaged *damageError
+		if f.err == nil || (errors.As(err, &damaged) && !errors.As(f.err, &damaged)) {
 			f.err = err
 		}
 		f.mu.Unlock()

@@ -253,6 +253,13 @@ func (r *Repository) startPackWrite(ctx context.Context, p *packer) error {
 	return nil
 }
 
+// WaitPackWrites waits until every pack being stored in the background is
+// stored or has failed. Flush and Close wait for them too; a backup that
+// ends without Flush calls it before its caller releases the repository's
+// lock, so that no pack is published after that or left half-written in
+// tmp/ when the process exits.
+func (r *Repository) WaitPackWrites() { r.packWG.Wait() }
+
 func (r *Repository) packWriteError() error {
 	r.packErrMu.Lock()
 	defer r.packErrMu.Unlock()
@@ -323,6 +330,8 @@ const (
 // stored blob not yet indexed. After Flush returns, every blob that SaveBlob
 // stored is durable and indexed, and may be referred to.
 func (r *Repository) Flush(ctx context.Context) error {
+	// Whatever Flush returns, no pack write goes on after it.
+	defer r.packWG.Wait()
 	var all []*packer
 	defer func() {
 		for _, p := range all {
@@ -621,5 +630,6 @@ func (r *Repository) AdoptPacks(ctx context.Context) (int, error) {
 			return nil
 		})
 	}
-	return adopted, g.Wait()
+	err = g.Wait() // before adopted is read: every goroutine counted
+	return adopted, err
 }

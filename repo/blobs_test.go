@@ -585,6 +585,43 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	}
 }
 
+// A pack write still running when a backup gives up (no Flush) ends
+// before Close returns, so that the caller neither releases the lock
+// while a pack is being published nor exits with it half-written.
+func TestCloseWaitsForPackWrites(t *testing.T) {
+	onePacker(t)
+	mem := memory.New()
+	be := &gatedBackend{Backend: mem, gate: make(chan struct{}), started: make(chan struct{}, 16)}
+	r := initRepo(t, be)
+	for i := range repo.DefaultPackSize / (1 << 20) {
+		saveBlob(t, r, random(uint64(2000+i), 1<<20))
+	}
+	select {
+	case <-be.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the full pack's write did not start")
+	}
+	closed := make(chan struct{})
+	go func() {
+		r.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a pack was being written")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(be.gate)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close does not return once the pack write ends")
+	}
+	if packs := names(t, mem, repo.PackFile); len(packs) != 1 {
+		t.Errorf("%d packs stored, want the one whose write had started", len(packs))
+	}
+}
+
 func TestWriteStats(t *testing.T) {
 	be := memory.New()
 	r := initRepo(t, be)

@@ -325,8 +325,10 @@ const maxPackWrites = 2
 // Close releases the repository's decoders and what its backend keeps
 // open. It does not flush: call Flush.
 func (r *Repository) Close() {
-	// Packs left unfinished (a backup that failed before Flush) are
-	// thrown away, so that no temporary file stays behind.
+	// Packs being written finish first; packs left unfinished (a backup
+	// that failed before Flush) are thrown away, so that no temporary
+	// file stays behind.
+	r.WaitPackWrites()
 	for _, pool := range []chan *packer{r.packers, r.treePackers} {
 		for range cap(pool) {
 			select {
