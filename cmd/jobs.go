@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -261,22 +263,16 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return err
 	}
 	s.pass.Executor = newExecutor(s.cfg, s.now)
-	sum, err := s.pass.Run(c.Context)
-	if err != nil {
-		return err
-	}
-	ended, err := s.db.Run(c.Context, run.ID)
+	ended, held, err := awaitRun(c, p, s, run.ID)
 	if err != nil {
 		return err
 	}
 	if err := p.JSON(toRunJSON(ended)); err != nil {
 		return err
 	}
-	for _, h := range sum.Held {
-		if h.RunID == run.ID {
-			p.Printf("run %d of job %s is queued but held: %s\n", run.ID, name, h.Reason)
-			return codedError{code: ExitBusy, err: fmt.Errorf("run %d is held: %s", run.ID, h.Reason), silent: true}
-		}
+	if held != "" {
+		p.Printf("run %d of job %s is queued but held: %s\n", run.ID, name, held)
+		return codedError{code: ExitBusy, err: fmt.Errorf("run %d is held: %s", run.ID, held), silent: true}
 	}
 	p.Printf("run %d of job %s: %s\n", ended.ID, name, describeRun(ended))
 	switch ended.Status {
@@ -284,10 +280,87 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return nil
 	case pass.StatusPartialFailure:
 		return codedError{code: ExitPartial, err: fmt.Errorf("run %d: %s", ended.ID, ended.Message), silent: true}
-	case pass.StatusQueued, pass.StatusRunning:
-		return nil
 	}
 	return codedError{code: ExitFailure, err: fmt.Errorf("run %d: %s", ended.ID, ended.Status), silent: true}
+}
+
+// awaitPoll is how often job run --wait looks at a run another process is
+// running, or runs another pass for a run still queued.
+const awaitPoll = 500 * time.Millisecond
+
+// awaitRun runs passes until the run with id has ended and returns it as
+// recorded, or returns it queued with the reason admission holds it back
+// (empty when it ended).
+//
+// Another nightjar process (serve, tick, another job run --wait) may admit
+// the run between QueueRun and this process's pass, for instance while the
+// key check runs a slow password command; this pass then cannot start it.
+// Returning then would let "job run X --wait && next" go on while the
+// backup runs, so the run is watched until that process ends it. A run
+// whose runner dies is left to the next pass, whose reclaim ends it.
+func awaitRun(c *cli.Context, p *printer, s *scheduler, id int64) (pass.Run, string, error) {
+	told := false
+	for {
+		sum, err := s.pass.Run(c.Context)
+		if err != nil {
+			return pass.Run{}, "", err
+		}
+		// A pass cut short by a signal has recorded its runs as
+		// interrupted: say so with the usual exit code.
+		if err := c.Context.Err(); err != nil {
+			return pass.Run{}, "", fmt.Errorf("wait for run %d: %w", id, err)
+		}
+		run, err := s.db.Run(c.Context, id)
+		if err != nil {
+			return pass.Run{}, "", fmt.Errorf("wait for run %d: %w", id, err)
+		}
+		for _, h := range sum.Held {
+			if h.RunID == id {
+				return run, h.Reason, nil
+			}
+		}
+		// This pass waited for the runs it started, so a run still running
+		// is another process's.
+		for run.Status == pass.StatusRunning && !orphaned(s, run) {
+			if !told {
+				p.Printf("run %d of job %s is being run by another nightjar process (%s): waiting for it to end\n", run.ID, run.Job, run.Runner)
+				told = true
+			}
+			if err := sleepCtx(c.Context, awaitPoll); err != nil {
+				return pass.Run{}, "", fmt.Errorf("wait for run %d, which the other process goes on running: %w", id, err)
+			}
+			if run, err = s.db.Run(c.Context, id); err != nil {
+				return pass.Run{}, "", fmt.Errorf("wait for run %d: %w", id, err)
+			}
+		}
+		if run.Status != pass.StatusQueued && run.Status != pass.StatusRunning {
+			return run, "", nil
+		}
+		// Queued but not yet due (its NotBefore is ahead), so neither
+		// admitted nor held, or orphaned: a later pass admits or reclaims it.
+		if err := sleepCtx(c.Context, awaitPoll); err != nil {
+			return pass.Run{}, "", fmt.Errorf("wait for run %d: %w", id, err)
+		}
+	}
+}
+
+// orphaned reports whether a pass would reclaim the running run: its
+// runner is gone, or its heartbeat is stale.
+func orphaned(s *scheduler, run pass.Run) bool {
+	staleAfter := cmp.Or(s.pass.StaleAfter, pass.DefaultStaleAfter)
+	return s.pass.RunnerDead(run.Runner) || s.now().Sub(run.HeartbeatAt) > staleAfter
+}
+
+// sleepCtx waits for d, or returns ctx's error once ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func runJobPause(c *cli.Context, p *printer, s *scheduler, name string) error {

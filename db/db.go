@@ -219,19 +219,37 @@ var errRollback = errors.New("rollback")
 func (d *DB) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	tx, err := d.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: begin: %w", op, err)
+		return fmt.Errorf("%s: begin: %w", op, markBusy(err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		if errors.Is(err, errRollback) {
 			return err
 		}
-		return fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", op, markBusy(err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", op, err)
+		return fmt.Errorf("%s: commit: %w", op, markBusy(err))
 	}
 	return nil
+}
+
+// busyError is an SQLITE_BUSY error that also matches pass.ErrStoreBusy, so
+// that the pass can tell a write that only met another connection's lock
+// for longer than BusyTimeout, and wrote nothing, from one that failed.
+type busyError struct{ err error }
+
+func (e busyError) Error() string   { return e.err.Error() }
+func (e busyError) Unwrap() []error { return []error{e.err, pass.ErrStoreBusy} }
+
+// markBusy marks err as a busyError when SQLite gave up waiting for a lock
+// (any SQLITE_BUSY extended code); it returns any other error as it is.
+func markBusy(err error) error {
+	var e *sqlite.Error
+	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY {
+		return busyError{err}
+	}
+	return err
 }
 
 // read runs fn in one read-only (deferred) transaction, for a consistent

@@ -123,6 +123,78 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 	}
 }
 
+// job run --wait whose run another nightjar process admits first waits for
+// that process to end the run and reports how it ended: a script doing
+// "job run X --wait && next" must not go on while the backup runs. The
+// password command blocks on its first call only, which is the --wait
+// process's key check between queueing the run and its own pass, until the
+// test has had a tick admit the run in that gap.
+func TestJobRunWaitWaitsForARunAnotherProcessAdmitted(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// About five seconds at 10 MB/s: the backup outlasts the --wait
+	// process's pass, which starts once the test sees the backup under way.
+	writeRandomFile(t, filepath.Join(src, "blob"), 11, 50_000_000)
+	blocked, release := w.path("block-password"), w.path("release-password")
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The wait is bounded so that a failed test leaves no shell behind.
+	w.writeConfig(`[scheduler]
+state = "{{state}}"
+
+[repository.main]
+path = "{{repo}}"
+password_command = "if [ -e {{dir}}/block-password ]; then rm {{dir}}/block-password; i=0; while [ ! -e {{dir}}/release-password ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; cat {{pw}}"
+create_if_missing = true
+` + job("j", "manual", `bandwidth = "10MB"`, src))
+
+	waiter := w.startNJ("job", "run", "j", "--wait", "--json")
+	waiterEnded := make(chan time.Time, 1)
+	go func() {
+		<-waiter.done
+		waiterEnded <- time.Now()
+	}()
+	eventually(t, 30*time.Second, 100*time.Millisecond, "the run is queued and the key check blocked", func() bool {
+		_, err := os.Stat(blocked)
+		return errors.Is(err, os.ErrNotExist) && len(w.runs()) == 1
+	})
+	ticker := w.startNJ("tick", "--json")
+	// The tick's backup holds a repository lock: watched on disk, which is
+	// quicker than runs, so that the backup is well under way when the
+	// --wait process's pass looks.
+	eventually(t, 30*time.Second, 50*time.Millisecond, "the tick backs up", func() bool {
+		return len(dirEntries(t, filepath.Join(w.repo, "locks"))) > 0
+	})
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	running := w.runs()[0]
+	if running.Status != "running" {
+		t.Fatalf("the backup ended before the --wait process's pass: make it slower (run %+v)", running)
+	}
+
+	tickRes := ticker.wait(t, time.Minute)
+	var rec passRec
+	decodeWhole(t, tickRes, &rec)
+	if tickRes.Code != exitOK || len(rec.Finished) != 1 || rec.Finished[0].ID != running.ID || rec.Finished[0].Status != "succeeded" {
+		t.Fatalf("the tick finished %+v, want run %d succeeded\n%s", rec.Finished, running.ID, tickRes)
+	}
+	res := waiter.wait(t, 30*time.Second)
+	var r runRec
+	decodeWhole(t, res, &r)
+	if res.Code != exitOK || r.ID != running.ID || r.Status != "succeeded" || len(r.Snapshots) != 1 {
+		t.Errorf("job run --wait: exit %d, run %d %s with %d snapshots; want exit %d, run %d succeeded with the tick's snapshot\n%s",
+			res.Code, r.ID, r.Status, len(r.Snapshots), exitOK, running.ID, res)
+	}
+	if ended := <-waiterEnded; rec.Finished[0].EndedAt == nil || ended.Before(*rec.Finished[0].EndedAt) {
+		t.Errorf("job run --wait ended at %s, before the backup did (%v)", rfc(ended), rec.Finished[0].EndedAt)
+	}
+}
+
 // config validate names every problem on its own line with its line
 // number; a broken config makes tick exit 2 without creating or changing
 // the state database.

@@ -12,6 +12,17 @@ import (
 	"time"
 )
 
+// ErrStoreBusy marks a Store error that says the store was busy (another
+// process held its lock for longer than the store waits) and nothing was
+// written: the call may be made again.
+var ErrStoreBusy = errors.New("state store is busy")
+
+// Backoff between attempts to record a result while the store is busy.
+const (
+	finishBackoff    = 50 * time.Millisecond
+	finishBackoffMax = time.Second
+)
+
 // outcome is how one run of the pass ended.
 type outcome struct {
 	run  Run  // as recorded (or as started, when lost)
@@ -107,7 +118,7 @@ func (p *Pass) runOne(ctx context.Context, run Run) outcome {
 	// The result is written even when the pass is shutting down.
 	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), RecordTimeout)
 	defer stop()
-	ok, ferr := p.Store.Finish(wctx, final, run.Owner, next)
+	ok, ferr := p.finish(wctx, final, run.Owner, next)
 	switch {
 	case ferr != nil:
 		return outcome{run: run, err: fmt.Errorf("record run %d of job %s: %w", run.ID, run.Job, ferr)}
@@ -121,6 +132,30 @@ func (p *Pass) runOne(ctx context.Context, run Run) outcome {
 		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
 	}
 	return outcome{run: final, next: next}
+}
+
+// finish records a run's result with Store.Finish, trying again while the
+// store is busy until ctx ends (RecordTimeout). A store's own wait for a lock
+// is shorter than RecordTimeout (SQLite's busy timeout), and a result given
+// up on leaves a finished backup running until orphan reclaim records it
+// as failed.
+func (p *Pass) finish(ctx context.Context, run Run, owner string, next *Run) (bool, error) {
+	backoff := finishBackoff
+	for {
+		ok, err := p.Store.Finish(ctx, run, owner, next)
+		if !errors.Is(err, ErrStoreBusy) {
+			return ok, err
+		}
+		p.log().Warn("state store busy: recording the result again", "run", run.ID, "job", run.Job, "err", err)
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return false, err
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, finishBackoffMax)
+	}
 }
 
 // beat renews the run's heartbeat every Heartbeat until ctx ends. A user's

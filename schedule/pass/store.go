@@ -47,7 +47,8 @@ type Store interface {
 	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots)
 	// if owner still holds it, and queues next (nil: none) with it, filling
 	// in next as stored (its ID above all). It reports false, changing
-	// nothing, when the run was taken away.
+	// nothing, when the run was taken away. An error matching ErrStoreBusy
+	// means that nothing was written and the call may be made again.
 	Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error)
 }
 
