@@ -161,8 +161,11 @@ func (p *Pass) finish(ctx context.Context, run Run, owner string, next *Run) (bo
 // beat renews the run's heartbeat every Heartbeat until ctx ends. A user's
 // cancellation or the loss of the run cancels the run.
 func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled, lost *atomic.Bool) {
-	ticker := time.NewTicker(p.heartbeatEvery())
+	every := p.heartbeatEvery()
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
+	// On the monotonic clock, which no wall-clock step moves.
+	lastRecorded := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -175,10 +178,21 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 				return
 			}
 			// A missed heartbeat is not fatal; too many and the run is
-			// reclaimed, which the next reply says.
+			// reclaimed, which the next reply says. A store that cannot
+			// be reached gives no reply: before the run can look stale
+			// to other runners, which would reclaim it and start a
+			// retry beside it, this runner gives it up itself.
+			if time.Since(lastRecorded)+every > p.staleAfter() {
+				p.log().Error("no heartbeat recorded for too long: giving the run up, as other runners may reclaim it",
+					"run", run.ID, "job", run.Job, "since", time.Since(lastRecorded).Round(time.Second), "err", err)
+				lost.Store(true)
+				cancel()
+				return
+			}
 			p.log().Warn("heartbeat failed", "run", run.ID, "job", run.Job, "err", err)
 			continue
 		}
+		lastRecorded = time.Now()
 		switch reply {
 		case HeartbeatCancel:
 			cancelled.Store(true)

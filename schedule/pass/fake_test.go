@@ -21,6 +21,7 @@ type fakeStore struct {
 	lastID   int64
 	cancels  map[int64]bool // runs a user asked to cancel
 	finishes map[int64]int  // Finish calls per run
+	beatErr  error          // returned by every Heartbeat while set
 }
 
 type storedJob struct {
@@ -179,6 +180,9 @@ func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, no
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.beatErr != nil {
+		return HeartbeatOK, s.beatErr
+	}
 	r := s.run(runID)
 	if r == nil || r.Status != StatusRunning || r.Owner != owner {
 		return HeartbeatLost, nil

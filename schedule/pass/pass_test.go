@@ -605,6 +605,39 @@ func TestLostOwnershipWritesNothing(t *testing.T) {
 	}
 }
 
+// A runner whose heartbeats cannot be recorded gives its run up before
+// the run can look stale to other runners, so that a retry they start
+// never runs beside it; the run is left to be reclaimed.
+func TestUnrecordedHeartbeatsGiveTheRunUp(t *testing.T) {
+	f := newFixture(t, manual(t, "daten"))
+	f.pass.Heartbeat, f.pass.StaleAfter = 5*time.Millisecond, 60*time.Millisecond
+	f.run(at(0))
+	f.store.mu.Lock()
+	f.store.beatErr = errors.New("database is locked")
+	f.store.mu.Unlock()
+	var ranFor time.Duration
+	f.exec.do = func(ctx context.Context, _ JobDef, run Run) (Result, error) {
+		start := time.Now()
+		waitDone(t, ctx)
+		ranFor = time.Since(start)
+		return Result{Figures: Figures{Files: 10}}, nil
+	}
+	first := f.queued("daten", "normal", at(h))
+	sum := f.run(at(h))
+	if len(sum.Lost) != 1 || len(sum.Finished) != 0 {
+		t.Errorf("summary: lost %d, finished %d; want the run given up", len(sum.Lost), len(sum.Finished))
+	}
+	if ranFor > f.pass.StaleAfter {
+		t.Errorf("the run went on for %s without a recorded heartbeat, longer than stale_after %s", ranFor, f.pass.StaleAfter)
+	}
+	if n := f.store.finishCalls(first.ID); n != 0 {
+		t.Errorf("the runner wrote %d results for a run it gave up", n)
+	}
+	if got := f.store.get(first.ID); got.Status != StatusRunning {
+		t.Errorf("the given-up run is %s, want it left running for reclaim", got.Status)
+	}
+}
+
 func TestReclaimStaleRun(t *testing.T) {
 	f := newFixture(t, manual(t, "stale"), manual(t, "dead"), manual(t, "alive"))
 	f.pass.RunnerDead = func(runner string) bool { return runner == "host-a:55" }
