@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -321,7 +320,7 @@ func awaitRun(c *cli.Context, p *printer, s *scheduler, id int64) (pass.Run, str
 		}
 		// This pass waited for the runs it started, so a run still running
 		// is another process's.
-		for run.Status == pass.StatusRunning && !orphaned(s, run) {
+		for run.Status == pass.StatusRunning && !s.pass.Orphaned(run) {
 			if !told {
 				p.Printf("run %d of job %s is being run by another nightjar process (%s): waiting for it to end\n", run.ID, run.Job, run.Runner)
 				told = true
@@ -342,13 +341,6 @@ func awaitRun(c *cli.Context, p *printer, s *scheduler, id int64) (pass.Run, str
 			return pass.Run{}, "", fmt.Errorf("wait for run %d: %w", id, err)
 		}
 	}
-}
-
-// orphaned reports whether a pass would reclaim the running run: its
-// runner is gone, or its heartbeat is stale.
-func orphaned(s *scheduler, run pass.Run) bool {
-	staleAfter := cmp.Or(s.pass.StaleAfter, pass.DefaultStaleAfter)
-	return s.pass.RunnerDead(run.Runner) || s.now().Sub(run.HeartbeatAt) > staleAfter
 }
 
 // sleepCtx waits for d, or returns ctx's error once ctx is done.

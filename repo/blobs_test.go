@@ -491,29 +491,13 @@ func TestFlushAfterFailedPackWrite(t *testing.T) {
 	})
 }
 
-// gatedBackend holds every pack Save until gate is closed, telling started
-// when one begins.
-type gatedBackend struct {
-	repo.Backend
-	gate    chan struct{}
-	started chan struct{}
-}
-
-func (g *gatedBackend) Save(ctx context.Context, h repo.Handle, data []byte) error {
-	if h.Type == repo.PackFile {
-		g.started <- struct{}{}
-		<-g.gate
-	}
-	return g.Backend.Save(ctx, h, data)
-}
-
 // A SaveBlob whose context is cancelled while it waits for a pack write to
 // start must not lose the blobs that earlier SaveBlob calls put in that
 // pack, nor leave them reserved so that they can never be stored again.
 func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	onePacker(t)
 	bg := context.Background()
-	be := &gatedBackend{Backend: memory.New(), gate: make(chan struct{}), started: make(chan struct{}, 16)}
+	be := backendtest.NewHeldPacks(memory.New())
 	r := initRepo(t, be)
 	perPack := repo.DefaultPackSize / (1 << 20) // 1 MiB blobs that fill a pack
 	blob := func(i int) ([]byte, repo.ID) {
@@ -532,7 +516,7 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	}
 	for range 2 {
 		select {
-		case <-be.started:
+		case <-be.Started():
 		case <-time.After(10 * time.Second):
 			t.Fatal("pack writes did not start")
 		}
@@ -564,9 +548,9 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("SaveBlob does not return when its context is cancelled")
 	}
-	close(be.gate)
+	be.Release()
 	go func() {
-		for range be.started {
+		for range be.Started() {
 		}
 	}()
 	if err := r.Flush(bg); err != nil {
@@ -591,13 +575,13 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 func TestCloseWaitsForPackWrites(t *testing.T) {
 	onePacker(t)
 	mem := memory.New()
-	be := &gatedBackend{Backend: mem, gate: make(chan struct{}), started: make(chan struct{}, 16)}
+	be := backendtest.NewHeldPacks(mem)
 	r := initRepo(t, be)
 	for i := range repo.DefaultPackSize / (1 << 20) {
 		saveBlob(t, r, random(uint64(2000+i), 1<<20))
 	}
 	select {
-	case <-be.started:
+	case <-be.Started():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the full pack's write did not start")
 	}
@@ -611,7 +595,7 @@ func TestCloseWaitsForPackWrites(t *testing.T) {
 		t.Fatal("Close returned while a pack was being written")
 	case <-time.After(200 * time.Millisecond):
 	}
-	close(be.gate)
+	be.Release()
 	select {
 	case <-closed:
 	case <-time.After(10 * time.Second):

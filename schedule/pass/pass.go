@@ -203,8 +203,23 @@ func (p *Pass) check() error {
 
 func (p *Pass) heartbeatEvery() time.Duration { return orDefault(p.Heartbeat, DefaultHeartbeat) }
 func (p *Pass) staleAfter() time.Duration     { return orDefault(p.StaleAfter, DefaultStaleAfter) }
-func (p *Pass) grace() time.Duration          { return orDefault(p.Grace, DefaultGrace) }
-func (p *Pass) shutdownWait() time.Duration   { return orDefault(p.ShutdownWait, DefaultShutdownWait) }
+
+// staleBefore is the heartbeat time before which a running run is stale at
+// now.
+func (p *Pass) staleBefore(now time.Time) time.Time { return now.Add(-p.staleAfter()) }
+
+// runnerGone reports another runner whose process RunnerDead says is gone.
+func (p *Pass) runnerGone(runner string) bool {
+	return runner != p.runner() && p.RunnerDead != nil && p.RunnerDead(runner)
+}
+
+// Orphaned reports whether the next pass's reclaim would end run, a
+// running run: its heartbeat is stale or its runner is gone.
+func (p *Pass) Orphaned(run Run) bool {
+	return run.HeartbeatAt.Before(p.staleBefore(p.Now())) || p.runnerGone(run.Runner)
+}
+func (p *Pass) grace() time.Duration        { return orDefault(p.Grace, DefaultGrace) }
+func (p *Pass) shutdownWait() time.Duration { return orDefault(p.ShutdownWait, DefaultShutdownWait) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -313,12 +328,8 @@ func (p *Pass) syncJobs(ctx context.Context, warn func(string, ...any)) error {
 // reclaim ends the runs of runners that are gone and queues their retries.
 func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 	now := p.Now()
-	self := p.runner()
-	dead := func(runner string) bool {
-		return runner != self && p.RunnerDead != nil && p.RunnerDead(runner)
-	}
 	retry := func(r Run) *Run { return p.retryOf(r, ClassTransient, now) }
-	runs, err := p.Store.Reclaim(ctx, now, now.Add(-p.staleAfter()), dead, retry)
+	runs, err := p.Store.Reclaim(ctx, now, p.staleBefore(now), p.runnerGone, retry)
 	if err != nil {
 		return err
 	}

@@ -91,14 +91,14 @@ func build(race bool) (string, func(), error) {
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	build := exec.Command(goTool, "build", "-o", bin, ".")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	args, cgo := []string{"build", "-o", bin, "."}, "CGO_ENABLED=0"
 	if race {
 		// The race detector's runtime needs cgo.
-		build.Args = []string{goTool, "build", "-race", "-o", bin, "."}
-		build.Env = append(os.Environ(), "CGO_ENABLED=1")
+		args, cgo = []string{"build", "-race", "-o", bin, "."}, "CGO_ENABLED=1"
 	}
+	build := exec.Command(goTool, args...)
+	build.Dir = root
+	build.Env = append(os.Environ(), cgo)
 	if out, err := build.CombinedOutput(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("build nightjar: %v\n%s", err, out)
