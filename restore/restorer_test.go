@@ -8,11 +8,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backendtest"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 
@@ -244,14 +246,16 @@ func TestRestoreHardLinkWhoseFirstNameFailed(t *testing.T) {
 	noTemps(t, target)
 }
 
-// Damage to the repository fails the restore (today's rule: restored data
-// must be right or not there), and leaves no temporary file.
+// Damage to the repository, or a read the backend fails, fails the
+// restore (today's rule: restored data must be right or not there), and
+// leaves no temporary file.
 func TestRestoreDamagedBlob(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func(b *builder, s *repo.Snapshot)
 		want   error
 	}{
+		{"the backend fails a read", func(b *builder, _ *repo.Snapshot) { b.faulty.FailLoad(repo.PackFile, 2) }, backendtest.ErrInjected},
 		{"a chunk of a small file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID([]byte("small file"))) }, repo.ErrIntegrity},
 		{"a chunk in the middle of a big file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID(randomBytes(20, bigChunk))) }, repo.ErrIntegrity},
 		{"a folder's tree", func(b *builder, s *repo.Snapshot) {
@@ -274,6 +278,49 @@ func TestRestoreDamagedBlob(t *testing.T) {
 			}
 			noTemps(t, target)
 		})
+	}
+}
+
+// A file whose content is shorter than its node says is damage: the
+// restore fails and the file is not left behind.
+func TestRestoreContentShorterThanTheSnapshotSays(t *testing.T) {
+	b := newBuilder(t)
+	liar := b.file("/liar", []byte("twelve bytes"))
+	liar.Size++
+	s := b.snapshot(liar)
+	target := t.TempDir()
+	_, err := run(t, b, s, restore.Options{Target: target})
+	if !errors.Is(err, repo.ErrIntegrity) {
+		t.Errorf("restore returns %v, want damage", err)
+	}
+	if got := tree(t, target); len(got) != 0 {
+		t.Errorf("the target holds %q after the failed restore", got)
+	}
+}
+
+// A restore cancelled in the middle of writing stops with the
+// cancellation and leaves no temporary file.
+func TestRestoreCancelledMidFile(t *testing.T) {
+	b := newBuilder(t)
+	s := sample(b)
+	target := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var writes atomic.Int32
+	// The second write past offset 0 (only big has such) cancels.
+	fsys := &faultFS{hook: func(op, _ string, off int64, _ int) error {
+		if op == "WriteAt" && off > 0 && writes.Add(1) == 2 {
+			cancel()
+		}
+		return nil
+	}}
+	_, err := restore.Run(ctx, b.r, s, restore.Options{Target: target, FS: fsys})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("restore returns %v, want the cancellation", err)
+	}
+	noTemps(t, target)
+	if _, err := os.Lstat(filepath.Join(target, "big")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("big, whose writing was cancelled, is in place (%v)", err)
 	}
 }
 
