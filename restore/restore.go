@@ -152,6 +152,8 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
+	// The target and the folders leading to it are the user's to name:
+	// they are made as the OS resolves them, not through opts.FS.
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
