@@ -1,6 +1,5 @@
 // Package backup is nightjar's engine: it walks sources, chunks, hashes and
-// stores files through repo (Backup), brings snapshots back (Restore), and
-// verifies restored files against the repository.
+// stores files through repo (Backup). Restoring is package restore's.
 //
 // A backup overlaps its stages: one walker lists directories in order and
 // builds trees, a pool of file workers reads and chunks files, and a pool of
@@ -9,5 +8,4 @@
 //
 // It must never skip anything silently: every entry it cannot save is
 // counted and listed with its reason, and such a snapshot is marked partial.
-// Restore must never write outside its target nor follow a symlink there.
 package backup

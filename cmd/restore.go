@@ -7,8 +7,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
-	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/backup/filter"
+	"github.com/nightjar-backup/nightjar/restore"
 )
 
 func restoreCommand() *cli.Command {
@@ -33,17 +33,20 @@ func runRestore(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageError{errors.New("restore needs exactly one SNAPSHOT (an ID, a prefix of one, or latest)")}
 	}
-	opts := backup.RestoreOptions{Target: c.String("target"), Overwrite: c.Bool("overwrite"), Verify: c.Bool("verify")}
-	var err error
+	opts := restore.Options{Target: c.String("target"), Overwrite: c.Bool("overwrite"), Verify: c.Bool("verify")}
 	if inc := c.StringSlice("include"); len(inc) > 0 {
-		if opts.Include, err = filter.Compile(inc); err != nil {
+		m, err := filter.Compile(inc)
+		if err != nil {
 			return usageError{err}
 		}
+		opts.Include = m
 	}
 	if exc := c.StringSlice("exclude"); len(exc) > 0 {
-		if opts.Exclude, err = filter.Compile(exc); err != nil {
+		m, err := filter.Compile(exc)
+		if err != nil {
 			return usageError{err}
 		}
+		opts.Exclude = m
 	}
 	r, err := openRepo(c, p)
 	if err != nil {
@@ -62,7 +65,7 @@ func runRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := backup.Restore(c.Context, r, snap, opts)
+	res, err := restore.Run(c.Context, r, snap, opts)
 	if res != nil {
 		if jerr := p.JSON(res); jerr != nil {
 			return jerr

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -140,13 +139,17 @@ func runLs(c *cli.Context) error {
 	}
 	out := []lsJSON{}
 	found := sub == "/"
-	err = walkSnapshot(c.Context, r, snap.Tree, "/", func(p string, n *repo.Node) bool {
+	err = r.Walk(c.Context, snap.Tree, repo.WalkOptions{}, repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
+		p, n := e.Path, e.Node
 		if p == sub {
 			found = true
 		}
 		if p != sub && !strings.HasPrefix(p, strings.TrimSuffix(sub, "/")+"/") {
 			// Descend only along the way to sub.
-			return strings.HasPrefix(sub, p+"/")
+			if strings.HasPrefix(sub, p+"/") {
+				return nil
+			}
+			return repo.SkipTree
 		}
 		entry := lsJSON{Path: p, Type: n.Type, Mode: modeString(n), Size: n.Size, MTime: n.MTime,
 			User: n.User, Group: n.Group, LinkTarget: n.LinkTarget}
@@ -154,8 +157,8 @@ func runLs(c *cli.Context) error {
 			entry.PathRaw = []byte(p)
 		}
 		out = append(out, entry)
-		return true
-	})
+		return nil
+	}})
 	if err != nil {
 		return err
 	}
@@ -171,26 +174,6 @@ func runLs(c *cli.Context) error {
 			line += " -> " + e.LinkTarget
 		}
 		p.Printf("%s\n", line)
-	}
-	return nil
-}
-
-// walkSnapshot calls fn for every node below tree in depth-first name
-// order; fn returns whether to descend into a folder.
-func walkSnapshot(ctx context.Context, r *repo.Repository, tree repo.ID, dir string, fn func(string, *repo.Node) bool) error {
-	t, err := r.LoadTree(ctx, tree)
-	if err != nil {
-		return err
-	}
-	for i := range t.Nodes {
-		n := &t.Nodes[i]
-		p := path.Join(dir, n.Name)
-		if !fn(p, n) || n.Type != repo.NodeDir || n.Subtree == nil {
-			continue
-		}
-		if err := walkSnapshot(ctx, r, *n.Subtree, p, fn); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -2,7 +2,7 @@ package directio
 
 import (
 	"errors"
-	"os"
+	"io"
 	"syscall"
 	"unsafe"
 )
@@ -20,12 +20,12 @@ func AlignedBuffer(size int) []byte {
 	return raw[skip : skip+size : skip+size]
 }
 
-// WriteAt writes data at off: through direct when it is not nil, data
+// writeAt writes data at off: through direct when it is not nil, data
 // being whole blocks at an aligned offset, else through f. When the file
 // system refuses the direct write (it wants another alignment, or no
-// direct I/O at all), data goes through f and WriteAt reports refused: the
+// direct I/O at all), data goes through f and writeAt reports refused: the
 // caller writes through f alone from then on.
-func WriteAt(f, direct *os.File, data []byte, off int64) (refused bool, err error) {
+func writeAt(f, direct io.WriterAt, data []byte, off int64) (refused bool, err error) {
 	if direct != nil {
 		_, err = direct.WriteAt(data, off)
 		if !errors.Is(err, syscall.EINVAL) {

@@ -35,8 +35,15 @@ func TestOpenSecond(t *testing.T) {
 	}
 	buf := AlignedBuffer(Align)
 	buf[0], buf[Align-1] = 'a', 'z'
-	if _, err := WriteAt(f, d, buf, 0); err != nil {
+	w := NewWriter(f, d, buf, nil)
+	if err := w.Stage(0, buf); err != nil {
 		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Direct() {
+		t.Error("the file system refused a direct write through the second descriptor")
 	}
 	d.Close()
 	if err := f.Sync(); err != nil {

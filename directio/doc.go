@@ -5,9 +5,10 @@
 // pages, which on some virtual machines cost more than the copy.
 //
 // Direct writes need the file offset, the length and the buffer's address
-// aligned (Align). Callers write whole aligned blocks through the
-// descriptor OpenSecond returns and the partial blocks at the ends through
-// the file's ordinary one; WriteAt falls back to the ordinary one when the
-// file system refuses. On systems without O_DIRECT, OpenSecond returns
+// aligned (Align). Writer, which both use, stages runs of bytes in an
+// aligned buffer and writes their whole blocks through the descriptor
+// OpenSecond returns and the partial blocks at the ends through the file's
+// ordinary one, falling back to the ordinary one when the file system
+// refuses. On systems without O_DIRECT, OpenSecond returns
 // nil and everything goes through the page cache.
 package directio

@@ -263,11 +263,12 @@ func (c *checker) checkSnapshots(ctx context.Context) error {
 			c.problem("snapshot "+id, err.Error())
 			continue
 		}
-		for _, ref := range c.walkTree(ctx, s.Tree) {
-			c.affect(ref.object, "", id, "/"+ref.path)
+		refs, err := c.walkSnapshot(ctx, s.Tree)
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		for _, ref := range refs {
+			c.affect(ref.object, "", id, "/"+ref.path)
 		}
 	}
 	return nil
@@ -304,56 +305,104 @@ func (c *checker) affect(object, msg, snapshot, p string) {
 	c.mu.Unlock()
 }
 
-// walkTree returns the broken references below tree id, memoized per tree
-// so that trees shared by many snapshots are read once.
-func (c *checker) walkTree(ctx context.Context, id ID) []brokenRef {
-	if refs, ok := c.treeMemo[id]; ok {
-		return refs
+// treeFrame collects the broken references below one tree that a walk
+// is in, relative to the tree's folder.
+type treeFrame struct {
+	id   ID
+	dir  string // the folder's path in the snapshot
+	refs []brokenRef
+	prev *string // the name of the tree's last entry so far
+}
+
+// walkSnapshot returns the broken references below tree root, relative to
+// it. Each tree's references are memoized, so that trees shared by many
+// snapshots are read once: the walk skips a tree it knows and takes its
+// references from the memo.
+func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error) {
+	stack := []*treeFrame{{dir: "/"}} // the bottom frame takes the root's references
+	// add puts refs found at folder dir (relative to it) into the
+	// innermost frame.
+	add := func(dir string, refs []brokenRef) {
+		top := stack[len(stack)-1]
+		rel := relativePath(top.dir, dir)
+		for _, ref := range refs {
+			top.refs = append(top.refs, brokenRef{path: path.Join(rel, ref.path), object: ref.object})
+		}
 	}
-	var refs []brokenRef
-	if obj, bad := c.blobState(id); bad {
-		refs = []brokenRef{{path: "", object: obj}}
+	// done memoizes tree id's references and hands them to its parent.
+	done := func(dir string, id ID, refs []brokenRef) {
 		c.treeMemo[id] = refs
-		return refs
+		add(dir, refs)
 	}
-	tree, err := c.r.LoadTree(ctx, id)
-	c.report.Trees++
-	if err != nil {
-		if ctx.Err() == nil {
+	err := c.r.Walk(ctx, root, WalkOptions{}, WalkVisitor{
+		Enter: func(dir *WalkEntry, id ID) error {
+			if refs, ok := c.treeMemo[id]; ok {
+				add(dir.Path, refs)
+				return SkipTree
+			}
+			if obj, bad := c.blobState(id); bad {
+				done(dir.Path, id, []brokenRef{{path: "", object: obj}})
+				return SkipTree
+			}
+			c.report.Trees++
+			stack = append(stack, &treeFrame{id: id, dir: dir.Path})
+			return nil
+		},
+		TreeError: func(dir *WalkEntry, id ID, err error) error {
 			c.markBroken(id, TreeBlob, err.Error())
-		}
-		refs = []brokenRef{{path: "", object: "tree blob " + id.String()}}
-		c.treeMemo[id] = refs
-		return refs
-	}
-	for i, n := range tree.Nodes {
-		if !ValidName(n.Name) || (i > 0 && tree.Nodes[i-1].Name >= n.Name) {
-			obj := "tree blob " + id.String()
-			c.problem(obj, fmt.Sprintf("entry %q has an unsafe name or is out of order", n.Name))
-			refs = append(refs, brokenRef{path: "", object: obj})
-			continue
-		}
-		switch n.Type {
-		case NodeDir:
-			if n.Subtree == nil {
-				obj := "tree blob " + id.String()
-				c.problem(obj, fmt.Sprintf("directory %q has no subtree", n.Name))
-				refs = append(refs, brokenRef{path: n.Name, object: obj})
-				continue
+			stack = stack[:len(stack)-1]
+			done(dir.Path, id, []brokenRef{{path: "", object: "tree blob " + id.String()}})
+			return nil
+		},
+		Node: func(e *WalkEntry) error {
+			top := stack[len(stack)-1]
+			n := e.Node
+			outOfOrder := top.prev != nil && *top.prev >= n.Name
+			top.prev = &n.Name
+			if e.Unsafe || outOfOrder {
+				obj := "tree blob " + top.id.String()
+				c.problem(obj, fmt.Sprintf("entry %q has an unsafe name or is out of order", n.Name))
+				top.refs = append(top.refs, brokenRef{path: "", object: obj})
+				return SkipTree
 			}
-			for _, sub := range c.walkTree(ctx, *n.Subtree) {
-				refs = append(refs, brokenRef{path: path.Join(n.Name, sub.path), object: sub.object})
-			}
-		case NodeFile:
-			seen := map[string]bool{}
-			for _, blob := range n.Content {
-				if obj, bad := c.blobState(blob); bad && !seen[obj] {
-					seen[obj] = true
-					refs = append(refs, brokenRef{path: n.Name, object: obj})
+			switch n.Type {
+			case NodeDir:
+				if n.Subtree == nil {
+					obj := "tree blob " + top.id.String()
+					c.problem(obj, fmt.Sprintf("directory %q has no subtree", n.Name))
+					top.refs = append(top.refs, brokenRef{path: n.Name, object: obj})
+				}
+			case NodeFile:
+				seen := map[string]bool{}
+				for _, blob := range n.Content {
+					if obj, bad := c.blobState(blob); bad && !seen[obj] {
+						seen[obj] = true
+						top.refs = append(top.refs, brokenRef{path: n.Name, object: obj})
+					}
 				}
 			}
-		}
+			return nil
+		},
+		Leave: func(dir *WalkEntry, id ID) error {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			done(dir.Path, id, top.refs)
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
-	c.treeMemo[id] = refs
-	return refs
+	return stack[0].refs, nil
+}
+
+// relativePath returns p, a path at or below folder dir, relative to dir.
+func relativePath(dir, p string) string {
+	if dir == p {
+		return ""
+	}
+	if dir == "/" {
+		return p[1:]
+	}
+	return p[len(dir)+1:]
 }

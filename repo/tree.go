@@ -219,30 +219,37 @@ func (r *Repository) saveTreeBlob(ctx context.Context, data []byte) (ID, error) 
 
 // LoadTree reads and verifies a tree, joining its parts when it is split.
 func (r *Repository) LoadTree(ctx context.Context, id ID) (*Tree, error) {
+	t, _, err := r.loadTree(ctx, id)
+	return t, err
+}
+
+// loadTree reads and verifies a tree, joining its parts when it is split,
+// and returns the IDs of those parts (nil for a tree stored whole).
+func (r *Repository) loadTree(ctx context.Context, id ID) (*Tree, []ID, error) {
 	t, parts, err := r.loadTreeBlob(ctx, id)
 	if err != nil || parts == nil {
-		return t, err
+		return t, nil, err
 	}
 	var data []byte
 	var buf BlobBuffer
 	for _, part := range parts {
 		plain, err := r.LoadBlobTo(ctx, part, &buf)
 		if err != nil {
-			return nil, fmt.Errorf("load tree %s: part %s: %w", id.Short(), part.Short(), err)
+			return nil, nil, fmt.Errorf("load tree %s: part %s: %w", id.Short(), part.Short(), err)
 		}
 		if len(data)+len(plain) > maxTreeSize {
-			return nil, fmt.Errorf("tree %s: parts longer than %d bytes: %w", id.Short(), maxTreeSize, ErrIntegrity)
+			return nil, nil, fmt.Errorf("tree %s: parts longer than %d bytes: %w", id.Short(), maxTreeSize, ErrIntegrity)
 		}
 		data = append(data, plain...)
 	}
-	t, parts, err = decodeTree(data)
-	if err == nil && parts != nil {
+	t, nested, err := decodeTree(data)
+	if err == nil && nested != nil {
 		err = errors.New("a tree list made of parts")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tree %s: %v: %w", id.Short(), err, ErrIntegrity)
+		return nil, nil, fmt.Errorf("tree %s: %v: %w", id.Short(), err, ErrIntegrity)
 	}
-	return t, nil
+	return t, parts, nil
 }
 
 // maxTreeSize bounds the JSON of a split tree, against a crafted tree list

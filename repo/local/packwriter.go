@@ -1,6 +1,7 @@
 package local
 
 import (
+	"io"
 	"os"
 
 	"github.com/nightjar-backup/nightjar/directio"
@@ -19,12 +20,13 @@ import (
 // per packer (one per core).
 const packStage = 2 << 20
 
-// packWriter writes a new pack file from its start.
+// packWriter writes a new pack file from its start, through a
+// directio.Writer.
 type packWriter struct {
-	f      *os.File // the temporary file: partial blocks, fallback and sync
-	direct *os.File // f opened again for direct writes, or nil
-	stage  []byte   // bytes not yet written; stage[0] is at offset off
-	off    int64
+	out    *directio.Writer
+	direct *os.File // the file opened again for direct writes, or nil
+	stage  []byte   // out's aligned staging buffer, kept for the next pack
+	off    int64    // where the next Write goes
 }
 
 // keptStages is how many staging buffers a Backend keeps for reuse: one
@@ -35,9 +37,9 @@ const keptStages = 16
 func (b *Backend) stage() []byte {
 	select {
 	case buf := <-b.stages:
-		return buf[:0]
+		return buf
 	default:
-		return directio.AlignedBuffer(packStage)[:0]
+		return directio.AlignedBuffer(packStage)
 	}
 }
 
@@ -55,63 +57,45 @@ func (s *packStream) close() {
 	s.w.stage = nil
 }
 
-// newPackWriter returns a writer of f into the empty aligned buffer stage,
+// newPackWriter returns a writer of f through the aligned buffer stage,
 // direct when direct is set. Tree packs are written through the page
 // cache: the next backup reads them.
 func newPackWriter(f *os.File, direct bool, stage []byte) *packWriter {
-	w := &packWriter{f: f, stage: stage}
+	w := &packWriter{stage: stage}
+	var directAt io.WriterAt // nil: through the page cache
 	if direct {
-		w.direct = directio.OpenSecond(f.Name(), f)
+		if w.direct = directio.OpenSecond(f.Name(), f); w.direct != nil {
+			directAt = w.direct
+		}
 	}
+	w.out = directio.NewWriter(f, directAt, stage, nil)
 	return w
 }
 
 func (w *packWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		k := copy(w.stage[len(w.stage):cap(w.stage)], p)
-		w.stage = w.stage[:len(w.stage)+k]
-		p = p[k:]
-		if len(w.stage) == cap(w.stage) {
-			if err := w.writeOut(len(w.stage)); err != nil {
-				return 0, err
-			}
-		}
+	if err := w.out.Stage(w.off, p); err != nil {
+		return 0, err
 	}
-	return n, nil
+	w.off += int64(len(p))
+	w.closeRefused()
+	return len(p), nil
 }
 
 // Flush writes what is staged: its whole blocks directly, the rest
 // through the page cache.
 func (w *packWriter) Flush() error {
-	if err := w.writeOut(len(w.stage) &^ (directio.Align - 1)); err != nil {
-		return err
-	}
-	return w.writeOut(len(w.stage))
+	err := w.out.Flush()
+	w.closeRefused()
+	return err
 }
 
-// writeOut writes the first n staged bytes: directly when n is a whole
-// number of blocks and direct writes work, else through the page cache.
-func (w *packWriter) writeOut(n int) error {
-	if n == 0 {
-		return nil
+// closeRefused closes the direct descriptor once the file system has
+// refused a direct write: the rest of the pack goes through the page
+// cache.
+func (w *packWriter) closeRefused() {
+	if w.direct != nil && !w.out.Direct() {
+		w.Close()
 	}
-	data := w.stage[:n]
-	var err error
-	if n%directio.Align == 0 {
-		var refused bool
-		if refused, err = directio.WriteAt(w.f, w.direct, data, w.off); refused {
-			w.Close() // the rest of the pack goes through the page cache
-		}
-	} else {
-		_, err = w.f.WriteAt(data, w.off)
-	}
-	if err != nil {
-		return err
-	}
-	w.off += int64(n)
-	w.stage = w.stage[:copy(w.stage, w.stage[n:])]
-	return nil
 }
 
 // Close closes the direct descriptor; the caller closes f.

@@ -29,7 +29,7 @@ func TestPackWriter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := newPackWriter(f, i%2 == 0 || size > packStage, directio.AlignedBuffer(packStage)[:0])
+		w := newPackWriter(f, i%2 == 0 || size > packStage, directio.AlignedBuffer(packStage))
 		direct := w.direct != nil
 		if i == 0 {
 			t.Logf("direct writes: %v", direct)

@@ -1,4 +1,4 @@
-package backup
+package restore
 
 import (
 	"context"
@@ -9,32 +9,43 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/directio"
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
-// RestoreOptions describe one restore.
-type RestoreOptions struct {
-	Target    string          // folder to restore into; created if missing
-	Include   *filter.Matcher // nil: everything
-	Exclude   *filter.Matcher // nil: nothing
-	Overwrite bool            // replace existing files (never folders)
-	Verify    bool            // read back every restored file and compare with the repository
-	Workers   int             // file workers; 0: twice GOMAXPROCS
+// Repository is what a restore reads: the snapshot's trees through the
+// walker, its blobs, and their sizes from the index.
+type Repository interface {
+	Walk(ctx context.Context, root repo.ID, opts repo.WalkOptions, v repo.WalkVisitor) error
+	LoadBlobTo(ctx context.Context, id repo.ID, buf *repo.BlobBuffer) ([]byte, error)
+	Index() *repo.Index
+	BlobID(data []byte) repo.ID
 }
 
-// RestoreResult is what a restore did.
-type RestoreResult struct {
+var _ Repository = (*repo.Repository)(nil)
+
+// Options describe one restore.
+type Options struct {
+	Target    string           // folder to restore into; created if missing
+	Include   repo.PathMatcher // nil: everything
+	Exclude   repo.PathMatcher // nil: nothing
+	Overwrite bool             // replace existing files (never folders)
+	Verify    bool             // read back every restored file and compare with the repository
+	Workers   int              // file workers; 0: twice GOMAXPROCS
+	FS        FS               // where the target is; nil: the OS
+}
+
+// Result is what a restore did.
+type Result struct {
 	Files          int64       `json:"files"`
 	Dirs           int64       `json:"dirs"`
 	Others         int64       `json:"others"` // symlinks, FIFOs, devices
@@ -50,17 +61,18 @@ type RestoreResult struct {
 var ErrVerifyFailed = errors.New("restored files differ from the repository")
 
 type restorer struct {
-	r      *repo.Repository
-	opts   RestoreOptions
+	r      Repository
+	fs     FS
+	opts   Options
 	root   string
 	asRoot bool
 	mu     sync.Mutex
-	result RestoreResult
+	result Result
 	// Hardlinks: the first name of an inode is restored as a file and
 	// recorded in placed once it is in place (with the restored file's own
 	// device and inode); the other names are linked to it at the end.
-	linkFirst map[devIno]bool
-	placed    map[devIno]placedFile
+	linkFirst map[inode]bool
+	placed    map[inode]placedFile
 	dirs      []dirMeta // folders whose metadata is set last, deepest first
 	fileWG    sync.WaitGroup
 	parts     chan filePart
@@ -86,8 +98,8 @@ type pendingFile struct {
 	restoreFile
 	open   sync.Once
 	tmp    string
-	out    *os.File
-	direct *os.File     // out opened again for direct writes; nil: page cache only
+	out    File
+	direct File         // out opened again for direct writes; nil: page cache only
 	parts  atomic.Int32 // parts not yet finished
 	// writing lets one part at a time write: ext4 (like most file
 	// systems) holds the inode's lock for each buffered write, and the
@@ -112,6 +124,9 @@ type dirMeta struct {
 	target string
 }
 
+// inode is a file's device and inode in the snapshot.
+type inode struct{ dev, ino uint64 }
+
 type deferredLink struct {
 	target, shown string
 	node          repo.Node
@@ -123,27 +138,32 @@ type placedFile struct {
 	dev, ino uint64
 }
 
-// Restore writes the tree of snapshot s into opts.Target.
-func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts RestoreOptions) (*RestoreResult, error) {
+// Run writes the tree of snapshot s into opts.Target.
+func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Result, error) {
 	if opts.Workers <= 0 {
 		// More workers than cores: file creation and writes block in the
 		// kernel, and another worker's decryption fills that time.
 		opts.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
+	if opts.FS == nil {
+		opts.FS = OS{}
+	}
 	root, err := filepath.Abs(opts.Target)
 	if err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
+	// The target and the folders leading to it are the user's to name:
+	// they are made as the OS resolves them, not through opts.FS.
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+	if fi, err := opts.FS.Lstat(root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("target %s is not a folder", root)
 	}
 	rs := &restorer{
-		r: r, opts: opts, root: root, asRoot: os.Geteuid() == 0,
-		linkFirst: map[devIno]bool{},
-		placed:    map[devIno]placedFile{},
+		r: r, fs: opts.FS, opts: opts, root: root, asRoot: os.Geteuid() == 0,
+		linkFirst: map[inode]bool{},
+		placed:    map[inode]placedFile{},
 		parts:     make(chan filePart, opts.Workers*4),
 	}
 	rs.result.OwnershipKept = rs.asRoot
@@ -154,7 +174,7 @@ func Restore(ctx context.Context, r *repo.Repository, s *repo.Snapshot, opts Res
 		go rs.fileWorker(ctx, cancel)
 	}
 	var links []deferredLink
-	walkErr := rs.walk(ctx, s.Tree, "/", root, false, &links)
+	walkErr := rs.walk(ctx, s.Tree, &links)
 	close(rs.parts)
 	rs.fileWG.Wait()
 	if walkErr != nil {
@@ -198,83 +218,77 @@ func (rs *restorer) fail(err error, cancel context.CancelFunc) {
 	})
 }
 
-// selected tells whether an entry is restored, and whether to descend into
-// it in search of included entries.
-func (rs *restorer) selected(shown string, included bool) (restore, descend bool) {
-	if rs.opts.Exclude != nil && rs.opts.Exclude.Match(shown) {
-		return false, false
-	}
-	if included || rs.opts.Include == nil || rs.opts.Include.Match(shown) {
-		return true, true
-	}
-	return false, rs.opts.Include.ChildMayMatch(shown)
+// walkOptions are the filters of the restore, for repo.Walk.
+func (rs *restorer) walkOptions() repo.WalkOptions {
+	return repo.WalkOptions{Include: rs.opts.Include, Exclude: rs.opts.Exclude}
 }
 
-// walk restores tree id (shown in the snapshot as shown) into folder dir,
-// which exists and is a real folder (not a symlink).
-func (rs *restorer) walk(ctx context.Context, id repo.ID, shown, dir string, included bool, links *[]deferredLink) error {
-	tree, err := rs.r.LoadTree(ctx, id)
-	if err != nil {
-		return fmt.Errorf("restore %s: %w", shown, err)
-	}
-	for _, node := range tree.Nodes {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if !repo.ValidName(node.Name) {
-			rs.skip(path.Join(shown, fmt.Sprintf("%q", node.Name)), "unsafe name in the snapshot: not restored")
-			continue
-		}
-		childShown := path.Join(shown, node.Name)
-		target := filepath.Join(dir, node.Name)
-		restore, descend := rs.selected(childShown, included)
-		if !restore && !(descend && node.Type == repo.NodeDir) {
-			continue
-		}
-		switch node.Type {
-		case repo.NodeDir:
-			if err := rs.makeDir(target); err != nil {
-				rs.skip(childShown, err.Error())
-				continue
+// targetOf is where the entry at snapshot path p is restored.
+func (rs *restorer) targetOf(p string) string { return filepath.Join(rs.root, p) }
+
+// walk restores tree id, the snapshot's root, into the target: it creates
+// folders as the walker meets them (each exists and is a real folder, not
+// a symlink, before anything is made in it), queues files for the
+// workers and makes the other entries.
+func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink) error {
+	return rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{
+		TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
+			return fmt.Errorf("restore %s: %w", dir.Path, err)
+		},
+		Node: func(e *repo.WalkEntry) error {
+			if e.Unsafe {
+				rs.skip(e.Path, "unsafe name in the snapshot: not restored")
+				return nil
 			}
-			if node.Subtree == nil {
-				rs.skip(childShown, "folder without content in the snapshot")
-				continue
+			node := e.Node
+			target := rs.targetOf(e.Path)
+			switch node.Type {
+			case repo.NodeDir:
+				if err := rs.makeDir(target); err != nil {
+					rs.skip(e.Path, err.Error())
+					return repo.SkipTree
+				}
+				if node.Subtree == nil {
+					rs.skip(e.Path, "folder without content in the snapshot")
+				}
+			case repo.NodeFile:
+				if node.Links > 1 {
+					key := inode{node.Device, node.Inode}
+					if rs.linkFirst[key] {
+						*links = append(*links, deferredLink{target: target, shown: e.Path, node: *node})
+						return nil
+					}
+					rs.linkFirst[key] = true
+				}
+				return rs.queueFile(ctx, restoreFile{node: *node, target: target, shown: e.Path})
+			default:
+				rs.restoreSpecial(*node, target, e.Path)
 			}
-			if err := rs.walk(ctx, *node.Subtree, childShown, target, restore, links); err != nil {
-				return err
+			return nil
+		},
+		Leave: func(dir *repo.WalkEntry, _ repo.ID) error {
+			if dir.Node == nil {
+				return nil // the root: the target's metadata stays
 			}
-			rs.dirs = append(rs.dirs, dirMeta{node: node, target: target})
+			// After the folder's content, as its metadata is set in
+			// reverse order.
+			rs.dirs = append(rs.dirs, dirMeta{node: *dir.Node, target: rs.targetOf(dir.Path)})
 			rs.mu.Lock()
 			rs.result.Dirs++
 			rs.mu.Unlock()
-		case repo.NodeFile:
-			if node.Links > 1 {
-				key := devIno{node.Device, node.Inode}
-				if rs.linkFirst[key] {
-					*links = append(*links, deferredLink{target: target, shown: childShown, node: node})
-					continue
-				}
-				rs.linkFirst[key] = true
-			}
-			if err := rs.queueFile(ctx, restoreFile{node: node, target: target, shown: childShown}); err != nil {
-				return err
-			}
-		default:
-			rs.restoreSpecial(node, target, childShown)
-		}
-	}
-	return nil
+			return nil
+		},
+	})
 }
 
 // makeDir creates a folder, or accepts an existing real folder. It refuses
 // a symlink or anything else in the way.
 func (rs *restorer) makeDir(target string) error {
-	err := os.Mkdir(target, 0o700)
+	err := rs.fs.Mkdir(target, 0o700)
 	if err == nil || !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	fi, err := os.Lstat(target)
+	fi, err := rs.fs.Lstat(target)
 	if err != nil {
 		return err
 	}
@@ -296,18 +310,18 @@ func tempName(target string) string {
 // place renames a finished temporary entry to its final name, unless
 // something is there and Overwrite is off. A folder is never replaced.
 func (rs *restorer) place(tmp, target string) error {
-	if fi, err := os.Lstat(target); err == nil {
+	if fi, err := rs.fs.Lstat(target); err == nil {
 		switch {
 		case fi.IsDir():
-			os.Remove(tmp)
+			rs.fs.Remove(tmp)
 			return errors.New("a folder is in the way: not replaced")
 		case !rs.opts.Overwrite:
-			os.Remove(tmp)
+			rs.fs.Remove(tmp)
 			return errors.New("exists (use --overwrite to replace it)")
 		}
 	}
-	if err := os.Rename(tmp, target); err != nil {
-		os.Remove(tmp)
+	if err := rs.fs.Rename(tmp, target); err != nil {
+		rs.fs.Remove(tmp)
 		return err
 	}
 	return nil
@@ -384,9 +398,9 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	var openErr error
 	f.open.Do(func() {
 		f.tmp = tempName(f.target)
-		f.out, openErr = os.OpenFile(f.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+		f.out, openErr = rs.fs.CreateExclusive(f.tmp)
 		if openErr == nil && f.node.Size >= directMinSize {
-			f.direct = directio.OpenSecond(f.tmp, f.out)
+			f.direct = rs.fs.OpenDirect(f.tmp, f.out)
 		}
 	})
 	if openErr != nil {
@@ -395,9 +409,9 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	if f.out == nil {
 		return nil // another part failed to create it, and reported why
 	}
-	var direct *directWriter
+	var direct *directio.Writer
 	if f.direct != nil {
-		direct = newDirectWriter(f, stage)
+		direct = directio.NewWriter(f.out, f.direct, stage.get(), &f.writing)
 	}
 	offset := p.offset
 	for _, id := range f.node.Content[p.first:p.end] {
@@ -409,10 +423,10 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 		case isZero(data):
 			// A hole: what is staged before it goes out now.
 			if direct != nil {
-				err = direct.flush()
+				err = direct.Flush()
 			}
 		case direct != nil:
-			err = direct.add(offset, data)
+			err = direct.Stage(offset, data)
 		default:
 			f.writing.Lock()
 			_, err = f.out.WriteAt(data, offset)
@@ -424,7 +438,7 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 		offset += int64(len(data))
 	}
 	if direct != nil {
-		if err := direct.flush(); err != nil {
+		if err := direct.Flush(); err != nil {
 			return err
 		}
 	}
@@ -481,26 +495,26 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	if f.err != nil {
 		if f.out != nil {
 			f.out.Close()
-			os.Remove(f.tmp)
+			rs.fs.Remove(f.tmp)
 		}
 		return f.err
 	}
 	written := f.written.Load()
 	if err := f.out.Truncate(written); err != nil {
 		f.out.Close()
-		os.Remove(f.tmp)
+		rs.fs.Remove(f.tmp)
 		return err
 	}
 	if err := f.out.Close(); err != nil {
-		os.Remove(f.tmp)
+		rs.fs.Remove(f.tmp)
 		return err
 	}
 	if written != int64(f.node.Size) {
-		os.Remove(f.tmp)
+		rs.fs.Remove(f.tmp)
 		return &damageError{fmt.Errorf("restore %s: content is %d bytes, snapshot says %d: %w", f.shown, written, f.node.Size, repo.ErrIntegrity)}
 	}
 	if err := rs.setMeta(f.tmp, &f.node); err != nil {
-		os.Remove(f.tmp)
+		rs.fs.Remove(f.tmp)
 		return fmt.Errorf("metadata: %w", err)
 	}
 	if err := rs.place(f.tmp, f.target); err != nil {
@@ -530,13 +544,23 @@ func (rs *restorer) restoreWhole(ctx context.Context, f restoreFile) error {
 // recordPlaced notes a restored hardlinked file, by the device and inode
 // it has now, for the other names of its inode.
 func (rs *restorer) recordPlaced(f restoreFile) {
-	var st unix.Stat_t
-	if err := unix.Lstat(f.target, &st); err != nil {
+	st := rs.lstat(f.target)
+	if st == nil {
 		return
 	}
 	rs.mu.Lock()
-	rs.placed[devIno{f.node.Device, f.node.Inode}] = placedFile{path: f.target, dev: st.Dev, ino: st.Ino}
+	rs.placed[inode{f.node.Device, f.node.Inode}] = placedFile{path: f.target, dev: st.Dev, ino: st.Ino}
 	rs.mu.Unlock()
+}
+
+// lstat returns the system's description of p, or nil if there is none.
+func (rs *restorer) lstat(p string) *syscall.Stat_t {
+	fi, err := rs.fs.Lstat(p)
+	if err != nil {
+		return nil
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	return st
 }
 
 func isZero(b []byte) bool {
@@ -560,13 +584,15 @@ func isZero(b []byte) bool {
 // skipped, or something replaced it), the name is restored as a file of
 // its own, which later names then link to.
 func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
-	key := devIno{l.node.Device, l.node.Inode}
+	key := inode{l.node.Device, l.node.Inode}
 	first, ok := rs.placed[key]
-	var st unix.Stat_t
-	if ok && unix.Lstat(first.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG &&
-		st.Dev == first.dev && st.Ino == first.ino {
+	var st *syscall.Stat_t
+	if ok {
+		st = rs.lstat(first.path)
+	}
+	if st != nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == first.dev && st.Ino == first.ino {
 		tmp := tempName(l.target)
-		if err := os.Link(first.path, tmp); err != nil {
+		if err := rs.fs.Link(first.path, tmp); err != nil {
 			rs.skip(l.shown, "hardlink: "+err.Error())
 			return nil
 		}
@@ -595,9 +621,9 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 	var err error
 	switch node.Type {
 	case repo.NodeSymlink:
-		err = os.Symlink(node.LinkTarget, tmp)
+		err = rs.fs.Symlink(node.LinkTarget, tmp)
 	case repo.NodeFIFO:
-		err = unix.Mkfifo(tmp, 0o600)
+		err = rs.fs.Mknod(tmp, unix.S_IFIFO|0o600, 0)
 	case repo.NodeCharDev, repo.NodeBlockDev:
 		if !rs.asRoot {
 			rs.skip(shown, "device nodes can only be made by root: not restored")
@@ -607,7 +633,7 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		if node.Type == repo.NodeBlockDev {
 			mode = unix.S_IFBLK
 		}
-		err = unix.Mknod(tmp, mode|0o600, int(node.Rdev))
+		err = rs.fs.Mknod(tmp, mode|0o600, int(node.Rdev))
 	case repo.NodeSocket:
 		rs.skip(shown, "sockets belong to the program that made them: not restored")
 		return
@@ -620,7 +646,7 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		return
 	}
 	if err := rs.setMeta(tmp, &node); err != nil {
-		os.Remove(tmp)
+		rs.fs.Remove(tmp)
 		rs.skip(shown, "metadata: "+err.Error())
 		return
 	}
@@ -637,12 +663,12 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 // p without following a symlink.
 func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	if rs.asRoot {
-		if err := unix.Lchown(p, int(node.UID), int(node.GID)); err != nil {
+		if err := rs.fs.Lchown(p, int(node.UID), int(node.GID)); err != nil {
 			return fmt.Errorf("owner: %w", err)
 		}
 	}
 	for _, x := range node.Xattrs {
-		if err := unix.Lsetxattr(p, x.Name, x.Value, 0); err != nil {
+		if err := rs.fs.Lsetxattr(p, x.Name, x.Value); err != nil {
 			if errors.Is(err, unix.EPERM) && !rs.asRoot {
 				return fmt.Errorf("extended attribute %s needs root: %w", x.Name, err)
 			}
@@ -651,12 +677,11 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	}
 	if node.Type != repo.NodeSymlink {
 		// After chown, which clears setuid and setgid.
-		if err := unix.Fchmodat(unix.AT_FDCWD, p, node.Mode&0o7777, 0); err != nil {
+		if err := rs.fs.Chmod(p, node.Mode&0o7777); err != nil {
 			return fmt.Errorf("mode: %w", err)
 		}
 	}
-	ts := []unix.Timespec{unix.NsecToTimespec(node.MTime.UnixNano()), unix.NsecToTimespec(node.MTime.UnixNano())}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := rs.fs.SetMTime(p, node.MTime); err != nil {
 		return fmt.Errorf("times: %w", err)
 	}
 	return nil
@@ -670,38 +695,18 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 	for _, s := range rs.result.Skipped {
 		skipped[s.Path] = true
 	}
-	var walk func(id repo.ID, shown, dir string, included bool) error
-	walk = func(id repo.ID, shown, dir string, included bool) error {
-		tree, err := rs.r.LoadTree(ctx, id)
-		if err != nil {
-			return err
+	err := rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
+		if e.Unsafe || e.Node.Type != repo.NodeFile || skipped[e.Path] {
+			return nil
 		}
-		for _, node := range tree.Nodes {
-			if !repo.ValidName(node.Name) {
-				continue
-			}
-			childShown := path.Join(shown, node.Name)
-			target := filepath.Join(dir, node.Name)
-			restore, descend := rs.selected(childShown, included)
-			switch {
-			case node.Type == repo.NodeDir && (restore || descend) && node.Subtree != nil:
-				if err := walk(*node.Subtree, childShown, target, restore); err != nil {
-					return err
-				}
-			case node.Type == repo.NodeFile && restore:
-				if skipped[childShown] {
-					continue
-				}
-				if err := rs.verifyFile(target, &node); err != nil {
-					failures = append(failures, repo.Skip{Path: childShown, Reason: err.Error()})
-					continue
-				}
-				rs.result.Verified++
-			}
+		if err := rs.verifyFile(rs.targetOf(e.Path), e.Node); err != nil {
+			failures = append(failures, repo.Skip{Path: e.Path, Reason: err.Error()})
+			return nil
 		}
+		rs.result.Verified++
 		return nil
-	}
-	if err := walk(id, "/", rs.root, false); err != nil {
+	}})
+	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	rs.result.VerifyFailures = failures
@@ -712,7 +717,7 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 }
 
 func (rs *restorer) verifyFile(target string, node *repo.Node) error {
-	f, err := os.OpenFile(target, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := rs.fs.Open(target)
 	if err != nil {
 		return err
 	}

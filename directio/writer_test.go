@@ -1,21 +1,21 @@
-package backup
+package directio
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
-
-	"github.com/nightjar-backup/nightjar/directio"
 )
 
-// TestDirectWriter writes a file in parts the way restore's workers do for
-// a big file: runs of chunks at unaligned offsets, holes between them,
-// runs longer than the staging buffer, parts in any order. Every byte of
-// the result is checked, and with direct I/O available the writer must
-// not have fallen back to the page cache.
-func TestDirectWriter(t *testing.T) {
+// TestWriter writes a file in parts the way restore's workers do for a
+// big file: runs of chunks at unaligned offsets, holes between them, runs
+// longer than the staging buffer, parts in any order, a Writer for each
+// part. Every byte of the result is checked, and with direct I/O
+// available the writer must not have fallen back to the page cache.
+func TestWriter(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		direct bool
@@ -28,12 +28,14 @@ func TestDirectWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			f := &pendingFile{out: out}
+			var direct io.WriterAt // nil: page cache only
 			if tc.direct {
-				if f.direct = directio.OpenSecond(tmp, out); f.direct == nil {
+				d := OpenSecond(tmp, out)
+				if d == nil {
 					t.Skipf("the file system under %s refuses O_DIRECT", tmp)
 				}
-				defer f.direct.Close()
+				defer d.Close()
+				direct = d
 			}
 
 			type chunk struct {
@@ -65,23 +67,24 @@ func TestDirectWriter(t *testing.T) {
 			}
 			rng.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
 
-			var stage stagingBuffer
+			stage := AlignedBuffer(4 << 20)
+			var lock sync.Mutex
 			for _, part := range parts {
-				w := newDirectWriter(f, &stage)
+				w := NewWriter(out, direct, stage, &lock)
 				for _, c := range part {
 					if c.data == nil {
-						err = w.flush()
+						err = w.Flush()
 					} else {
-						err = w.add(c.off, c.data)
+						err = w.Stage(c.off, c.data)
 					}
 					if err != nil {
 						t.Fatal(err)
 					}
 				}
-				if err := w.flush(); err != nil {
+				if err := w.Flush(); err != nil {
 					t.Fatal(err)
 				}
-				if tc.direct && w.direct == nil {
+				if tc.direct && !w.Direct() {
 					t.Fatal("the file system refused a direct write: the writer fell back to the page cache")
 				}
 			}
