@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
-	"github.com/nightjar-backup/nightjar/repo/local"
 )
 
 func initCommand() *cli.Command {

@@ -14,8 +14,8 @@ import (
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
-	"github.com/nightjar-backup/nightjar/repo/local"
 )
 
 // configFlags are taken by every command that reads the job config.

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 )
 
 // repoFlags are taken by every command that works on a repository. They

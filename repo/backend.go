@@ -52,7 +52,7 @@ func ValidObjectName(name string) bool {
 var ErrNotFound = errors.New("object not found")
 
 // Backend is where a repository's objects live. Its guarantees, which every
-// implementation must keep and the conformance suite in repo/backendtest
+// implementation must keep and the conformance suite in repo/backend/backendtest
 // checks:
 //
 //   - Save stores the whole object atomically and durably before it returns:

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // lockBackends are the backends whose locks are tested: memory, and a local

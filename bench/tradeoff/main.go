@@ -37,7 +37,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 )
 
 func main() {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backendtest"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // A Faulty with no faults set up is a conforming backend.

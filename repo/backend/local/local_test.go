@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backendtest"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 )
 
 // holderEnv, when set to "folder|lock name", makes the test binary a lock
