@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
@@ -29,7 +30,7 @@ func runInit(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError{fmt.Errorf("init takes no arguments, got %q", c.Args().First())}
 	}
-	path, err := repoPath(c)
+	location, err := repoLocation(c)
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func runInit(c *cli.Context) error {
 			return err
 		}
 	}
-	be, err := local.Create(path)
+	be, err := backend.Create(c.Context, location)
 	if errors.Is(err, local.ErrNotEmpty) {
 		return usageError{err}
 	}

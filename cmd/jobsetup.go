@@ -14,6 +14,7 @@ import (
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
@@ -126,7 +127,7 @@ func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
 		}
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
 		var r *repo.Repository
-		be, err := local.Open(rc.Path)
+		be, err := backend.Open(ctx, configLocation(rc))
 		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
 			creating.Lock()
 			r, err = createRepository(ctx, rc, password)
@@ -158,10 +159,10 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 		return nil, err
 	}
 	defer unlock()
-	if be, err := local.Open(rc.Path); err == nil {
+	if be, err := backend.Open(ctx, configLocation(rc)); err == nil {
 		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return pw, nil }})
 	}
-	be, err := local.Create(rc.Path)
+	be, err := backend.Create(ctx, configLocation(rc))
 	if err != nil {
 		return nil, err
 	}
