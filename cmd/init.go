@@ -8,7 +8,6 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
-	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
 
@@ -42,7 +41,7 @@ func runInit(c *cli.Context) error {
 		}
 	}
 	be, err := backend.Create(c.Context, location)
-	if errors.Is(err, local.ErrNotEmpty) {
+	if errors.Is(err, repo.ErrNotEmpty) {
 		return usageError{err}
 	}
 	if err != nil {

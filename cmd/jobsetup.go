@@ -15,7 +15,6 @@ import (
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
-	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
 
@@ -154,7 +153,7 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := local.LockFolder(rc.Path)
+	unlock, err := backend.LockCreation(ctx, configLocation(rc))
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,10 @@ func ValidObjectName(name string) bool {
 // ErrNotFound is returned by a Backend for an object that does not exist.
 var ErrNotFound = errors.New("object not found")
 
+// ErrNotEmpty is returned by a backend's Create for a place that holds
+// something other than a repository.
+var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar repository")
+
 // Backend is where a repository's objects live. Its guarantees, which every
 // implementation must keep and the conformance suite in repo/backend/backendtest
 // checks:

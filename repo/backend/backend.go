@@ -19,9 +19,10 @@ var ErrNoPath = errors.New("no path after the scheme")
 // scheme is one kind of storage: how to open and to create a backend from
 // what follows "name:" in a location.
 type scheme struct {
-	name   string
-	open   func(ctx context.Context, path string) (repo.Backend, error)
-	create func(ctx context.Context, path string) (repo.Backend, error)
+	name         string
+	open         func(ctx context.Context, path string) (repo.Backend, error)
+	create       func(ctx context.Context, path string) (repo.Backend, error)
+	lockCreation func(ctx context.Context, path string) (unlock func(), err error)
 }
 
 // schemes are the kinds of storage known, the local folder first: a
@@ -31,6 +32,9 @@ var schemes = []scheme{
 		name:   "local",
 		open:   func(_ context.Context, path string) (repo.Backend, error) { return local.Open(path) },
 		create: func(_ context.Context, path string) (repo.Backend, error) { return local.Create(path) },
+		lockCreation: func(_ context.Context, path string) (func(), error) {
+			return local.LockFolder(path)
+		},
 	},
 }
 
@@ -53,6 +57,18 @@ func Create(ctx context.Context, location string) (repo.Backend, error) {
 		return nil, err
 	}
 	return s.create(ctx, path)
+}
+
+// LockCreation holds a lock that makes the processes that may create a
+// repository at location at the same time do so one after another (the
+// scheduler's create_if_missing): the first creates it, the others then
+// open it. It waits for the lock; unlock releases it.
+func LockCreation(ctx context.Context, location string) (unlock func(), err error) {
+	s, path, err := parse(location)
+	if err != nil {
+		return nil, err
+	}
+	return s.lockCreation(ctx, path)
 }
 
 // schemeNames returns the names of the schemes known, for messages.

@@ -114,7 +114,7 @@ func TestCreate(t *testing.T) {
 		{"new folder", "new", filepath.Join(dir, "new"), nil},
 		{"new folder, local scheme", "local:" + filepath.Join(dir, "new2"), filepath.Join(dir, "new2"), nil},
 		{"a repository is there", "existing", "", repo.ErrAlreadyExists},
-		{"a folder with files", "full", "", local.ErrNotEmpty},
+		{"a folder with files", "full", "", repo.ErrNotEmpty},
 		{"unknown scheme", "gs:bucket", "", backend.ErrUnknownScheme},
 	}
 	for _, tt := range tests {
@@ -135,6 +135,44 @@ func TestCreate(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(tt.want, "data")); err != nil {
 				t.Errorf("create %q made no repository folder: %v", tt.location, err)
 			}
+		})
+	}
+}
+
+func TestLockCreation(t *testing.T) {
+	dir := inDir(t)
+	tests := []struct {
+		name     string
+		location string
+		folder   string // made by the lock, or "" for an error
+		wantErr  error
+	}{
+		{"path", "new", filepath.Join(dir, "new"), nil},
+		{"local scheme", "local:" + filepath.Join(dir, "new2"), filepath.Join(dir, "new2"), nil},
+		{"unknown scheme", "s3:https://host/bucket", "", backend.ErrUnknownScheme},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			unlock, err := backend.LockCreation(context.Background(), tt.location)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("lock creation at %q: %v, want %v", tt.location, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("lock creation at %q: %v", tt.location, err)
+			}
+			if _, err := os.Stat(tt.folder); err != nil {
+				t.Errorf("lock creation at %q made no folder: %v", tt.location, err)
+			}
+			unlock()
+			// Released: it can be taken again at once.
+			again, err := backend.LockCreation(context.Background(), tt.location)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again()
 		})
 	}
 }
