@@ -156,9 +156,10 @@ type PackStream interface {
 // removing dead ones and deciding conflicts. A backend that implements
 // ProcessLocker (a local folder: flock) needs no LockKeeper: the repository
 // keeps its locks held by the process. An object store, where no lock can be
-// tied to a process, implements LockKeeper with a lease: KeepLock saves the
-// object and saves it again with a fresh refresh time well within the lease
-// until release (which stops that and removes it), and LockAlive says a lock
+// tied to a process, implements LockKeeper with a lease (issue 15, which
+// adds the refresh time to LockInfo): KeepLock saves the object and saves it
+// again with a fresh refresh time well within the lease until release
+// (which stops that and removes it), and LockAlive says a lock
 // is dead only when its refresh stopped for longer than the lease or, on its
 // own host, its process is provably gone, never because it is old. A backend
 // with neither cannot hold locks, and Repository.Lock fails.
