@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 

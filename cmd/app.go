@@ -48,17 +48,35 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return usageError{err}
 		},
 		Commands: commands(),
+		Action:   unknownCommand(cli.ShowAppHelp),
 	}
 	setUsageErrors(app.Commands)
 	return app
 }
 
-// setUsageErrors makes a bad flag in any command a usage error (exit 2)
-// with one line, instead of the library's help dump.
+// setUsageErrors makes a bad flag in any command, and an unknown
+// subcommand of a command group, a usage error (exit 2) with one line,
+// instead of the library's help dump or its exit 1.
 func setUsageErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = unknownCommand(cli.ShowSubcommandHelp)
+		}
 		setUsageErrors(c.Subcommands)
+	}
+}
+
+// unknownCommand is the action of the program and of each command group,
+// which the library runs when no command of theirs is named: an argument
+// is then an unknown command (a usage error), and no argument shows help
+// as before.
+func unknownCommand(help cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.Args().Present() {
+			return usageError{fmt.Errorf("unknown command %q: see %s --help", c.Args().First(), c.Command.HelpName)}
+		}
+		return help(c)
 	}
 }
 

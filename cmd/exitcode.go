@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 )
 
 // Exit codes. They are part of nightjar's interface and documented in the
@@ -49,6 +50,8 @@ var domainExitCodes = []struct {
 	{repo.ErrNoRepository, ExitNoRepository},
 	{repo.ErrBusy, ExitBusy},
 	{repo.ErrWrongPassword, ExitWrongPassword},
+	{backend.ErrUnknownScheme, ExitUsage},
+	{backend.ErrNoPath, ExitUsage},
 }
 
 func exitCode(err error) int {
@@ -68,8 +71,10 @@ func exitCode(err error) int {
 			return m.code
 		}
 	}
-	if strings.HasPrefix(err.Error(), "flag provided but not defined") ||
-		strings.Contains(err.Error(), "Required flag") {
+	// A missing required flag is the one usage error the CLI library
+	// reports neither through OnUsageError nor with an exported type (its
+	// type and interface are unexported), so its message is matched.
+	if strings.HasPrefix(err.Error(), "Required flag") {
 		return ExitUsage
 	}
 	return ExitFailure

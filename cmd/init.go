@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
-	"github.com/nightjar-backup/nightjar/repo/local"
 )
 
 func initCommand() *cli.Command {
@@ -29,7 +29,7 @@ func runInit(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError{fmt.Errorf("init takes no arguments, got %q", c.Args().First())}
 	}
-	path, err := repoPath(c)
+	location, err := repoLocation(c)
 	if err != nil {
 		return err
 	}
@@ -40,8 +40,8 @@ func runInit(c *cli.Context) error {
 			return err
 		}
 	}
-	be, err := local.Create(path)
-	if errors.Is(err, local.ErrNotEmpty) {
+	be, err := backend.Create(c.Context, location)
+	if errors.Is(err, repo.ErrNotEmpty) {
 		return usageError{err}
 	}
 	if err != nil {

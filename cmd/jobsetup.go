@@ -14,8 +14,8 @@ import (
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
-	"github.com/nightjar-backup/nightjar/repo/local"
 )
 
 // configFlags are taken by every command that reads the job config.
@@ -126,7 +126,7 @@ func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
 		}
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
 		var r *repo.Repository
-		be, err := local.Open(rc.Path)
+		be, err := backend.Open(ctx, configLocation(rc))
 		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
 			creating.Lock()
 			r, err = createRepository(ctx, rc, password)
@@ -153,15 +153,15 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := local.LockFolder(rc.Path)
+	unlock, err := backend.LockCreation(ctx, configLocation(rc))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if be, err := local.Open(rc.Path); err == nil {
+	if be, err := backend.Open(ctx, configLocation(rc)); err == nil {
 		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return pw, nil }})
 	}
-	be, err := local.Create(rc.Path)
+	be, err := backend.Create(ctx, configLocation(rc))
 	if err != nil {
 		return nil, err
 	}

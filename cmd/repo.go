@@ -14,15 +14,16 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 )
 
 // repoFlags are taken by every command that works on a repository. They
 // follow restic's names. There is deliberately no flag for the password.
 func repoFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `PATH`"},
+		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `LOCATION`: a folder, or local:PATH"},
 		&cli.StringFlag{Name: "password-file", EnvVars: []string{"NIGHTJAR_PASSWORD_FILE"}, Usage: "read the password from `FILE`"},
 		&cli.StringFlag{Name: "password-command", EnvVars: []string{"NIGHTJAR_PASSWORD_COMMAND"}, Usage: "run `COMMAND` and take the password from its output"},
 	}
@@ -36,7 +37,8 @@ func newPrinter(c *cli.Context) *printer {
 	return &printer{stdout: c.App.Writer, stderr: c.App.ErrWriter, jsonOut: c.Bool("json")}
 }
 
-func repoPath(c *cli.Context) (string, error) {
+// repoLocation returns the repository location the flags name.
+func repoLocation(c *cli.Context) (string, error) {
 	p := c.String("repo")
 	if p == "" {
 		return "", usageError{errors.New("no repository given: use -r PATH or set NIGHTJAR_REPOSITORY")}
@@ -121,11 +123,11 @@ func checkPassword(pw []byte, source string) ([]byte, error) {
 // openRepo opens the repository named by the flags and warns when it is
 // unencrypted or is not the one known at that path before.
 func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
-	path, err := repoPath(c)
+	location, err := repoLocation(c)
 	if err != nil {
 		return nil, err
 	}
-	be, err := local.Open(path)
+	be, err := backend.Open(c.Context, location)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +146,10 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 	}
 	return r, nil
 }
+
+// configLocation is the location of a configured repository: its path is
+// a local folder whatever it looks like (a colon in it names no scheme).
+func configLocation(rc config.Repository) string { return "local:" + rc.Path }
 
 // rememberRepo records which repository ID lives at a path, in the user's
 // cache, and returns the ID recorded there before if it differs. Failing to

@@ -51,8 +51,12 @@ func ValidObjectName(name string) bool {
 // ErrNotFound is returned by a Backend for an object that does not exist.
 var ErrNotFound = errors.New("object not found")
 
+// ErrNotEmpty is returned by a backend's Create for a place that holds
+// something other than a repository.
+var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar repository")
+
 // Backend is where a repository's objects live. Its guarantees, which every
-// implementation must keep and the conformance suite in repo/backendtest
+// implementation must keep and the conformance suite in repo/backend/backendtest
 // checks:
 //
 //   - Save stores the whole object atomically and durably before it returns:
@@ -67,6 +71,20 @@ var ErrNotFound = errors.New("object not found")
 //
 // A Backend never needs to append, rename a visible object or overwrite part
 // of one, so that object stores can implement it.
+//
+// Optional capabilities (BufferLoader, PackStreamer, ProcessLocker,
+// LockKeeper, io.Closer) are found with Capability, never by a type
+// assertion, so that they survive wrappers. A wrapper (retries, rate limits,
+// metrics, fault injection) has a method Unwrap() Backend that returns the
+// backend it wraps; Capability looks at the wrapper first and then down the
+// chain. A wrapper that needs to intercept a capability itself (because it
+// must see or change the bytes a stream or a LoadInto moves, or must act when
+// a lock is taken) implements it: it finds the wrapped backend's own with
+// Capability(Unwrap()) and calls it, and when the wrapped backend lacks it, it
+// fails with an error wrapping errors.ErrUnsupported, which callers take as
+// the capability's absence (they then use Save, Load or no lock, as for a
+// backend without it). A wrapper that implements io.Closer closes what it
+// wraps.
 type Backend interface {
 	Save(ctx context.Context, h Handle, data []byte) error
 	Load(ctx context.Context, h Handle, offset, length int64) ([]byte, error)
@@ -75,6 +93,23 @@ type Backend interface {
 	Remove(ctx context.Context, h Handle) error
 	// Location describes where the repository is, for messages.
 	Location() string
+}
+
+// Capability returns the first backend in the chain of be and the backends
+// it wraps (see Backend) that implements T, typed as T.
+func Capability[T any](be Backend) (T, bool) {
+	for be != nil {
+		if c, ok := be.(T); ok {
+			return c, true
+		}
+		w, ok := be.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		be = w.Unwrap()
+	}
+	var none T
+	return none, false
 }
 
 // BufferLoader is implemented by backends that can read part of an object
@@ -112,6 +147,31 @@ type PackStream interface {
 	Commit(ctx context.Context, name string) error
 	// Abort throws away what was written.
 	Abort()
+}
+
+// LockKeeper is a storage's lock protocol: how a lock object is kept alive
+// while its holder works, and how another holder's lock is judged.
+// Repository.Lock takes it from the backend (found with Capability) and does
+// the rest itself: the lock's content and sealing, listing the other locks,
+// removing dead ones and deciding conflicts. A backend that implements
+// ProcessLocker (a local folder: flock) needs no LockKeeper: the repository
+// keeps its locks held by the process. An object store, where no lock can be
+// tied to a process, implements LockKeeper with a lease (issue 15, which
+// adds the refresh time to LockInfo): KeepLock saves the object and saves it
+// again with a fresh refresh time well within the lease until release
+// (which stops that and removes it), and LockAlive says a lock
+// is dead only when its refresh stopped for longer than the lease or, on its
+// own host, its process is provably gone, never because it is old. A backend
+// with neither cannot hold locks, and Repository.Lock fails.
+type LockKeeper interface {
+	// KeepLock stores the lock object h with the content seal makes of
+	// info, and keeps it alive until release is called. The protocol may
+	// seal a changed info again (a refresh).
+	KeepLock(ctx context.Context, h Handle, info LockInfo, seal func(LockInfo) ([]byte, error)) (release func() error, err error)
+	// LockAlive reports whether another holder's lock object h still
+	// protects its work; load reads the lock's content, for protocols that
+	// need it. An error wrapping ErrNotFound means the lock is gone.
+	LockAlive(ctx context.Context, h Handle, load func() (LockInfo, error)) (bool, error)
 }
 
 // ProcessLocker is implemented by backends that can tie a lock object to the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // BenchmarkSaveBlob measures the whole write path of new 256 KiB blobs:

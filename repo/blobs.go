@@ -31,12 +31,14 @@ type packOutput interface {
 }
 
 func (r *Repository) newPackOutput(ctx context.Context, kind PackKind) (packOutput, error) {
-	if ps, ok := r.be.(PackStreamer); ok {
+	if ps, ok := Capability[PackStreamer](r.be); ok {
 		s, err := ps.NewPackStream(ctx, kind)
-		if err != nil {
+		if err == nil {
+			return &streamedPack{s: s, h: blake3.New(32, nil)}, nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
 			return nil, err
 		}
-		return &streamedPack{s: s, h: blake3.New(32, nil)}, nil
 	}
 	return &bufferedPack{buf: r.packBuffer()}, nil
 }
@@ -410,15 +412,17 @@ func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]
 // (grown if need be) when the backend is a BufferLoader, else into the
 // memory Load returns.
 func (r *Repository) loadInto(ctx context.Context, h Handle, offset int64, length int, buf []byte) ([]byte, error) {
-	bl, ok := r.be.(BufferLoader)
-	if !ok {
-		return r.be.Load(ctx, h, offset, int64(length))
+	if bl, ok := Capability[BufferLoader](r.be); ok {
+		data := grow(buf, length)[:length]
+		err := bl.LoadInto(ctx, h, offset, data)
+		if err == nil {
+			return data, nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return nil, err
+		}
 	}
-	data := grow(buf, length)[:length]
-	if err := bl.LoadInto(ctx, h, offset, data); err != nil {
-		return nil, err
-	}
-	return data, nil
+	return r.be.Load(ctx, h, offset, int64(length))
 }
 
 // grow returns b, or a new slice, with a capacity of at least n.

@@ -2,7 +2,7 @@
 // keys and encryption, packs, the index, trees, snapshots, locks and check.
 //
 // All I/O goes through the small Backend interface, so the same code works on
-// a local directory (package repo/local) and, later, on object stores. The
+// a local directory (package repo/backend/local) and, later, on object stores. The
 // format therefore never appends to, renames or partially overwrites an
 // object that readers can see: every object is written whole, under its final
 // name, and is never changed afterwards.

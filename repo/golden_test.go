@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden repository in testdata/repo")

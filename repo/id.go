@@ -15,9 +15,6 @@ func (id ID) String() string { return hex.EncodeToString(id[:]) }
 // Short returns the first 8 hex digits, for display.
 func (id ID) Short() string { return hex.EncodeToString(id[:4]) }
 
-// IsNull reports whether id is all zeros (no ID).
-func (id ID) IsNull() bool { return id == ID{} }
-
 // MarshalText encodes id as hex.
 func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
 

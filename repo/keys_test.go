@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 func openWith(t *testing.T, be repo.Backend, pass string) (*repo.Repository, error) {

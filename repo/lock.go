@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/user"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,9 +44,9 @@ func (l *Lock) Unlock() error { return l.release() }
 // process fails with an error wrapping ErrBusy that names the holder. A lock
 // is never broken for being old, only when its owner is provably dead.
 func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (*Lock, error) {
-	pl, ok := r.be.(ProcessLocker)
+	keeper, ok := r.lockKeeper()
 	if !ok {
-		return nil, fmt.Errorf("storage at %s cannot hold locks", r.be.Location())
+		return nil, r.cannotLock()
 	}
 	info := LockInfo{Exclusive: exclusive, PID: os.Getpid(), Time: r.now().UTC(), Purpose: purpose}
 	info.Hostname, _ = os.Hostname()
@@ -53,15 +54,21 @@ func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (
 		info.Username = u.Username
 	}
 	name := NewSnapshotID()
-	plain, err := json.Marshal(info)
-	if err != nil {
-		return nil, err
+	seal := func(info LockInfo) ([]byte, error) {
+		plain, err := json.Marshal(info)
+		if err != nil {
+			return nil, err
+		}
+		return sealObject(r.seal, "lock", name, plain), nil
 	}
-	release, err := pl.SaveHeld(ctx, Handle{Type: LockFile, Name: name}, sealObject(r.seal, "lock", name, plain))
+	release, err := keeper.KeepLock(ctx, Handle{Type: LockFile, Name: name}, info, seal)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, r.cannotLock()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	conflict, err := r.conflictingLock(ctx, pl, name, exclusive)
+	conflict, err := r.conflictingLock(ctx, keeper, name, exclusive)
 	if err != nil || conflict != nil {
 		_ = release()
 		if err != nil {
@@ -72,9 +79,42 @@ func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (
 	return &Lock{release: release}, nil
 }
 
-// conflictingLock looks at every other lock, removes those of dead
-// processes and returns the first live one that conflicts.
-func (r *Repository) conflictingLock(ctx context.Context, pl ProcessLocker, own string, exclusive bool) (*LockInfo, error) {
+// lockKeeper returns the backend's lock protocol: its own LockKeeper, or
+// locks held by this process where it is a ProcessLocker.
+func (r *Repository) lockKeeper() (LockKeeper, bool) {
+	if k, ok := Capability[LockKeeper](r.be); ok {
+		return k, true
+	}
+	if pl, ok := Capability[ProcessLocker](r.be); ok {
+		return processLocks{pl}, true
+	}
+	return nil, false
+}
+
+func (r *Repository) cannotLock() error {
+	return fmt.Errorf("storage at %s cannot hold locks", r.be.Location())
+}
+
+// processLocks is the lock protocol of storage that ties a lock object to
+// the life of the process that holds it (a flock on a local folder): a lock
+// is alive exactly while that process holds it, whatever its age.
+type processLocks struct{ pl ProcessLocker }
+
+func (p processLocks) KeepLock(ctx context.Context, h Handle, info LockInfo, seal func(LockInfo) ([]byte, error)) (func() error, error) {
+	data, err := seal(info)
+	if err != nil {
+		return nil, err
+	}
+	return p.pl.SaveHeld(ctx, h, data)
+}
+
+func (p processLocks) LockAlive(ctx context.Context, h Handle, _ func() (LockInfo, error)) (bool, error) {
+	return p.pl.Held(ctx, h)
+}
+
+// conflictingLock looks at every other lock, removes dead ones and returns
+// the first live one that conflicts.
+func (r *Repository) conflictingLock(ctx context.Context, keeper LockKeeper, own string, exclusive bool) (*LockInfo, error) {
 	var names []string
 	if err := r.be.List(ctx, LockFile, func(name string, _ int64) error {
 		if name != own {
@@ -86,21 +126,22 @@ func (r *Repository) conflictingLock(ctx context.Context, pl ProcessLocker, own 
 	}
 	for _, name := range names {
 		h := Handle{Type: LockFile, Name: name}
-		held, err := pl.Held(ctx, h)
+		load := sync.OnceValues(func() (LockInfo, error) { return r.readLock(ctx, name) })
+		alive, err := keeper.LockAlive(ctx, h, load)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if !held {
-			// Its owner is dead: the kernel dropped its flock.
+		if !alive {
+			// Its holder is provably gone (the kernel dropped its flock).
 			if err := r.be.Remove(ctx, h); err != nil && !errors.Is(err, ErrNotFound) {
 				return nil, fmt.Errorf("remove lock of dead process: %w", err)
 			}
 			continue
 		}
-		info, err := r.readLock(ctx, name)
+		info, err := load()
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

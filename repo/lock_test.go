@@ -11,24 +11,123 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // lockBackends are the backends whose locks are tested: memory, and a local
-// folder, whose locks are real flocks.
+// folder, whose locks are real flocks, each also through a wrapper that
+// only unwraps (as a retry or metrics wrapper would).
 var lockBackends = []struct {
 	name string
 	new  func(t *testing.T) repo.Backend
 }{
 	{"memory", func(t *testing.T) repo.Backend { return memory.New() }},
-	{"local", func(t *testing.T) repo.Backend {
-		be, err := local.Create(filepath.Join(t.TempDir(), "repo"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return be
-	}},
+	{"local", newLocal},
+	{"memory through a wrapper", func(t *testing.T) repo.Backend { return unwrapping{memory.New()} }},
+	{"local through a wrapper", func(t *testing.T) repo.Backend { return unwrapping{newLocal(t)} }},
+}
+
+func newLocal(t *testing.T) repo.Backend {
+	be, err := local.Create(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
+// unwrapping is a wrapper that intercepts nothing and has Unwrap.
+type unwrapping struct{ repo.Backend }
+
+func (u unwrapping) Unwrap() repo.Backend { return u.Backend }
+
+// hiding is a wrapper without Unwrap: it hides every capability of what it
+// wraps.
+type hiding struct{ repo.Backend }
+
+// A backend without a lock protocol cannot be locked, also through a
+// wrapper that would pass a lock capability on, and says so in one line.
+func TestLockNeedsALockingBackend(t *testing.T) {
+	tests := []struct {
+		name string
+		be   repo.Backend
+	}{
+		{"no capability", hiding{memory.New()}},
+		{"through an unwrapping wrapper", unwrapping{hiding{memory.New()}}},
+		{"through a wrapper that intercepts locks", backendtest.NewFaulty(hiding{memory.New()})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := initRepo(t, tt.be)
+			l, err := r.Lock(context.Background(), false, "backup")
+			if err == nil {
+				l.Unlock()
+				t.Fatal("a backend without a lock protocol gave a lock")
+			}
+			want := "storage at " + tt.be.Location() + " cannot hold locks"
+			if err.Error() != want {
+				t.Errorf("lock: %q, want %q", err, want)
+			}
+		})
+	}
+}
+
+// leases is a LockKeeper of the kind an object store plugs in: its locks
+// are plain objects, and a lock is dead when the test says its lease ran
+// out. It wraps a backend without ProcessLocker.
+type leases struct {
+	repo.Backend
+	kept    []repo.LockInfo
+	expired map[string]bool
+}
+
+func (l *leases) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInfo, seal func(repo.LockInfo) ([]byte, error)) (func() error, error) {
+	data, err := seal(info)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Save(ctx, h, data); err != nil {
+		return nil, err
+	}
+	l.kept = append(l.kept, info)
+	return func() error { return l.Remove(ctx, h) }, nil
+}
+
+func (l *leases) LockAlive(ctx context.Context, h repo.Handle, load func() (repo.LockInfo, error)) (bool, error) {
+	if _, err := load(); err != nil {
+		return false, err
+	}
+	return !l.expired[h.Name], nil
+}
+
+// A backend's own LockKeeper decides which locks are alive: the plug for
+// object stores' leases.
+func TestLockKeeperOfTheBackend(t *testing.T) {
+	ctx := context.Background()
+	be := &leases{Backend: hiding{memory.New()}, expired: map[string]bool{}}
+	initRepo(t, be)
+	a, b := openRepo(t, be), openRepo(t, be)
+	held := mustLock(t, a, true, "prune")
+	if len(be.kept) != 1 || !be.kept[0].Exclusive || be.kept[0].Purpose != "prune" {
+		t.Fatalf("KeepLock got %+v, want one exclusive lock for prune", be.kept)
+	}
+	if _, err := b.Lock(ctx, false, "backup"); !errors.Is(err, repo.ErrBusy) {
+		t.Fatalf("lock beside a live lease: %v, want ErrBusy", err)
+	}
+	lockNames := names(t, be, repo.LockFile)
+	if len(lockNames) != 1 {
+		t.Fatalf("lock objects %v, want the holder's only", lockNames)
+	}
+	be.expired[lockNames[0]] = true
+	l := mustLock(t, b, false, "backup")
+	defer l.Unlock()
+	if _, err := be.Stat(ctx, repo.Handle{Type: repo.LockFile, Name: lockNames[0]}); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("the lock whose lease ran out was not removed: %v", err)
+	}
+	if err := held.Unlock(); err != nil && !errors.Is(err, repo.ErrNotFound) {
+		t.Fatal(err)
+	}
 }
 
 func mustLock(t *testing.T, r *repo.Repository, exclusive bool, purpose string) *repo.Lock {

@@ -343,7 +343,7 @@ func (r *Repository) Close() {
 		}
 	}
 	r.zdec.Close()
-	if c, ok := r.be.(io.Closer); ok {
+	if c, ok := Capability[io.Closer](r.be); ok {
 		_ = c.Close()
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backendtest"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 func TestInitOpenRoundTrip(t *testing.T) {

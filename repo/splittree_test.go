@@ -13,8 +13,8 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // bigTree is a directory of n files named file00000, file00001, ..., with

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // prefixes is a repo.PathMatcher that selects the listed paths and

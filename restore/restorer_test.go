@@ -14,7 +14,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 

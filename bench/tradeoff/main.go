@@ -37,7 +37,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 )
 
 func main() {
@@ -140,7 +140,7 @@ func measure(ctx context.Context, data, gendata, work string, p pair, profile st
 	if out, err := exec.Command("cp", "-a", data, src).CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("copy data: %v: %s", err, out)
 	}
-	be, err := local.Create(repoDir)
+	be, err := backend.Create(ctx, "local:"+repoDir)
 	if err != nil {
 		return result{}, err
 	}

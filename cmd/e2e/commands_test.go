@@ -472,3 +472,61 @@ func TestInsecureRepository(t *testing.T) {
 		t.Errorf("key add on an unencrypted repository succeeded:\n%s", res)
 	}
 }
+
+// TestBadCommandLines: an unknown command or repository scheme is a bad
+// command line (exit 2, as the README says), told in one line, and nothing
+// is created.
+func TestBadCommandLines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cases := []struct {
+		name    string
+		args    []string
+		message string // a part of the one-line message
+	}{
+		{"unknown command", []string{"foo"}, `unknown command "foo"`},
+		{"unknown command with flags", []string{"foo", "--json"}, `unknown command "foo"`},
+		{"unknown subcommand", []string{"job", "foo"}, `unknown command "foo": see nightjar job --help`},
+		{"unknown scheme", []string{"snapshots", "-r", "s3:https://host/bucket"}, `unknown scheme "s3" (known: local`},
+		{"unknown scheme on init", []string{"init", "-r", "nosuch:repo"}, `unknown scheme "nosuch"`},
+		{"scheme without a path", []string{"snapshots", "-r", "local:"}, "no path after the scheme"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := *e
+			e.t = t
+			res := e.run(c.args...)
+			if res.Code != exitUsage {
+				t.Fatalf("want exit %d:\n%s", exitUsage, res)
+			}
+			msg := lines(res.Stderr)
+			if len(msg) != 1 || !strings.Contains(msg[0], c.message) || res.Stdout != "" {
+				t.Errorf("want one line on stderr saying %q and nothing on stdout:\n%s", c.message, res)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(e.dir); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, entry := range entries {
+			if name := entry.Name(); name != "password" && name != "home" {
+				t.Errorf("a bad command line created %s", name)
+			}
+		}
+	}
+}
+
+// TestLocalScheme: -r local:PATH is the folder PATH, and a folder whose
+// name has a colon is reached with ./ or local:.
+func TestLocalScheme(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.expect(exitOK, "init", "-r", "local:"+e.repo)
+	e.expect(exitOK, "snapshots", "-r", e.repo)
+	e.expect(exitOK, "snapshots", "-r", "local:repo") // relative to the working folder
+	e.expect(exitOK, "init", "-r", "./with:colon")
+	e.expect(exitOK, "snapshots", "-r", "local:with:colon")
+	if _, err := os.Stat(filepath.Join(e.dir, "with:colon", "config")); err != nil {
+		t.Errorf("init -r ./with:colon made no repository in the folder with:colon: %v", err)
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 )
 
 // binPath is the nightjar binary built by TestMain.

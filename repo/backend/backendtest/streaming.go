@@ -25,6 +25,9 @@ type Streaming struct {
 // NewStreaming wraps be.
 func NewStreaming(be repo.Backend) *Streaming { return &Streaming{Backend: be} }
 
+// Unwrap returns the wrapped backend.
+func (s *Streaming) Unwrap() repo.Backend { return s.Backend }
+
 // FailWritesPast makes every Write that takes a stream past n bytes fail
 // with ErrInjected; 0 turns it off.
 func (s *Streaming) FailWritesPast(n int) {

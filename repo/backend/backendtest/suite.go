@@ -43,8 +43,9 @@ func name(t repo.FileType, i int) string {
 }
 
 // Run checks that the backends made by newBackend keep every guarantee
-// documented on repo.Backend, and on repo.ProcessLocker when they implement
-// it. Each subtest gets a new, empty backend (a repository folder prepared
+// documented on repo.Backend, and on its capabilities (repo.BufferLoader,
+// repo.PackStreamer, repo.ProcessLocker) when they have them, directly or
+// through wrappers (found with repo.Capability). Each subtest gets a new, empty backend (a repository folder prepared
 // for use, without config).
 func Run(t *testing.T, newBackend func(t *testing.T) repo.Backend) {
 	t.Helper()
@@ -74,6 +75,16 @@ func Run(t *testing.T, newBackend func(t *testing.T) repo.Backend) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, newBackend(t))
 		})
+	}
+}
+
+// skipUnsupported skips a test of capability what when err says that the
+// backend lacks it: a wrapper implements a capability that the backend it
+// wraps may lack, and then fails with errors.ErrUnsupported.
+func skipUnsupported(t *testing.T, err error, what string) {
+	t.Helper()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("wrapped backend does not implement %s: %v", what, err)
 	}
 }
 
@@ -282,7 +293,7 @@ func testLoadOwnMemory(t *testing.T, be repo.Backend) {
 // testBufferLoader: LoadInto reads what Load reads, into the caller's
 // buffer, and fails rather than fill a buffer partly.
 func testBufferLoader(t *testing.T, be repo.Backend) {
-	bl, ok := be.(repo.BufferLoader)
+	bl, ok := repo.Capability[repo.BufferLoader](be)
 	if !ok {
 		t.Skip("backend does not implement repo.BufferLoader")
 	}
@@ -297,7 +308,9 @@ func testBufferLoader(t *testing.T, be repo.Backend) {
 		mustSave(t, be, h, data)
 		for _, r := range []struct{ offset, length int }{{0, size}, {4321, 1234}, {size - 1, 1}} {
 			buf := make([]byte, r.length)
-			if err := bl.LoadInto(ctx, h, int64(r.offset), buf); err != nil {
+			err := bl.LoadInto(ctx, h, int64(r.offset), buf)
+			skipUnsupported(t, err, "repo.BufferLoader")
+			if err != nil {
 				t.Fatalf("load %s at %d+%d into a buffer: %v", h, r.offset, r.length, err)
 			}
 			if !bytes.Equal(buf, data[r.offset:r.offset+r.length]) {
@@ -317,7 +330,7 @@ func testBufferLoader(t *testing.T, be repo.Backend) {
 // testPackStreamer: a streamed pack is invisible until Commit, then holds
 // exactly what was written; an aborted one leaves nothing.
 func testPackStreamer(t *testing.T, be repo.Backend) {
-	ps, ok := be.(repo.PackStreamer)
+	ps, ok := repo.Capability[repo.PackStreamer](be)
 	if !ok {
 		t.Skip("backend does not implement repo.PackStreamer")
 	}
@@ -336,6 +349,7 @@ func testPackStreamer(t *testing.T, be repo.Backend) {
 	var committed []string
 	for i, kind := range []repo.PackKind{repo.DataPack, repo.TreePack} {
 		s, err := ps.NewPackStream(ctx, kind)
+		skipUnsupported(t, err, "repo.PackStreamer")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -611,7 +625,7 @@ func testConcurrent(t *testing.T, be repo.Backend) {
 }
 
 func testProcessLocker(t *testing.T, be repo.Backend) {
-	pl, ok := be.(repo.ProcessLocker)
+	pl, ok := repo.Capability[repo.ProcessLocker](be)
 	if !ok {
 		t.Skip("backend does not implement repo.ProcessLocker")
 	}
@@ -619,6 +633,7 @@ func testProcessLocker(t *testing.T, be repo.Backend) {
 	h := repo.Handle{Type: repo.LockFile, Name: name(repo.LockFile, 1)}
 	data := []byte("lock content")
 	release, err := pl.SaveHeld(ctx, h, data)
+	skipUnsupported(t, err, "repo.ProcessLocker")
 	if err != nil {
 		t.Fatalf("save held: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backendtest"
-	"github.com/nightjar-backup/nightjar/repo/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 )
 
 // holderEnv, when set to "folder|lock name", makes the test binary a lock
@@ -168,10 +168,10 @@ func TestCreate(t *testing.T) {
 		{"folder with a file", func(t *testing.T, dir string) {
 			mkdir(t, dir)
 			writeFile(t, filepath.Join(dir, "notes.txt"), "mine")
-		}, local.ErrNotEmpty},
+		}, repo.ErrNotEmpty},
 		{"folder with an empty folder", func(t *testing.T, dir string) {
 			mkdir(t, filepath.Join(dir, "photos"))
-		}, local.ErrNotEmpty},
+		}, repo.ErrNotEmpty},
 		{"existing repository", func(t *testing.T, dir string) {
 			be, err := local.Create(dir)
 			if err != nil {

@@ -22,10 +22,6 @@ const (
 	tmpDir   = "tmp"
 )
 
-// ErrNotEmpty is returned by Create for a folder that holds something other
-// than a repository.
-var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar repository")
-
 var folders = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile}
 
 // Backend is a repository in a local folder.
@@ -66,7 +62,7 @@ func Create(path string) (*Backend, error) {
 		if _, err := os.Stat(filepath.Join(abs, string(repo.ConfigFile))); err == nil {
 			return nil, fmt.Errorf("create repository at %s: %w", abs, repo.ErrAlreadyExists)
 		}
-		return nil, fmt.Errorf("create repository at %s: %w", abs, ErrNotEmpty)
+		return nil, fmt.Errorf("create repository at %s: %w", abs, repo.ErrNotEmpty)
 	}
 	for _, t := range append(folders, tmpDir) {
 		if err := os.MkdirAll(filepath.Join(abs, string(t)), dirMode); err != nil {

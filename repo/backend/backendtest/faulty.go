@@ -29,9 +29,11 @@ func FlipByte(at int64) Corrupter {
 
 // Faulty wraps a Backend and, when told to, fails chosen calls or damages
 // what is loaded. With no faults set up it passes everything through. It
-// implements repo.ProcessLocker by passing the calls to the wrapped
-// backend, or failing with errors.ErrUnsupported when that cannot hold
-// locks. Safe for concurrent use.
+// intercepts every capability of the wrapped backend that moves an object's
+// bytes or holds a lock (repo.PackStreamer, repo.BufferLoader,
+// repo.ProcessLocker), so that faults apply whichever way the repository
+// reads and writes; each fails with errors.ErrUnsupported when the wrapped
+// backend lacks it. Safe for concurrent use.
 type Faulty struct {
 	be repo.Backend
 
@@ -48,6 +50,8 @@ type Faulty struct {
 var (
 	_ repo.Backend       = (*Faulty)(nil)
 	_ repo.ProcessLocker = (*Faulty)(nil)
+	_ repo.PackStreamer  = (*Faulty)(nil)
+	_ repo.BufferLoader  = (*Faulty)(nil)
 )
 
 // NewFaulty wraps be.
@@ -123,28 +127,43 @@ func (f *Faulty) Reset() {
 }
 
 // Saves returns the number of Save and SaveHeld calls of type t so far,
-// failed ones included; FailSave counts them alike.
+// and of pack stream Commits for packs, failed ones included; FailSave
+// counts them alike.
 func (f *Faulty) Saves(t repo.FileType) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.saves[t]
 }
 
-// Loads returns the number of Load calls of type t so far, failed ones
-// included.
+// Loads returns the number of Load and LoadInto calls of type t so far,
+// failed ones included; FailLoad counts them alike.
 func (f *Faulty) Loads(t repo.FileType) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.loads[t]
 }
 
+// countSave counts a save of type t and reports whether it is set up to
+// fail.
+func (f *Faulty) countSave(t repo.FileType) (fail bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.saves[t]++
+	return f.failSave[t][f.saves[t]]
+}
+
+// countLoad counts a load of type t and reports whether it is set up to
+// fail and how to damage what it loads.
+func (f *Faulty) countLoad(t repo.FileType) (fail bool, corrupt Corrupter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loads[t]++
+	return f.failLoad[t][f.loads[t]], f.corrupt[t]
+}
+
 // Save passes to the wrapped backend unless this call is set up to fail.
 func (f *Faulty) Save(ctx context.Context, h repo.Handle, data []byte) error {
-	f.mu.Lock()
-	f.saves[h.Type]++
-	fail := f.failSave[h.Type][f.saves[h.Type]]
-	f.mu.Unlock()
-	if fail {
+	if f.countSave(h.Type) {
 		return fmt.Errorf("save %s: %w", h, ErrInjected)
 	}
 	return f.be.Save(ctx, h, data)
@@ -153,11 +172,7 @@ func (f *Faulty) Save(ctx context.Context, h repo.Handle, data []byte) error {
 // Load passes to the wrapped backend unless this call is set up to fail,
 // and damages what it returns when set up to.
 func (f *Faulty) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
-	f.mu.Lock()
-	f.loads[h.Type]++
-	fail := f.failLoad[h.Type][f.loads[h.Type]]
-	corrupt := f.corrupt[h.Type]
-	f.mu.Unlock()
+	fail, corrupt := f.countLoad(h.Type)
 	if fail {
 		return nil, fmt.Errorf("load %s: %w", h, ErrInjected)
 	}
@@ -166,6 +181,50 @@ func (f *Faulty) Load(ctx context.Context, h repo.Handle, offset, length int64) 
 		corrupt(h, offset, data)
 	}
 	return data, err
+}
+
+// LoadInto passes to the wrapped backend's repo.BufferLoader like Load.
+func (f *Faulty) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf []byte) error {
+	bl, ok := repo.Capability[repo.BufferLoader](f.be)
+	if !ok {
+		return fmt.Errorf("%s cannot load into a buffer: %w", f.be.Location(), errors.ErrUnsupported)
+	}
+	fail, corrupt := f.countLoad(h.Type)
+	if fail {
+		return fmt.Errorf("load %s: %w", h, ErrInjected)
+	}
+	err := bl.LoadInto(ctx, h, offset, buf)
+	if err == nil && corrupt != nil {
+		corrupt(h, offset, buf)
+	}
+	return err
+}
+
+// NewPackStream starts a stream of the wrapped backend's repo.PackStreamer
+// whose Commit counts, and fails, as a Save of a pack.
+func (f *Faulty) NewPackStream(ctx context.Context, kind repo.PackKind) (repo.PackStream, error) {
+	ps, ok := repo.Capability[repo.PackStreamer](f.be)
+	if !ok {
+		return nil, fmt.Errorf("%s cannot stream packs: %w", f.be.Location(), errors.ErrUnsupported)
+	}
+	s, err := ps.NewPackStream(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyStream{PackStream: s, f: f}, nil
+}
+
+type faultyStream struct {
+	repo.PackStream
+	f *Faulty
+}
+
+func (s *faultyStream) Commit(ctx context.Context, name string) error {
+	if s.f.countSave(repo.PackFile) {
+		s.Abort()
+		return fmt.Errorf("save %s: %w", repo.Handle{Type: repo.PackFile, Name: name}, ErrInjected)
+	}
+	return s.PackStream.Commit(ctx, name)
 }
 
 // Stat passes to the wrapped backend unless this call is set up to fail.
@@ -193,25 +252,22 @@ func (f *Faulty) Remove(ctx context.Context, h repo.Handle) error {
 // Location returns the wrapped backend's location.
 func (f *Faulty) Location() string { return f.be.Location() }
 
-// SaveHeld passes to the wrapped backend if it is a repo.ProcessLocker.
+// SaveHeld passes to the wrapped backend's repo.ProcessLocker unless this
+// call is set up to fail.
 func (f *Faulty) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (func() error, error) {
-	pl, ok := f.be.(repo.ProcessLocker)
+	pl, ok := repo.Capability[repo.ProcessLocker](f.be)
 	if !ok {
 		return nil, fmt.Errorf("%s cannot hold locks: %w", f.be.Location(), errors.ErrUnsupported)
 	}
-	f.mu.Lock()
-	f.saves[h.Type]++
-	fail := f.failSave[h.Type][f.saves[h.Type]]
-	f.mu.Unlock()
-	if fail {
+	if f.countSave(h.Type) {
 		return nil, fmt.Errorf("save %s: %w", h, ErrInjected)
 	}
 	return pl.SaveHeld(ctx, h, data)
 }
 
-// Held passes to the wrapped backend if it is a repo.ProcessLocker.
+// Held passes to the wrapped backend's repo.ProcessLocker.
 func (f *Faulty) Held(ctx context.Context, h repo.Handle) (bool, error) {
-	pl, ok := f.be.(repo.ProcessLocker)
+	pl, ok := repo.Capability[repo.ProcessLocker](f.be)
 	if !ok {
 		return false, fmt.Errorf("%s cannot hold locks: %w", f.be.Location(), errors.ErrUnsupported)
 	}
