@@ -394,29 +394,14 @@ func runJobResume(c *cli.Context, p *printer, s *scheduler, name string) error {
 }
 
 func runJobExplain(c *cli.Context, p *printer, s *scheduler, name string) error {
-	jobs, err := s.db.Jobs(c.Context)
+	info, err := s.db.JobByName(c.Context, name)
+	if err != nil {
+		return jobError(fmt.Errorf("job %q: %w", name, err))
+	}
+	e, err := s.pass.ExplainJob(c.Context, info.Job)
 	if err != nil {
 		return err
 	}
-	state := pass.AdmitState{LastSucceeded: map[string]bool{}}
-	var this *db.JobInfo
-	for i, j := range jobs {
-		if j.Name == name {
-			this = &jobs[i]
-		}
-		if j.Active != nil {
-			if j.Active.Status == pass.StatusRunning {
-				state.Running = append(state.Running, *j.Active)
-			} else {
-				state.Queued = append(state.Queued, *j.Active)
-			}
-		}
-		state.LastSucceeded[j.Name] = j.LastRun != nil && j.LastRun.Status == pass.StatusSucceeded
-	}
-	if this == nil {
-		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
-	}
-	e := s.pass.Explain(s.pass.Jobs[name], this.Job, state)
 	if p.jsonOut {
 		var next *string
 		if !e.NextRun.IsZero() {

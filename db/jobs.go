@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -24,12 +26,7 @@ type JobInfo struct {
 	LastRun    *pass.Run // its latest ended run; nil: none
 }
 
-func priorityOf(p string) string {
-	if p == "" {
-		return "normal"
-	}
-	return p
-}
+func priorityOf(p string) string { return cmp.Or(p, schedule.DefaultPriority) }
 
 // liveJobID is the ID of the live job name, or ErrUnknownJob.
 func liveJobID(ctx context.Context, q querier, name string) (int64, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -24,11 +25,12 @@ func TestSchemaRules(t *testing.T) {
 		return `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, started_at, ended_at, status` + extra + `)
 			VALUES (1, 'schedule', 0, 0, 1, 2, '` + status + `'` + values + `)`
 	}
-	cases := []struct {
+	type schemaCase struct {
 		name string
 		sql  []string
 		ok   bool
-	}{
+	}
+	cases := []schemaCase{
 		{"a queued run", []string{jobs, queued}, true},
 		{"a second queued run for a job", []string{jobs, queued, queued}, false},
 		{"a queued run beside a running one", []string{jobs, running, queued}, false},
@@ -96,6 +98,14 @@ func TestSchemaRules(t *testing.T) {
 		{"an empty snapshot ID", []string{jobs, ended("succeeded", "", ""),
 			`INSERT INTO run_snapshots (run_id, repository_id, snapshot_id, source) VALUES (1, 'repo', '', '/src')`}, false},
 		{"a runner without a pid", []string{`INSERT INTO runners (id, host, pid, started_at, heartbeat_at) VALUES ('h:0', 'h', 0, 0, 0)`}, false},
+	}
+	// The schema's CHECKs list the priority levels again: they must be
+	// exactly schedule.PriorityLevels.
+	for _, level := range schedule.PriorityLevels {
+		cases = append(cases,
+			schemaCase{"job priority " + level, []string{jobs, `UPDATE jobs SET priority = '` + level + `' WHERE id = 1`}, true},
+			schemaCase{"run priority " + level, []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, priority)
+			VALUES (1, 'manual', 0, 0, '` + level + `')`}, true})
 	}
 	ctx := context.Background()
 	for _, c := range cases {

@@ -145,33 +145,68 @@ func (d *DB) ClaimDue(ctx context.Context, now time.Time, plan func(pass.Job) (t
 	return claimed, nil
 }
 
+// AdmitState reads the admission state (see pass.Store) in one read
+// transaction: the query Admit decides from.
+func (d *DB) AdmitState(ctx context.Context) (pass.AdmitState, error) {
+	var state pass.AdmitState
+	err := d.read(ctx, "read admission state", func(tx *sql.Tx) error {
+		var err error
+		state, err = admitState(ctx, tx)
+		return err
+	})
+	return state, err
+}
+
+// admitState reads every queued run (oldest first), every running run, and
+// per live job whether its latest run that started and ended fully
+// succeeded. A run cancelled before it started did nothing and does not
+// count.
+func admitState(ctx context.Context, q querier) (pass.AdmitState, error) {
+	var state pass.AdmitState
+	var err error
+	if state.Queued, err = queryRuns(ctx, q, false, `WHERE r.status = 'queued' ORDER BY r.queued_at, r.id`); err != nil {
+		return state, err
+	}
+	if state.Running, err = queryRuns(ctx, q, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`); err != nil {
+		return state, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT j.name,
+		coalesce((SELECT r.status FROM runs r
+		          WHERE r.job_id = j.id AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
+		          ORDER BY r.ended_at DESC, r.id DESC LIMIT 1), '')
+		FROM jobs j WHERE j.deleted_at IS NULL`)
+	if err != nil {
+		return state, err
+	}
+	defer rows.Close()
+	state.LastSucceeded = map[string]bool{}
+	for rows.Next() {
+		var name, status string
+		if err := rows.Scan(&name, &status); err != nil {
+			return state, err
+		}
+		state.LastSucceeded[name] = status == pass.StatusSucceeded
+	}
+	return state, rows.Err()
+}
+
 // Admit decides the queued runs (see pass.Store) in one BEGIN IMMEDIATE
-// transaction. decide sees the queued runs whose NotBefore is not after
-// now, oldest first, the running runs, and per live job whether its latest
-// run that started and ended fully succeeded. Each admitted run is started
-// (running, Owner, Runner, StartedAt = HeartbeatAt = now, no held reason);
-// every other decided run stores its HeldReason, which must not be empty (a
-// held run without a reason is a bug). A decision about a run decide was
-// not handed is an error, and nothing is stored. It returns the started
-// runs in the order decided.
+// transaction. decide sees the admission state (admitState) with the
+// queued runs whose NotBefore is not after now. Each admitted run is
+// started (running, Owner, Runner, StartedAt = HeartbeatAt = now, no held
+// reason); every other decided run stores its HeldReason, which must not
+// be empty (a held run without a reason is a bug). A decision about a run
+// decide was not handed is an error, and nothing is stored. It returns the
+// started runs in the order decided.
 func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitState) []pass.Admission) ([]pass.Run, error) {
 	var started []pass.Run
 	err := d.write(ctx, "admit queued runs", func(tx *sql.Tx) error {
 		started = nil
-		var state pass.AdmitState
-		var err error
-		state.Queued, err = queryRuns(ctx, tx, false, `WHERE r.status = 'queued'
-			AND (r.not_before IS NULL OR r.not_before <= ?) ORDER BY r.queued_at, r.id`, now.UnixNano())
+		all, err := admitState(ctx, tx)
 		if err != nil {
 			return err
 		}
-		state.Running, err = queryRuns(ctx, tx, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`)
-		if err != nil {
-			return err
-		}
-		if state.LastSucceeded, err = lastSucceeded(ctx, tx); err != nil {
-			return err
-		}
+		state := all.Eligible(now)
 		queued := make(map[int64]bool, len(state.Queued))
 		for _, r := range state.Queued {
 			queued[r.ID] = true
@@ -214,30 +249,6 @@ func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitSta
 		return nil, err
 	}
 	return started, nil
-}
-
-// lastSucceeded tells, per live job, whether its latest run that started
-// and ended fully succeeded. A run cancelled before it started did nothing
-// and does not count.
-func lastSucceeded(ctx context.Context, q querier) (map[string]bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT j.name,
-		coalesce((SELECT r.status FROM runs r
-		          WHERE r.job_id = j.id AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
-		          ORDER BY r.ended_at DESC, r.id DESC LIMIT 1), '')
-		FROM jobs j WHERE j.deleted_at IS NULL`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	m := map[string]bool{}
-	for rows.Next() {
-		var name, status string
-		if err := rows.Scan(&name, &status); err != nil {
-			return nil, err
-		}
-		m[name] = status == pass.StatusSucceeded
-	}
-	return m, rows.Err()
 }
 
 // Heartbeat renews a running run's heartbeat if owner still holds it (see

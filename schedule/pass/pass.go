@@ -60,7 +60,7 @@ type Pass struct {
 	Limits     Limits
 	Now        func() time.Time // the clock; required
 	Heartbeat  time.Duration    // 0: DefaultHeartbeat
-	StaleAfter time.Duration    // 0: DefaultStaleAfter; at least twice Heartbeat
+	StaleAfter time.Duration    // 0: DefaultStaleAfter; at least StaleHeartbeats × Heartbeat (CheckStaleAfter)
 	Grace      time.Duration    // 0: DefaultGrace
 	Runner     string           // host:pid of this process; empty: found out
 	RunnerDead func(runner string) bool
@@ -195,8 +195,23 @@ func (p *Pass) check() error {
 	if p.Now == nil {
 		return errors.New("pass has no clock (Now)")
 	}
-	if hb, stale := p.heartbeatEvery(), p.staleAfter(); stale < 2*hb {
-		return fmt.Errorf("stale_after %s must be at least twice the heartbeat %s, or live runs are reclaimed", stale, hb)
+	if err := CheckStaleAfter(p.heartbeatEvery(), p.staleAfter()); err != nil {
+		return fmt.Errorf("stale_after: %w", err)
+	}
+	return nil
+}
+
+// StaleHeartbeats is how many heartbeats stale_after must span at least:
+// a run whose runner misses two heartbeats in a row is still not taken for
+// dead.
+const StaleHeartbeats = 3
+
+// CheckStaleAfter refuses a staleAfter shorter than StaleHeartbeats
+// heartbeats: live runs would be reclaimed. The config checks it too.
+func CheckStaleAfter(heartbeat, staleAfter time.Duration) error {
+	if staleAfter < StaleHeartbeats*heartbeat {
+		return fmt.Errorf("%s must be at least three heartbeats (%d × %s): a live run would be taken for dead",
+			staleAfter, StaleHeartbeats, heartbeat)
 	}
 	return nil
 }

@@ -44,16 +44,16 @@ const (
 
 // RetryPolicy is a job's retry setting.
 type RetryPolicy struct {
-	Attempts int           // most attempts in all, including the first (default 3, at most 10)
-	Initial  time.Duration // first backoff (default 30s)
-	Max      time.Duration // cap of the backoff (default 15m)
+	Attempts int           // most attempts in all, including the first (DefaultRetryAttempts, at most MaxRetryAttempts)
+	Initial  time.Duration // first backoff (DefaultRetryInitial)
+	Max      time.Duration // cap of the backoff (DefaultRetryMax)
 }
 
 // JobDef is a job as the config declares it.
 type JobDef struct {
 	Name       string
 	Schedule   schedule.Schedule // parsed, with its time zone
-	Priority   string            // low | normal | high | critical
+	Priority   string            // one of schedule.PriorityLevels
 	Repository string            // name of the repository in the config
 	Sources    []string          // source keys (paths or command names), for per-source limits
 	DependsOn  []string          // job names
