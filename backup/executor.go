@@ -41,10 +41,26 @@ type Executor struct {
 
 var _ pass.Executor = (*Executor)(nil)
 
-// Execute backs up each source of the job into its own snapshot. A source
-// that fails is a skipped object and does not stop the others; all sources
-// failing is a failure with code ALL_SOURCES_FAILED.
-func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (pass.Result, error) {
+// Error codes of the Executor.
+const (
+	CodeUnknownKind = "UNKNOWN_KIND" // the run's kind is not one this nightjar runs
+)
+
+// Execute runs a run by its kind. An unknown kind is a config error.
+func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
+	switch run.Kind {
+	case pass.KindBackup:
+		return e.backup(ctx, job, run, progress)
+	}
+	return pass.Result{}, &pass.ClassError{Class: pass.ClassConfig, Code: CodeUnknownKind,
+		Err: fmt.Errorf("run %d of job %s has kind %q, which this nightjar cannot run: upgrade nightjar", run.ID, job.Name, run.Kind)}
+}
+
+// backup backs up each source of the job into its own snapshot, reporting
+// progress as it begins each. A source that fails is a skipped object and does
+// not stop the others; all sources failing is a failure with code
+// ALL_SOURCES_FAILED.
+func (e *Executor) backup(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
 	var res pass.Result
 	sources, tags := e.Sources(job.Name)
 	if len(sources) == 0 {
@@ -64,12 +80,13 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 		return res, Classify(err)
 	}
 	var limiter *limit.Limiter
-	if job.Bandwidth > 0 {
-		limiter = limit.New(job.Bandwidth)
+	if job.Backup.Bandwidth > 0 {
+		limiter = limit.New(job.Backup.Bandwidth)
 	}
 	failed := 0
 	var lastErr error
 	for _, src := range sources {
+		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "source " + src.Path})
 		id, err := freeSnapshotID(ctx, r, run.ID, src.Path)
 		if err != nil {
 			return res, Classify(err)

@@ -105,7 +105,7 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 				return specs, []string{"t"}
 			},
 		}
-		return e.Execute(context.Background(), pass.JobDef{Name: "j", Repository: "r"}, pass.Run{ID: 12})
+		return e.Execute(context.Background(), pass.JobDef{Name: "j", Repository: "r"}, pass.Run{ID: 12, Kind: pass.KindBackup}, func(pass.Progress) {})
 	}
 
 	res, err := exec(good, missing)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,27 +18,29 @@ import (
 
 // runJSON is a run in JSON output.
 type runJSON struct {
-	ID           int64          `json:"id"`
-	Job          string         `json:"job"`
-	Trigger      string         `json:"trigger"`
-	Attempt      int            `json:"attempt"`
-	Status       string         `json:"status"`
-	ScheduledAt  *time.Time     `json:"scheduled_at,omitempty"`
-	NotBefore    *time.Time     `json:"not_before,omitempty"`
-	StartedAt    *time.Time     `json:"started_at,omitempty"`
-	EndedAt      *time.Time     `json:"ended_at,omitempty"`
-	DelaySeconds *float64       `json:"delay_seconds,omitempty"`
-	HeldReason   string         `json:"held_reason,omitempty"`
-	ErrorClass   string         `json:"error_class,omitempty"`
-	ErrorCode    string         `json:"error_code,omitempty"`
-	Message      string         `json:"message,omitempty"`
-	MissedSlots  int            `json:"missed_slots"`
-	BytesRead    int64          `json:"bytes_read"`
-	BytesAdded   int64          `json:"bytes_added"`
-	Files        int64          `json:"files"`
-	FilesSkipped int64          `json:"files_skipped"`
-	Skipped      []pass.Skipped `json:"skipped"`
-	Snapshots    []snapshotRef  `json:"snapshots"`
+	ID           int64            `json:"id"`
+	Job          string           `json:"job"`
+	Kind         string           `json:"kind"`
+	Trigger      string           `json:"trigger"`
+	Attempt      int              `json:"attempt"`
+	Status       string           `json:"status"`
+	ScheduledAt  *time.Time       `json:"scheduled_at,omitempty"`
+	NotBefore    *time.Time       `json:"not_before,omitempty"`
+	StartedAt    *time.Time       `json:"started_at,omitempty"`
+	EndedAt      *time.Time       `json:"ended_at,omitempty"`
+	DelaySeconds *float64         `json:"delay_seconds,omitempty"`
+	HeldReason   string           `json:"held_reason,omitempty"`
+	ErrorClass   string           `json:"error_class,omitempty"`
+	ErrorCode    string           `json:"error_code,omitempty"`
+	Message      string           `json:"message,omitempty"`
+	MissedSlots  int              `json:"missed_slots"`
+	BytesRead    int64            `json:"bytes_read"`
+	BytesAdded   int64            `json:"bytes_added"`
+	Files        int64            `json:"files"`
+	FilesSkipped int64            `json:"files_skipped"`
+	Skipped      []pass.Skipped   `json:"skipped"`
+	Counters     map[string]int64 `json:"counters"` // the kind's named figures; {} when none
+	Snapshots    []snapshotRef    `json:"snapshots"`
 }
 
 type snapshotRef struct {
@@ -53,11 +57,14 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func toRunJSON(r pass.Run) runJSON {
-	out := runJSON{ID: r.ID, Job: r.Job, Trigger: r.Trigger, Attempt: r.Attempt, Status: r.Status,
+	out := runJSON{ID: r.ID, Job: r.Job, Kind: r.Kind, Trigger: r.Trigger, Attempt: r.Attempt, Status: r.Status,
 		ScheduledAt: timePtr(r.ScheduledAt), NotBefore: timePtr(r.NotBefore), StartedAt: timePtr(r.StartedAt),
 		EndedAt: timePtr(r.EndedAt), HeldReason: r.HeldReason, ErrorClass: r.ErrorClass, ErrorCode: r.ErrorCode,
 		Message: r.Message, MissedSlots: r.MissedSlots, BytesRead: r.Figures.BytesRead, BytesAdded: r.Figures.BytesAdded,
-		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Snapshots: []snapshotRef{}}
+		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Counters: r.Figures.Counters, Snapshots: []snapshotRef{}}
+	if out.Counters == nil {
+		out.Counters = map[string]int64{}
+	}
 	if !r.StartedAt.IsZero() && !r.ScheduledAt.IsZero() {
 		d := r.StartedAt.Sub(r.ScheduledAt).Seconds()
 		out.DelaySeconds = &d
@@ -458,7 +465,7 @@ func runRunsList(c *cli.Context) error {
 	if p.jsonOut {
 		return p.JSON(runsJSON(runs))
 	}
-	p.Printf("%-6s %-20s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
+	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
 	for _, r := range runs {
 		started := "-"
 		if !r.StartedAt.IsZero() {
@@ -468,7 +475,7 @@ func runRunsList(c *cli.Context) error {
 		if r.Status == pass.StatusQueued && r.HeldReason != "" {
 			msg = r.HeldReason
 		}
-		p.Printf("%-6d %-20s %-9s %-3d %-16s %-20s %s\n", r.ID, r.Job, r.Trigger, r.Attempt, r.Status, started, msg)
+		p.Printf("%-6d %-20s %-9s %-9s %-3d %-16s %-20s %s\n", r.ID, r.Job, r.Kind, r.Trigger, r.Attempt, r.Status, started, msg)
 	}
 	return nil
 }
@@ -512,7 +519,7 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	}
 	j := toRunJSON(r)
 	p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
-	p.Printf("  trigger %s, attempt %d, missed slots before it: %d\n", r.Trigger, r.Attempt, r.MissedSlots)
+	p.Printf("  kind %s, trigger %s, attempt %d, missed slots before it: %d\n", r.Kind, r.Trigger, r.Attempt, r.MissedSlots)
 	for label, t := range map[string]*time.Time{"scheduled": j.ScheduledAt, "started": j.StartedAt, "ended": j.EndedAt} {
 		if t != nil {
 			p.Printf("  %-9s %s\n", label, t.UTC().Format(time.RFC3339))
@@ -520,6 +527,9 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	}
 	if r.HeldReason != "" {
 		p.Printf("  held: %s\n", r.HeldReason)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Figures.Counters)) {
+		p.Printf("  %s: %d\n", name, r.Figures.Counters[name])
 	}
 	for _, s := range r.Figures.Skipped {
 		p.Printf("  skipped %s: %s\n", s.Object, s.Reason)

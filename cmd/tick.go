@@ -181,10 +181,17 @@ type passJSON struct {
 	Finished  []runJSON `json:"finished"`
 	Requeued  []runJSON `json:"requeued"`
 	Reclaimed []runJSON `json:"reclaimed"`
+	Lost      []lostRun `json:"lost"`
 	Held      []heldRun `json:"held"`
 	Missed    []missed  `json:"missed"`
 	Warnings  []string  `json:"warnings"`
 	Shutdown  bool      `json:"shutdown"`
+}
+
+// lostRun is a run the pass gave up: nothing was written for it.
+type lostRun struct {
+	runJSON
+	LostReason string `json:"lost_reason"`
 }
 
 type heldRun struct {
@@ -204,8 +211,11 @@ type missed struct {
 // finished did not fully succeed, so that cron mails the operator.
 func reportPass(p *printer, sum pass.Summary) error {
 	out := passJSON{Claimed: runsJSON(sum.Claimed), Started: runsJSON(sum.Started), Finished: runsJSON(sum.Finished),
-		Requeued: runsJSON(sum.Requeued), Reclaimed: runsJSON(sum.Reclaimed), Held: []heldRun{}, Missed: []missed{},
+		Requeued: runsJSON(sum.Requeued), Reclaimed: runsJSON(sum.Reclaimed), Lost: []lostRun{}, Held: []heldRun{}, Missed: []missed{},
 		Warnings: nonNil(sum.Warnings), Shutdown: sum.Shutdown}
+	for _, l := range sum.Lost {
+		out.Lost = append(out.Lost, lostRun{runJSON: toRunJSON(l.Run), LostReason: l.Reason})
+	}
 	for _, h := range sum.Held {
 		out.Held = append(out.Held, heldRun{RunID: h.RunID, Job: h.Job, Reason: h.Reason})
 	}
@@ -235,6 +245,10 @@ func reportPass(p *printer, sum pass.Summary) error {
 	for _, r := range sum.Finished {
 		p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
 	}
+	for _, l := range sum.Lost {
+		// A warning, so that it is logged in both modes: nothing else records it.
+		p.Warnf("run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
+	}
 	for _, h := range sum.Held {
 		p.Printf("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
 	}
@@ -244,7 +258,7 @@ func reportPass(p *printer, sum pass.Summary) error {
 	for _, w := range sum.Warnings {
 		p.Warnf("%s", w)
 	}
-	if len(sum.Claimed)+len(sum.Finished)+len(sum.Held)+len(sum.Reclaimed)+len(sum.Requeued) == 0 {
+	if len(sum.Claimed)+len(sum.Finished)+len(sum.Held)+len(sum.Reclaimed)+len(sum.Requeued)+len(sum.Lost) == 0 {
 		p.Printf("nothing was due\n")
 	}
 	worst := ExitOK
@@ -332,7 +346,7 @@ func runServe(c *cli.Context) error {
 				p.Warnf("pass: %v", err)
 				return
 			}
-			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
+			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Lost)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
 				_ = reportPass(p, sum)
 			}
 			if len(sum.Abandoned) > 0 {

@@ -161,7 +161,7 @@ func TestJobsAndRuns(t *testing.T) {
 	ctx := context.Background()
 	d, clk := newDB(t)
 	b := def(t, "b", "daily 02:00", "a")
-	b.Bandwidth = 1 << 20
+	b.Backup.Bandwidth = 1 << 20
 	syncJobs(t, d, clk, def(t, "a", "hourly"), b)
 
 	first := queue(t, d, "a")

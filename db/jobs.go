@@ -84,7 +84,7 @@ func (d *DB) SyncJobs(ctx context.Context, defs []pass.JobDef, spec func(pass.Jo
 				return fmt.Errorf("job %q is declared twice", def.Name)
 			}
 			want := storedJob{spec: spec(def), priority: priorityOf(def.Priority),
-				repository: def.Repository, bandwidth: def.Bandwidth}
+				repository: def.Repository, bandwidth: def.Backup.Bandwidth}
 			old, exists := live[def.Name]
 			if !exists {
 				res, err := tx.ExecContext(ctx, `INSERT INTO jobs

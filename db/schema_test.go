@@ -57,6 +57,12 @@ func TestSchemaRules(t *testing.T) {
 		{"an unknown error class", []string{jobs, ended("failed", ", error_class", ", 'oops'")}, false},
 		{"an unknown run priority", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, priority)
 			VALUES (1, 'manual', 0, 0, 'urgent')`}, false},
+		{"a run of a kind to come", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, kind)
+			VALUES (1, 'manual', 0, 0, 'verify')`}, true},
+		{"a run without a kind", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, kind)
+			VALUES (1, 'manual', 0, 0, '')`}, false},
+		{"counters that are not a JSON object", []string{jobs, ended("succeeded", ", counters", `, '[1]'`)}, false},
+		{"named counters", []string{jobs, ended("succeeded", ", counters", `, '{"blobs_checked":3}'`)}, true},
 		{"an attempt of zero", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, attempt)
 			VALUES (1, 'retry', 0, 0, 0)`}, false},
 

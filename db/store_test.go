@@ -95,7 +95,7 @@ func TestSyncJobsRefusesBadDefinitionsAndChangesNothing(t *testing.T) {
 		"self-dependency":    {def(t, "a", "hourly", "a")},
 		"duplicate name":     {def(t, "a", "hourly"), def(t, "a", "daily 01:00")},
 		"zero-named job":     {def(t, "", "hourly")},
-		"negative bandwidth": {{Name: "a", Repository: "local", Bandwidth: -1}},
+		"negative bandwidth": {{Name: "a", Repository: "local", Backup: pass.BackupDef{Bandwidth: -1}}},
 	}
 	for name, defs := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -115,14 +115,14 @@ func TestSyncJobsFollowsPriorityRepositoryBandwidth(t *testing.T) {
 	a := def(t, "a", "hourly")
 	syncJobs(t, d, clk, a)
 	next := mustJob(t, d, "a").NextRun
-	a.Priority, a.Repository, a.Bandwidth = "critical", "offsite", 50<<20
+	a.Priority, a.Repository, a.Backup.Bandwidth = "critical", "offsite", 50<<20
 	clk.Add(2 * time.Hour)
 	syncJobs(t, d, clk, a)
 	j := mustJob(t, d, "a")
 	if j.Priority != "critical" || j.Repository != "offsite" || j.Bandwidth != 50<<20 || !j.NextRun.Equal(next) {
 		t.Fatalf("job: %+v", j)
 	}
-	a.Bandwidth = 0
+	a.Backup.Bandwidth = 0
 	syncJobs(t, d, clk, a)
 	if j := mustJob(t, d, "a"); j.Bandwidth != 0 {
 		t.Fatalf("unlimited bandwidth stored as %d", j.Bandwidth)

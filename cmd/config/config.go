@@ -423,7 +423,7 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 			if err != nil {
 				l.addf(key+".bandwidth", "%v", err)
 			}
-			def.Bandwidth = rate
+			def.Backup.Bandwidth = rate
 		}
 		if def.CatchUp, err = schedule.ParseCatchUp(raw.CatchUp); err != nil {
 			l.addf(key+".catch_up", "%v", err)

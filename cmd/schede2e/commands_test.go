@@ -473,7 +473,7 @@ func TestJSONOutputsAreWholeDocuments(t *testing.T) {
 	var tick map[string]json.RawMessage
 	res = w.must(exitOK, "tick", "--json")
 	decodeWhole(t, res, &tick)
-	for _, k := range []string{"claimed", "started", "finished", "requeued", "reclaimed", "held", "missed", "warnings"} {
+	for _, k := range []string{"claimed", "started", "finished", "requeued", "reclaimed", "lost", "held", "missed", "warnings"} {
 		if v, ok := tick[k]; !ok || string(v) == "null" {
 			t.Errorf("tick --json: %s is %s, want a list", k, v)
 		}
@@ -500,11 +500,14 @@ func TestJSONOutputsAreWholeDocuments(t *testing.T) {
 	}
 	var queued runRec
 	decodeWhole(t, w.must(exitOK, "job", "run", "m", "--json"), &queued)
-	if queued.ID == 0 || queued.Status != "queued" {
+	if queued.ID == 0 || queued.Status != "queued" || queued.Kind != "backup" {
 		t.Errorf("job run --json: %+v", queued)
 	}
 	var shown runRec
 	decodeWhole(t, w.must(exitOK, "runs", "show", strconv.FormatInt(queued.ID, 10), "--json"), &shown)
+	if shown.Kind != "backup" || shown.Counters == nil {
+		t.Errorf("runs show --json: kind %q, counters %v; want backup and an object", shown.Kind, shown.Counters)
+	}
 	if shown.ID != queued.ID {
 		t.Errorf("runs show --json: %+v", shown)
 	}

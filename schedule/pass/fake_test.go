@@ -277,6 +277,7 @@ func (s *fakeStore) queue(r Run) (Run, error) {
 	}
 	s.lastID++
 	r.ID, r.JobID = s.lastID, j.ID
+	r.Kind = cmp.Or(r.Kind, KindBackup)
 	s.runs = append(s.runs, &r)
 	return r, nil
 }
@@ -469,7 +470,7 @@ type recorder struct {
 	do    func(ctx context.Context, job JobDef, run Run) (Result, error)
 }
 
-func (e *recorder) Execute(ctx context.Context, job JobDef, run Run) (Result, error) {
+func (e *recorder) Execute(ctx context.Context, job JobDef, run Run, _ func(Progress)) (Result, error) {
 	e.mu.Lock()
 	e.calls = append(e.calls, run)
 	do := e.do

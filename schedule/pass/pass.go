@@ -67,6 +67,7 @@ type Pass struct {
 	NewToken   func() string  // fencing tokens; nil: 128 random bits
 	Jitter     func() float64 // in [0, 1), shortens backoffs; nil: none
 	Logger     *slog.Logger   // nil: discard
+	Observers  []Observer     // told of each run event as it happens
 
 	// ShutdownWait is how long Run waits for its runs to stop once ctx is
 	// cancelled; runs still executing then are left to orphan reclaim.
@@ -76,17 +77,17 @@ type Pass struct {
 
 // Summary says what a pass did, for the command line to print.
 type Summary struct {
-	Reclaimed []Run    // orphaned runs ended as failed (the store queued their retries)
-	Missed    []Missed // jobs whose slots passed without a run of their own
-	Claimed   []Run    // runs queued for due jobs
-	Held      []Held   // queued runs left waiting, with their reasons
-	Started   []Run    // runs admitted and started
-	Finished  []Run    // runs ended by this pass, as recorded
-	Requeued  []Run    // runs queued with a result: retries, and runs interrupted by shutdown
-	Lost      []Run    // runs taken away while running (reclaimed): nothing was written
-	Abandoned []Run    // runs still executing when the pass stopped waiting at shutdown
-	Warnings  []string // problems that did not stop the pass
-	Shutdown  bool     // ctx was cancelled during the pass
+	Reclaimed []Run     // orphaned runs ended as failed (the store queued their retries)
+	Missed    []Missed  // jobs whose slots passed without a run of their own
+	Claimed   []Run     // runs queued for due jobs
+	Held      []Held    // queued runs left waiting, with their reasons
+	Started   []Run     // runs admitted and started
+	Finished  []Run     // runs ended by this pass, as recorded
+	Requeued  []Run     // runs queued with a result: retries, and runs interrupted by shutdown
+	Lost      []LostRun // runs this pass gave up, with the reason: nothing was written
+	Abandoned []Run     // runs still executing when the pass stopped waiting at shutdown
+	Warnings  []string  // problems that did not stop the pass
+	Shutdown  bool      // ctx was cancelled during the pass
 }
 
 // Missed is a job whose slots passed without a run of their own.
@@ -350,6 +351,7 @@ func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 	}
 	for _, r := range runs {
 		p.log().Warn("reclaimed orphaned run", "run", r.ID, "job", r.Job, "runner", r.Runner, "heartbeat", r.HeartbeatAt)
+		p.observeReclaimed(r)
 	}
 	sum.Reclaimed = runs
 	return nil
@@ -377,6 +379,7 @@ func (p *Pass) retryOf(r Run, class string, now time.Time) *Run {
 	return &Run{
 		JobID:       r.JobID,
 		Job:         r.Job,
+		Kind:        r.Kind,
 		Trigger:     TriggerRetry,
 		Attempt:     attempt + 1,
 		Priority:    def.Priority,
@@ -422,6 +425,7 @@ func (p *Pass) claim(ctx context.Context, sum *Summary, warn func(string, ...any
 		run := &Run{
 			JobID:       job.ID,
 			Job:         def.Name,
+			Kind:        KindBackup, // a job's schedule is that of its backups
 			Trigger:     TriggerSchedule,
 			Attempt:     1,
 			Priority:    def.Priority,
@@ -461,6 +465,7 @@ func (p *Pass) claim(ctx context.Context, sum *Summary, warn func(string, ...any
 	}
 	for _, r := range runs {
 		p.log().Info("claimed due job", "job", r.Job, "run", r.ID, "trigger", r.Trigger, "slot", r.ScheduledAt, "not_before", r.NotBefore)
+		p.observeQueued(r)
 	}
 	sum.Claimed = runs
 	return nil

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"CancelRun", testCancel},
 		{"FinishRecordsTheResultAndQueuesTheNextRun", testFinish},
 		{"Reclaim", testReclaim},
+		{"RunsKeepTheirKind", testKinds},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore(t)) })
@@ -436,7 +438,8 @@ func testFinish(t *testing.T, s Store) {
 
 	fin := pass.Run{ID: run.ID, Status: pass.StatusFailed, EndedAt: end, ErrorClass: pass.ClassNetwork, ErrorCode: "NET",
 		Message: "link down", Figures: pass.Figures{BytesRead: 10, BytesAdded: 5, Files: 2, FilesSkipped: 1,
-			Skipped: []pass.Skipped{{Object: "/x", Reason: "gone"}}}}
+			Skipped:  []pass.Skipped{{Object: "/x", Reason: "gone"}},
+			Counters: map[string]int64{"blobs_checked": 12, "packs_deleted": 0}}}
 	next := &pass.Run{Job: "a", JobID: run.JobID, Trigger: pass.TriggerRetry, Attempt: 2, Status: pass.StatusQueued,
 		ScheduledAt: run.ScheduledAt, QueuedAt: end, NotBefore: end.Add(time.Minute)}
 	if ok, err := s.Finish(ctx, fin, "tok", next); !ok || err != nil {
@@ -445,7 +448,8 @@ func testFinish(t *testing.T, s Store) {
 	got := mustRun(t, s, run.ID)
 	if got.Status != pass.StatusFailed || !got.EndedAt.Equal(end) || got.ErrorClass != pass.ClassNetwork ||
 		got.ErrorCode != "NET" || got.Message != "link down" || got.Figures.BytesRead != 10 || got.Figures.BytesAdded != 5 ||
-		got.Figures.Files != 2 || got.Figures.FilesSkipped != 1 || len(got.Figures.Skipped) != 1 {
+		got.Figures.Files != 2 || got.Figures.FilesSkipped != 1 || len(got.Figures.Skipped) != 1 ||
+		!maps.Equal(got.Figures.Counters, fin.Figures.Counters) {
 		t.Errorf("recorded run: %+v", got)
 	}
 	if next.ID == 0 || next.ID == run.ID {
@@ -543,5 +547,40 @@ func testReclaim(t *testing.T, s Store) {
 	}
 	if r := mustRun(t, s, runs["fresh"].ID); r.Status != pass.StatusRunning {
 		t.Errorf("fresh run: %s", r.Status)
+	}
+}
+
+// A run keeps the kind it was queued with; an empty kind is a backup, and
+// so is a scheduled run. The next run queued with a result keeps its own.
+func testKinds(t *testing.T, s Store) {
+	ctx := context.Background()
+	syncManual(t, s, map[string][]string{"a": nil, "b": nil})
+	plain := queue(t, s, "a", t0)
+	if plain.Kind != pass.KindBackup {
+		t.Errorf("a run queued without a kind has kind %q, want %q", plain.Kind, pass.KindBackup)
+	}
+	const verify = "verify" // a kind to come (issue 13): the store takes it without a change
+	other, err := s.QueueRun(ctx, "b", pass.Run{Kind: verify, QueuedAt: t0, ScheduledAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := start(t, s, t0, "tok")
+	kinds := map[int64]string{}
+	for _, r := range started {
+		kinds[r.ID] = r.Kind
+	}
+	if kinds[plain.ID] != pass.KindBackup || kinds[other.ID] != verify {
+		t.Errorf("started runs' kinds %v, want %d backup and %d verify", kinds, plain.ID, other.ID)
+	}
+	next := &pass.Run{Job: "b", JobID: other.JobID, Kind: pass.KindBackup, Trigger: pass.TriggerManual, Status: pass.StatusQueued,
+		ScheduledAt: t0, QueuedAt: t0}
+	if ok, err := s.Finish(ctx, pass.Run{ID: other.ID, Status: pass.StatusSucceeded, EndedAt: t0.Add(time.Minute)}, "tok", next); !ok || err != nil {
+		t.Fatalf("finish: %v, %v", ok, err)
+	}
+	if got := mustRun(t, s, other.ID); got.Kind != verify {
+		t.Errorf("finished run's kind %q, want %q", got.Kind, verify)
+	}
+	if got := mustRun(t, s, next.ID); got.Kind != pass.KindBackup {
+		t.Errorf("next run's kind %q, want %q", got.Kind, pass.KindBackup)
 	}
 }
