@@ -17,9 +17,9 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
-	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -112,8 +112,8 @@ func (s *scheduler) reload(c *cli.Context, p *printer) {
 	s.configure(cfg, newExecutor(cfg, s.now), s.pass.Logger)
 }
 
-func newExecutor(cfg *config.Config, now func() time.Time) *backup.Executor {
-	return &backup.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now}
+func newExecutor(cfg *config.Config, now func() time.Time) *jobs.Executor {
+	return &jobs.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now}
 }
 
 // runnerDead reports a runner on this host whose process is gone. Runners
