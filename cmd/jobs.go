@@ -517,12 +517,21 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	if p.jsonOut {
 		return p.JSON(toRunJSON(r))
 	}
-	j := toRunJSON(r)
+	printRun(p, r)
+	return nil
+}
+
+// printRun writes a run for runs show: its times in the order they happen,
+// then its counters by name and its skipped objects.
+func printRun(p *printer, r pass.Run) {
 	p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
 	p.Printf("  kind %s, trigger %s, attempt %d, missed slots before it: %d\n", r.Kind, r.Trigger, r.Attempt, r.MissedSlots)
-	for label, t := range map[string]*time.Time{"scheduled": j.ScheduledAt, "started": j.StartedAt, "ended": j.EndedAt} {
-		if t != nil {
-			p.Printf("  %-9s %s\n", label, t.UTC().Format(time.RFC3339))
+	for _, t := range []struct {
+		label string
+		at    time.Time
+	}{{"scheduled", r.ScheduledAt}, {"started", r.StartedAt}, {"ended", r.EndedAt}} {
+		if !t.at.IsZero() {
+			p.Printf("  %-9s %s\n", t.label, t.at.UTC().Format(time.RFC3339))
 		}
 	}
 	if r.HeldReason != "" {
@@ -534,7 +543,6 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	for _, s := range r.Figures.Skipped {
 		p.Printf("  skipped %s: %s\n", s.Object, s.Reason)
 	}
-	return nil
 }
 
 func runRunsCancel(c *cli.Context, p *printer, state *db.DB, id int64) error {

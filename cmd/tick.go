@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -316,16 +315,6 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
-	host, _ := os.Hostname()
-	runner := db.Runner{ID: s.pass.Runner, Host: host, PID: os.Getpid()}
-	if err := s.db.RegisterRunner(c.Context, runner); err != nil {
-		return err
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
-		defer cancel()
-		_ = s.db.RemoveRunner(ctx, runner.ID)
-	}()
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
 	// Each pass runs in its own goroutine, so that a long backup does not
 	// hold up the next passes: they still claim, admit (within the limits,
@@ -357,9 +346,6 @@ func runServe(c *cli.Context) error {
 	ticker := time.NewTicker(s.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
-		if err := s.db.RunnerHeartbeat(c.Context, runner.ID); err != nil && c.Context.Err() == nil {
-			p.Warnf("runner heartbeat: %v", err)
-		}
 		startPass(s.pass)
 		select {
 		case <-ticker.C:

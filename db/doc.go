@@ -6,7 +6,7 @@
 // configuration, every run with its trigger, times, status, error class,
 // figures and held reason, the snapshots a run made (by reference only:
 // repository ID and snapshot ID), an audit trail of who paused, resumed,
-// triggered, cancelled or deleted what, and the live `serve` runners. *DB
+// triggered, cancelled or deleted what. *DB
 // implements pass.Store, so the scheduler pass can use it without knowing
 // SQL.
 //

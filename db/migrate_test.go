@@ -53,3 +53,17 @@ func TestMigrationGivesOldRunsTheKindBackup(t *testing.T) {
 		t.Errorf("old run after the migration: %+v", r)
 	}
 }
+
+// The runners table, written and never read, is gone; going back to the
+// schema before it brings it back empty.
+func TestRunnersTableIsDropped(t *testing.T) {
+	d, _ := newDB(t)
+	const tables = `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runners'`
+	if n := count(t, d, tables); n != 0 {
+		t.Fatalf("runners table present after the migrations")
+	}
+	migrateDownTo(t, d, 2)
+	if n := count(t, d, tables); n != 1 {
+		t.Fatalf("runners table not restored by the down migration")
+	}
+}

@@ -103,7 +103,6 @@ func TestSchemaRules(t *testing.T) {
 		{"an audit row without a user", []string{`INSERT INTO audit (at, user_name, host, action, target) VALUES (0, '', 'h', 'pause', 'a')`}, false},
 		{"an empty snapshot ID", []string{jobs, ended("succeeded", "", ""),
 			`INSERT INTO run_snapshots (run_id, repository_id, snapshot_id, source) VALUES (1, 'repo', '', '/src')`}, false},
-		{"a runner without a pid", []string{`INSERT INTO runners (id, host, pid, started_at, heartbeat_at) VALUES ('h:0', 'h', 0, 0, 0)`}, false},
 	}
 	// The schema's CHECKs list the priority levels again: they must be
 	// exactly schedule.PriorityLevels.
