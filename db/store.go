@@ -20,11 +20,12 @@ const codeOrphaned = "ORPHANED"
 // run retry returns for it is queued. Two exceptions, both without a call
 // to retry: a run whose cancellation was requested becomes cancelled (code
 // ORPHANED), since cancellation outweighs everything; and a removed job
-// gets no retry. It returns the runs it ended, as stored.
-func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(pass.Run) *pass.Run) ([]pass.Run, error) {
-	var reclaimed []pass.Run
+// gets no retry. It returns the runs it ended and the retries it queued,
+// as stored.
+func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(pass.Run) *pass.Run) ([]pass.Run, []pass.Run, error) {
+	var reclaimed, retries []pass.Run
 	err := d.write(ctx, "reclaim orphaned runs", func(tx *sql.Tx) error {
-		reclaimed = nil
+		reclaimed, retries = nil, nil
 		type orphan struct {
 			run       pass.Run
 			cancelled bool
@@ -79,17 +80,22 @@ func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(
 				continue
 			}
 			if next := retry(run); next != nil {
-				if _, err := insertRun(ctx, tx, run.JobID, *next, now); err != nil && !errors.Is(err, errJobRemoved) {
+				queued, err := insertRun(ctx, tx, run.JobID, *next, now)
+				switch {
+				case errors.Is(err, errJobRemoved):
+				case err != nil:
 					return fmt.Errorf("retry of run %d: %w", run.ID, err)
+				default:
+					retries = append(retries, queued)
 				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return reclaimed, nil
+	return reclaimed, retries, nil
 }
 
 // ClaimDue claims the due jobs (see pass.Store) in one BEGIN IMMEDIATE

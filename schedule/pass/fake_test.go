@@ -64,13 +64,13 @@ func (s *fakeStore) SyncJobs(ctx context.Context, defs []JobDef, spec func(JobDe
 	return nil
 }
 
-func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(string) bool, retry func(Run) *Run) ([]Run, error) {
+func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(string) bool, retry func(Run) *Run) ([]Run, []Run, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Run
+	var out, retries []Run
 	for _, r := range s.runs {
 		if r.Status != StatusRunning || !(r.HeartbeatAt.Before(staleBefore) || (dead != nil && dead(r.Runner))) {
 			continue
@@ -87,12 +87,14 @@ func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dea
 			continue
 		}
 		if next := retry(*r); next != nil {
-			if _, err := s.queue(*next); err != nil {
-				return nil, err
+			queued, err := s.queue(*next)
+			if err != nil {
+				return nil, nil, err
 			}
+			retries = append(retries, queued)
 		}
 	}
-	return out, nil
+	return out, retries, nil
 }
 
 // orphan ends a running run as the store's reclaim does.

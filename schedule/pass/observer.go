@@ -13,7 +13,7 @@ import "sync"
 // call the pass back; slow work (sending mail) belongs in a goroutine of
 // the observer's own.
 type Observer struct {
-	Queued    func(Run)           // queued by this pass: claimed when due, or queued with a result (as stored)
+	Queued    func(Run)           // queued by this pass, as stored: claimed when due, a reclaimed run's retry, or queued with a result
 	Started   func(Run)           // admitted by this pass, about to be executed
 	Progress  func(Run, Progress) // reported by the executor while the run executes
 	Finished  func(Run)           // its result recorded, as recorded

@@ -155,8 +155,9 @@ func TestObserversHearLostRuns(t *testing.T) {
 	}
 }
 
-// Reclaimed orphans and claimed due runs are told as the pass handles them,
-// in the pass's order: reclaim, claim, then the runs it starts.
+// Reclaimed orphans, their retries and claimed due runs are told as the
+// pass handles them, in the pass's order: reclaim, claim, then the runs it
+// starts.
 func TestObserversHearReclaimsAndClaims(t *testing.T) {
 	f := newFixture(t, manual(t, "stale"), job(t, "hourly", "hourly :00"))
 	rec := &recordingObserver{}
@@ -166,9 +167,10 @@ func TestObserversHearReclaimsAndClaims(t *testing.T) {
 		Owner: "t1", Runner: "host-b:7", StartedAt: at(0), HeartbeatAt: at(0)})
 	f.run(at(h))
 	events := rec.seen()
-	r, q := indexOf(t, events, "reclaimed stale "+CodeOrphaned), indexOf(t, events, "queued hourly backup schedule")
+	r, retry := indexOf(t, events, "reclaimed stale "+CodeOrphaned), indexOf(t, events, "queued stale backup retry")
+	q := indexOf(t, events, "queued hourly backup schedule")
 	s, e := indexOf(t, events, "started hourly"), indexOf(t, events, "finished hourly succeeded")
-	if !(r < q && q < s && s < e) {
+	if !(r < retry && retry < q && q < s && s < e) {
 		t.Errorf("events out of the pass's order: %q", events)
 	}
 }

@@ -345,13 +345,17 @@ func (p *Pass) syncJobs(ctx context.Context, warn func(string, ...any)) error {
 func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 	now := p.Now()
 	retry := func(r Run) *Run { return p.retryOf(r, ClassTransient, now) }
-	runs, err := p.Store.Reclaim(ctx, now, p.staleBefore(now), p.runnerGone, retry)
+	runs, retries, err := p.Store.Reclaim(ctx, now, p.staleBefore(now), p.runnerGone, retry)
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
 		p.log().Warn("reclaimed orphaned run", "run", r.ID, "job", r.Job, "runner", r.Runner, "heartbeat", r.HeartbeatAt)
 		p.observeReclaimed(r)
+	}
+	for _, r := range retries {
+		p.log().Info("retry of a reclaimed run queued", "run", r.ID, "job", r.Job, "attempt", r.Attempt, "not_before", r.NotBefore)
+		p.observeQueued(r)
 	}
 	sum.Reclaimed = runs
 	return nil

@@ -27,7 +27,8 @@ type Store interface {
 	// Reclaim ends every running run whose heartbeat is before staleBefore,
 	// or whose runner dead reports as gone, as failed with class transient
 	// and code ORPHANED, and queues the run retry returns for it (nil: none).
-	Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(Run) *Run) ([]Run, error)
+	// It returns the ended runs and the retries it queued, as stored.
+	Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(Run) *Run) (reclaimed, retries []Run, err error)
 
 	// ClaimDue hands plan every job that is not paused or deleted, whose
 	// NextRun is set and not after now, and that has no queued or running

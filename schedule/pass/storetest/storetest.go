@@ -372,7 +372,7 @@ func testHeartbeatAndFinishAreFenced(t *testing.T, s Store) {
 
 	// The run is reclaimed: its old owner can change nothing any more.
 	now = t0.Add(10 * time.Minute)
-	reclaimed, err := s.Reclaim(ctx, now, now.Add(-5*time.Minute), nil, func(r pass.Run) *pass.Run {
+	reclaimed, _, err := s.Reclaim(ctx, now, now.Add(-5*time.Minute), nil, func(r pass.Run) *pass.Run {
 		return &pass.Run{Job: r.Job, JobID: r.JobID, Trigger: pass.TriggerRetry, Attempt: r.Attempt + 1, Status: pass.StatusQueued,
 			ScheduledAt: r.ScheduledAt, QueuedAt: now, NotBefore: now.Add(30 * time.Second)}
 	})
@@ -495,7 +495,7 @@ func testReclaim(t *testing.T, s Store) {
 	}
 
 	var retried []string
-	reclaimed, err := s.Reclaim(ctx, now, now.Add(-5*time.Minute),
+	reclaimed, retries, err := s.Reclaim(ctx, now, now.Add(-5*time.Minute),
 		func(runner string) bool { return runner == "host:dead" },
 		func(r pass.Run) *pass.Run {
 			retried = append(retried, r.Job)
@@ -534,6 +534,13 @@ func testReclaim(t *testing.T, s Store) {
 	queued := map[string]pass.Run{}
 	for _, r := range admitState(t, s).Queued {
 		queued[r.Job] = r
+	}
+	returned := map[string]int64{}
+	for _, r := range retries {
+		returned[r.Job] = r.ID
+	}
+	if len(retries) != 2 || returned["stale"] != queued["stale"].ID || returned["dead"] != queued["dead"].ID || returned["stale"] == 0 {
+		t.Errorf("Reclaim returned the retries %+v, want the two it queued, as stored", retries)
 	}
 	for _, job := range []string{"stale", "dead", "noretry", "cancelled"} {
 		r, ok := queued[job]
