@@ -402,8 +402,11 @@ func runJobResume(c *cli.Context, p *printer, s *scheduler, name string) error {
 
 func runJobExplain(c *cli.Context, p *printer, s *scheduler, name string) error {
 	info, err := s.db.JobByName(c.Context, name)
+	if errors.Is(err, db.ErrUnknownJob) {
+		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
+	}
 	if err != nil {
-		return jobError(fmt.Errorf("job %q: %w", name, err))
+		return err
 	}
 	e, err := s.pass.ExplainJob(c.Context, info.Job)
 	if err != nil {
