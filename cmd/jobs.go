@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,27 +18,29 @@ import (
 
 // runJSON is a run in JSON output.
 type runJSON struct {
-	ID           int64          `json:"id"`
-	Job          string         `json:"job"`
-	Trigger      string         `json:"trigger"`
-	Attempt      int            `json:"attempt"`
-	Status       string         `json:"status"`
-	ScheduledAt  *time.Time     `json:"scheduled_at,omitempty"`
-	NotBefore    *time.Time     `json:"not_before,omitempty"`
-	StartedAt    *time.Time     `json:"started_at,omitempty"`
-	EndedAt      *time.Time     `json:"ended_at,omitempty"`
-	DelaySeconds *float64       `json:"delay_seconds,omitempty"`
-	HeldReason   string         `json:"held_reason,omitempty"`
-	ErrorClass   string         `json:"error_class,omitempty"`
-	ErrorCode    string         `json:"error_code,omitempty"`
-	Message      string         `json:"message,omitempty"`
-	MissedSlots  int            `json:"missed_slots"`
-	BytesRead    int64          `json:"bytes_read"`
-	BytesAdded   int64          `json:"bytes_added"`
-	Files        int64          `json:"files"`
-	FilesSkipped int64          `json:"files_skipped"`
-	Skipped      []pass.Skipped `json:"skipped"`
-	Snapshots    []snapshotRef  `json:"snapshots"`
+	ID           int64            `json:"id"`
+	Job          string           `json:"job"`
+	Kind         string           `json:"kind"`
+	Trigger      string           `json:"trigger"`
+	Attempt      int              `json:"attempt"`
+	Status       string           `json:"status"`
+	ScheduledAt  *time.Time       `json:"scheduled_at,omitempty"`
+	NotBefore    *time.Time       `json:"not_before,omitempty"`
+	StartedAt    *time.Time       `json:"started_at,omitempty"`
+	EndedAt      *time.Time       `json:"ended_at,omitempty"`
+	DelaySeconds *float64         `json:"delay_seconds,omitempty"`
+	HeldReason   string           `json:"held_reason,omitempty"`
+	ErrorClass   string           `json:"error_class,omitempty"`
+	ErrorCode    string           `json:"error_code,omitempty"`
+	Message      string           `json:"message,omitempty"`
+	MissedSlots  int              `json:"missed_slots"`
+	BytesRead    int64            `json:"bytes_read"`
+	BytesAdded   int64            `json:"bytes_added"`
+	Files        int64            `json:"files"`
+	FilesSkipped int64            `json:"files_skipped"`
+	Skipped      []pass.Skipped   `json:"skipped"`
+	Counters     map[string]int64 `json:"counters"` // the kind's named figures; {} when none
+	Snapshots    []snapshotRef    `json:"snapshots"`
 }
 
 type snapshotRef struct {
@@ -53,11 +57,14 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func toRunJSON(r pass.Run) runJSON {
-	out := runJSON{ID: r.ID, Job: r.Job, Trigger: r.Trigger, Attempt: r.Attempt, Status: r.Status,
+	out := runJSON{ID: r.ID, Job: r.Job, Kind: r.Kind, Trigger: r.Trigger, Attempt: r.Attempt, Status: r.Status,
 		ScheduledAt: timePtr(r.ScheduledAt), NotBefore: timePtr(r.NotBefore), StartedAt: timePtr(r.StartedAt),
 		EndedAt: timePtr(r.EndedAt), HeldReason: r.HeldReason, ErrorClass: r.ErrorClass, ErrorCode: r.ErrorCode,
 		Message: r.Message, MissedSlots: r.MissedSlots, BytesRead: r.Figures.BytesRead, BytesAdded: r.Figures.BytesAdded,
-		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Snapshots: []snapshotRef{}}
+		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Counters: r.Figures.Counters, Snapshots: []snapshotRef{}}
+	if out.Counters == nil {
+		out.Counters = map[string]int64{}
+	}
 	if !r.StartedAt.IsZero() && !r.ScheduledAt.IsZero() {
 		d := r.StartedAt.Sub(r.ScheduledAt).Seconds()
 		out.DelaySeconds = &d
@@ -394,29 +401,17 @@ func runJobResume(c *cli.Context, p *printer, s *scheduler, name string) error {
 }
 
 func runJobExplain(c *cli.Context, p *printer, s *scheduler, name string) error {
-	jobs, err := s.db.Jobs(c.Context)
+	info, err := s.db.JobByName(c.Context, name)
+	if errors.Is(err, db.ErrUnknownJob) {
+		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
+	}
 	if err != nil {
 		return err
 	}
-	state := pass.AdmitState{LastSucceeded: map[string]bool{}}
-	var this *db.JobInfo
-	for i, j := range jobs {
-		if j.Name == name {
-			this = &jobs[i]
-		}
-		if j.Active != nil {
-			if j.Active.Status == pass.StatusRunning {
-				state.Running = append(state.Running, *j.Active)
-			} else {
-				state.Queued = append(state.Queued, *j.Active)
-			}
-		}
-		state.LastSucceeded[j.Name] = j.LastRun != nil && j.LastRun.Status == pass.StatusSucceeded
+	e, err := s.pass.ExplainJob(c.Context, info.Job)
+	if err != nil {
+		return err
 	}
-	if this == nil {
-		return usageError{fmt.Errorf("job %q: %w", name, db.ErrUnknownJob)}
-	}
-	e := s.pass.Explain(s.pass.Jobs[name], this.Job, state)
 	if p.jsonOut {
 		var next *string
 		if !e.NextRun.IsZero() {
@@ -473,7 +468,7 @@ func runRunsList(c *cli.Context) error {
 	if p.jsonOut {
 		return p.JSON(runsJSON(runs))
 	}
-	p.Printf("%-6s %-20s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
+	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
 	for _, r := range runs {
 		started := "-"
 		if !r.StartedAt.IsZero() {
@@ -483,7 +478,7 @@ func runRunsList(c *cli.Context) error {
 		if r.Status == pass.StatusQueued && r.HeldReason != "" {
 			msg = r.HeldReason
 		}
-		p.Printf("%-6d %-20s %-9s %-3d %-16s %-20s %s\n", r.ID, r.Job, r.Trigger, r.Attempt, r.Status, started, msg)
+		p.Printf("%-6d %-20s %-9s %-9s %-3d %-16s %-20s %s\n", r.ID, r.Job, r.Kind, r.Trigger, r.Attempt, r.Status, started, msg)
 	}
 	return nil
 }
@@ -525,21 +520,32 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	if p.jsonOut {
 		return p.JSON(toRunJSON(r))
 	}
-	j := toRunJSON(r)
+	printRun(p, r)
+	return nil
+}
+
+// printRun writes a run for runs show: its times in the order they happen,
+// then its counters by name and its skipped objects.
+func printRun(p *printer, r pass.Run) {
 	p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
-	p.Printf("  trigger %s, attempt %d, missed slots before it: %d\n", r.Trigger, r.Attempt, r.MissedSlots)
-	for label, t := range map[string]*time.Time{"scheduled": j.ScheduledAt, "started": j.StartedAt, "ended": j.EndedAt} {
-		if t != nil {
-			p.Printf("  %-9s %s\n", label, t.UTC().Format(time.RFC3339))
+	p.Printf("  kind %s, trigger %s, attempt %d, missed slots before it: %d\n", r.Kind, r.Trigger, r.Attempt, r.MissedSlots)
+	for _, t := range []struct {
+		label string
+		at    time.Time
+	}{{"scheduled", r.ScheduledAt}, {"started", r.StartedAt}, {"ended", r.EndedAt}} {
+		if !t.at.IsZero() {
+			p.Printf("  %-9s %s\n", t.label, t.at.UTC().Format(time.RFC3339))
 		}
 	}
 	if r.HeldReason != "" {
 		p.Printf("  held: %s\n", r.HeldReason)
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.Figures.Counters)) {
+		p.Printf("  %s: %d\n", name, r.Figures.Counters[name])
+	}
 	for _, s := range r.Figures.Skipped {
 		p.Printf("  skipped %s: %s\n", s.Object, s.Reason)
 	}
-	return nil
 }
 
 func runRunsCancel(c *cli.Context, p *printer, state *db.DB, id int64) error {

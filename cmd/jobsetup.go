@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
@@ -117,7 +117,7 @@ func checkKeyMaterial(ctx context.Context, cfg *config.Config) error {
 
 // repositoryOpener opens configured repositories for the executor,
 // creating one on first use when create_if_missing says so.
-func repositoryOpener(cfg *config.Config) backup.RepositoryOpener {
+func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 	var creating sync.Mutex // runs of one pass create a repository once
 	return func(ctx context.Context, name string) (*repo.Repository, error) {
 		rc, ok := cfg.Repositories[name]
@@ -170,15 +170,15 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 }
 
 // jobSources gives the executor each job's sources and tags.
-func jobSources(cfg *config.Config) backup.JobSources {
-	return func(name string) ([]backup.SourceSpec, []string) {
+func jobSources(cfg *config.Config) jobs.JobSources {
+	return func(name string) ([]jobs.SourceSpec, []string) {
 		for _, j := range cfg.Jobs {
 			if j.Def.Name != name {
 				continue
 			}
-			var out []backup.SourceSpec
+			var out []jobs.SourceSpec
 			for _, s := range j.Sources {
-				out = append(out, backup.SourceSpec{Path: s.Path, Exclude: s.Exclude})
+				out = append(out, jobs.SourceSpec{Path: s.Path, Exclude: s.Exclude})
 			}
 			return out, j.Tags
 		}

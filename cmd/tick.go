@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,9 +16,9 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
-	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -112,8 +111,8 @@ func (s *scheduler) reload(c *cli.Context, p *printer) {
 	s.configure(cfg, newExecutor(cfg, s.now), s.pass.Logger)
 }
 
-func newExecutor(cfg *config.Config, now func() time.Time) *backup.Executor {
-	return &backup.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now}
+func newExecutor(cfg *config.Config, now func() time.Time) *jobs.Executor {
+	return &jobs.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now}
 }
 
 // runnerDead reports a runner on this host whose process is gone. Runners
@@ -181,10 +180,17 @@ type passJSON struct {
 	Finished  []runJSON `json:"finished"`
 	Requeued  []runJSON `json:"requeued"`
 	Reclaimed []runJSON `json:"reclaimed"`
+	Lost      []lostRun `json:"lost"`
 	Held      []heldRun `json:"held"`
 	Missed    []missed  `json:"missed"`
 	Warnings  []string  `json:"warnings"`
 	Shutdown  bool      `json:"shutdown"`
+}
+
+// lostRun is a run the pass gave up: nothing was written for it.
+type lostRun struct {
+	runJSON
+	LostReason string `json:"lost_reason"`
 }
 
 type heldRun struct {
@@ -204,8 +210,11 @@ type missed struct {
 // finished did not fully succeed, so that cron mails the operator.
 func reportPass(p *printer, sum pass.Summary) error {
 	out := passJSON{Claimed: runsJSON(sum.Claimed), Started: runsJSON(sum.Started), Finished: runsJSON(sum.Finished),
-		Requeued: runsJSON(sum.Requeued), Reclaimed: runsJSON(sum.Reclaimed), Held: []heldRun{}, Missed: []missed{},
+		Requeued: runsJSON(sum.Requeued), Reclaimed: runsJSON(sum.Reclaimed), Lost: []lostRun{}, Held: []heldRun{}, Missed: []missed{},
 		Warnings: nonNil(sum.Warnings), Shutdown: sum.Shutdown}
+	for _, l := range sum.Lost {
+		out.Lost = append(out.Lost, lostRun{runJSON: toRunJSON(l.Run), LostReason: l.Reason})
+	}
 	for _, h := range sum.Held {
 		out.Held = append(out.Held, heldRun{RunID: h.RunID, Job: h.Job, Reason: h.Reason})
 	}
@@ -235,6 +244,10 @@ func reportPass(p *printer, sum pass.Summary) error {
 	for _, r := range sum.Finished {
 		p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
 	}
+	for _, l := range sum.Lost {
+		// A warning, so that it is logged in both modes: nothing else records it.
+		p.Warnf("run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
+	}
 	for _, h := range sum.Held {
 		p.Printf("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
 	}
@@ -244,7 +257,7 @@ func reportPass(p *printer, sum pass.Summary) error {
 	for _, w := range sum.Warnings {
 		p.Warnf("%s", w)
 	}
-	if len(sum.Claimed)+len(sum.Finished)+len(sum.Held)+len(sum.Reclaimed)+len(sum.Requeued) == 0 {
+	if len(sum.Claimed)+len(sum.Finished)+len(sum.Held)+len(sum.Reclaimed)+len(sum.Requeued)+len(sum.Lost) == 0 {
 		p.Printf("nothing was due\n")
 	}
 	worst := ExitOK
@@ -302,16 +315,6 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
-	host, _ := os.Hostname()
-	runner := db.Runner{ID: s.pass.Runner, Host: host, PID: os.Getpid()}
-	if err := s.db.RegisterRunner(c.Context, runner); err != nil {
-		return err
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
-		defer cancel()
-		_ = s.db.RemoveRunner(ctx, runner.ID)
-	}()
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
 	// Each pass runs in its own goroutine, so that a long backup does not
 	// hold up the next passes: they still claim, admit (within the limits,
@@ -332,7 +335,7 @@ func runServe(c *cli.Context) error {
 				p.Warnf("pass: %v", err)
 				return
 			}
-			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
+			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Lost)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
 				_ = reportPass(p, sum)
 			}
 			if len(sum.Abandoned) > 0 {
@@ -343,9 +346,6 @@ func runServe(c *cli.Context) error {
 	ticker := time.NewTicker(s.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
-		if err := s.db.RunnerHeartbeat(c.Context, runner.ID); err != nil && c.Context.Err() == nil {
-			p.Warnf("runner heartbeat: %v", err)
-		}
 		startPass(s.pass)
 		select {
 		case <-ticker.C:

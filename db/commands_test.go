@@ -161,7 +161,7 @@ func TestJobsAndRuns(t *testing.T) {
 	ctx := context.Background()
 	d, clk := newDB(t)
 	b := def(t, "b", "daily 02:00", "a")
-	b.Bandwidth = 1 << 20
+	b.Backup.Bandwidth = 1 << 20
 	syncJobs(t, d, clk, def(t, "a", "hourly"), b)
 
 	first := queue(t, d, "a")
@@ -231,33 +231,5 @@ func TestRecordAudit(t *testing.T) {
 	all := audits(t, d)
 	if len(all) != 2 || !all[0].At.Equal(at) || all[0].Detail != "by hand" || all[0].Actor != admin {
 		t.Fatalf("audit rows: %+v", all)
-	}
-}
-
-func TestRunners(t *testing.T) {
-	ctx := context.Background()
-	d, clk := newDB(t)
-	if err := d.RegisterRunner(ctx, Runner{ID: "h:1", Host: "h", PID: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.RegisterRunner(ctx, Runner{ID: "h:0", Host: "h", PID: 0}); err == nil {
-		t.Fatal("registered a runner without a pid")
-	}
-	now := clk.Add(time.Minute)
-	if err := d.RunnerHeartbeat(ctx, "h:1"); err != nil {
-		t.Fatal(err)
-	}
-	runners, err := d.Runners(ctx)
-	if err != nil || len(runners) != 1 || !runners[0].StartedAt.Equal(t0) || !runners[0].HeartbeatAt.Equal(now) || runners[0].PID != 1 {
-		t.Fatalf("runners: %+v, %v", runners, err)
-	}
-	if err := d.RemoveRunner(ctx, "h:1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.RemoveRunner(ctx, "h:1"); err != nil {
-		t.Fatalf("removing twice: %v", err)
-	}
-	if err := d.RunnerHeartbeat(ctx, "h:1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("heartbeat of a removed runner: err = %v", err)
 	}
 }

@@ -6,7 +6,7 @@
 // configuration, every run with its trigger, times, status, error class,
 // figures and held reason, the snapshots a run made (by reference only:
 // repository ID and snapshot ID), an audit trail of who paused, resumed,
-// triggered, cancelled or deleted what, and the live `serve` runners. *DB
+// triggered, cancelled or deleted what. *DB
 // implements pass.Store, so the scheduler pass can use it without knowing
 // SQL.
 //
@@ -25,7 +25,10 @@
 // (queued or running) run per job (a partial unique index), no succeeded run
 // with skipped files, no failed run without an error class, no held reason
 // outside a queued run and no empty one, no self-dependency, no zero
-// bandwidth, and only known statuses, triggers, classes and priorities.
+// bandwidth, and only known statuses, triggers, classes and priorities
+// (schedule.PriorityLevels, which a schema test ties to the CHECKs). A run's
+// kind is any non-empty name and its counters a JSON object, so that a new
+// kind needs no migration.
 //
 // Times are stored as INTEGER nanoseconds since the Unix epoch, UTC; NULL
 // means not set (the zero time.Time). They are read back in UTC. Times

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -24,12 +26,7 @@ type JobInfo struct {
 	LastRun    *pass.Run // its latest ended run; nil: none
 }
 
-func priorityOf(p string) string {
-	if p == "" {
-		return "normal"
-	}
-	return p
-}
+func priorityOf(p string) string { return cmp.Or(p, schedule.DefaultPriority) }
 
 // liveJobID is the ID of the live job name, or ErrUnknownJob.
 func liveJobID(ctx context.Context, q querier, name string) (int64, error) {
@@ -87,7 +84,7 @@ func (d *DB) SyncJobs(ctx context.Context, defs []pass.JobDef, spec func(pass.Jo
 				return fmt.Errorf("job %q is declared twice", def.Name)
 			}
 			want := storedJob{spec: spec(def), priority: priorityOf(def.Priority),
-				repository: def.Repository, bandwidth: def.Bandwidth}
+				repository: def.Repository, bandwidth: def.Backup.Bandwidth}
 			old, exists := live[def.Name]
 			if !exists {
 				res, err := tx.ExecContext(ctx, `INSERT INTO jobs

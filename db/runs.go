@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,10 +13,10 @@ import (
 )
 
 // runSelect selects runs with their job's name, in the order scanRun reads.
-const runSelect = `SELECT r.id, r.job_id, j.name, r.trigger, r.attempt, r.priority,
+const runSelect = `SELECT r.id, r.job_id, j.name, r.kind, r.trigger, r.attempt, r.priority,
 	r.scheduled_at, r.not_before, r.queued_at, r.started_at, r.ended_at, r.heartbeat_at,
 	r.status, r.held_reason, r.error_class, r.error_code, r.message,
-	r.bytes_read, r.bytes_added, r.files, r.files_skipped, r.skipped, r.missed_slots,
+	r.bytes_read, r.bytes_added, r.files, r.files_skipped, r.skipped, r.counters, r.missed_slots,
 	r.owner, r.runner
 	FROM runs r JOIN jobs j ON j.id = r.job_id `
 
@@ -25,12 +26,12 @@ func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 		scheduled, notBefore, queued, started, ended sql.NullInt64
 		heartbeat                                    sql.NullInt64
 		held, class, code, owner, runner             sql.NullString
-		skipped                                      string
+		skipped, counters                            string
 	)
-	err := rows.Scan(&r.ID, &r.JobID, &r.Job, &r.Trigger, &r.Attempt, &r.Priority,
+	err := rows.Scan(&r.ID, &r.JobID, &r.Job, &r.Kind, &r.Trigger, &r.Attempt, &r.Priority,
 		&scheduled, &notBefore, &queued, &started, &ended, &heartbeat,
 		&r.Status, &held, &class, &code, &r.Message,
-		&r.Figures.BytesRead, &r.Figures.BytesAdded, &r.Figures.Files, &r.Figures.FilesSkipped, &skipped, &r.MissedSlots,
+		&r.Figures.BytesRead, &r.Figures.BytesAdded, &r.Figures.Files, &r.Figures.FilesSkipped, &skipped, &counters, &r.MissedSlots,
 		&owner, &runner)
 	if err != nil {
 		return pass.Run{}, err
@@ -44,6 +45,12 @@ func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 	}
 	if len(r.Figures.Skipped) == 0 {
 		r.Figures.Skipped = nil
+	}
+	if err := json.Unmarshal([]byte(counters), &r.Figures.Counters); err != nil {
+		return pass.Run{}, fmt.Errorf("run %d: counters: %w", r.ID, err)
+	}
+	if len(r.Figures.Counters) == 0 {
+		r.Figures.Counters = nil
 	}
 	return r, nil
 }
@@ -129,8 +136,8 @@ func loadSnapshots(ctx context.Context, q querier, runs []pass.Run) error {
 var errJobRemoved = errors.New("job was removed from the configuration")
 
 // insertRun queues r for the job jobID and returns it as stored. Empty
-// fields default: Attempt 1, Priority the job's, ScheduledAt and QueuedAt
-// now. A second active run for the job is ErrActive; a removed job is
+// fields default: Kind backup, Attempt 1, Priority the job's, ScheduledAt
+// and QueuedAt now. A second active run for the job is ErrActive; a removed job is
 // errJobRemoved.
 func insertRun(ctx context.Context, tx *sql.Tx, jobID int64, r pass.Run, now time.Time) (pass.Run, error) {
 	if r.Status != "" && r.Status != pass.StatusQueued {
@@ -148,6 +155,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, jobID int64, r pass.Run, now tim
 	if deleted.Valid {
 		return pass.Run{}, errJobRemoved
 	}
+	r.Kind = cmp.Or(r.Kind, pass.KindBackup)
 	if r.Attempt == 0 {
 		r.Attempt = 1
 	}
@@ -161,9 +169,9 @@ func insertRun(ctx context.Context, tx *sql.Tx, jobID int64, r pass.Run, now tim
 		r.QueuedAt = now
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs
-		(job_id, trigger, attempt, priority, scheduled_at, not_before, queued_at, held_reason, message, missed_slots)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		jobID, r.Trigger, r.Attempt, r.Priority, ns(r.ScheduledAt), ns(r.NotBefore), ns(r.QueuedAt),
+		(job_id, kind, trigger, attempt, priority, scheduled_at, not_before, queued_at, held_reason, message, missed_slots)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		jobID, r.Kind, r.Trigger, r.Attempt, r.Priority, ns(r.ScheduledAt), ns(r.NotBefore), ns(r.QueuedAt),
 		nullString(r.HeldReason), r.Message, r.MissedSlots)
 	if isUnique(err) {
 		return pass.Run{}, fmt.Errorf("queue run: %w", ErrActive)
@@ -224,7 +232,7 @@ func (d *DB) Run(ctx context.Context, id int64) (pass.Run, error) {
 
 // QueueRun queues run for the live job jobName on behalf of actor and
 // records a "trigger" audit row with it. Empty fields default: Trigger
-// manual, Attempt 1, Priority the job's, ScheduledAt and QueuedAt now. It
+// manual, Kind backup, Attempt 1, Priority the job's, ScheduledAt and QueuedAt now. It
 // fails with ErrUnknownJob for a job that does not exist (or was removed)
 // and with ErrActive when the job already has a queued or running run. A
 // paused job stays paused.

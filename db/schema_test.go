@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -24,11 +25,12 @@ func TestSchemaRules(t *testing.T) {
 		return `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, started_at, ended_at, status` + extra + `)
 			VALUES (1, 'schedule', 0, 0, 1, 2, '` + status + `'` + values + `)`
 	}
-	cases := []struct {
+	type schemaCase struct {
 		name string
 		sql  []string
 		ok   bool
-	}{
+	}
+	cases := []schemaCase{
 		{"a queued run", []string{jobs, queued}, true},
 		{"a second queued run for a job", []string{jobs, queued, queued}, false},
 		{"a queued run beside a running one", []string{jobs, running, queued}, false},
@@ -55,6 +57,12 @@ func TestSchemaRules(t *testing.T) {
 		{"an unknown error class", []string{jobs, ended("failed", ", error_class", ", 'oops'")}, false},
 		{"an unknown run priority", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, priority)
 			VALUES (1, 'manual', 0, 0, 'urgent')`}, false},
+		{"a run of a kind to come", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, kind)
+			VALUES (1, 'manual', 0, 0, 'verify')`}, true},
+		{"a run without a kind", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, kind)
+			VALUES (1, 'manual', 0, 0, '')`}, false},
+		{"counters that are not a JSON object", []string{jobs, ended("succeeded", ", counters", `, '[1]'`)}, false},
+		{"named counters", []string{jobs, ended("succeeded", ", counters", `, '{"blobs_checked":3}'`)}, true},
 		{"an attempt of zero", []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, attempt)
 			VALUES (1, 'retry', 0, 0, 0)`}, false},
 
@@ -95,7 +103,14 @@ func TestSchemaRules(t *testing.T) {
 		{"an audit row without a user", []string{`INSERT INTO audit (at, user_name, host, action, target) VALUES (0, '', 'h', 'pause', 'a')`}, false},
 		{"an empty snapshot ID", []string{jobs, ended("succeeded", "", ""),
 			`INSERT INTO run_snapshots (run_id, repository_id, snapshot_id, source) VALUES (1, 'repo', '', '/src')`}, false},
-		{"a runner without a pid", []string{`INSERT INTO runners (id, host, pid, started_at, heartbeat_at) VALUES ('h:0', 'h', 0, 0, 0)`}, false},
+	}
+	// The schema's CHECKs list the priority levels again: they must be
+	// exactly schedule.PriorityLevels.
+	for _, level := range schedule.PriorityLevels {
+		cases = append(cases,
+			schemaCase{"job priority " + level, []string{jobs, `UPDATE jobs SET priority = '` + level + `' WHERE id = 1`}, true},
+			schemaCase{"run priority " + level, []string{jobs, `INSERT INTO runs (job_id, trigger, scheduled_at, queued_at, priority)
+			VALUES (1, 'manual', 0, 0, '` + level + `')`}, true})
 	}
 	ctx := context.Background()
 	for _, c := range cases {

@@ -20,11 +20,12 @@ const codeOrphaned = "ORPHANED"
 // run retry returns for it is queued. Two exceptions, both without a call
 // to retry: a run whose cancellation was requested becomes cancelled (code
 // ORPHANED), since cancellation outweighs everything; and a removed job
-// gets no retry. It returns the runs it ended, as stored.
-func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(pass.Run) *pass.Run) ([]pass.Run, error) {
-	var reclaimed []pass.Run
+// gets no retry. It returns the runs it ended and the retries it queued,
+// as stored.
+func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(pass.Run) *pass.Run) ([]pass.Run, []pass.Run, error) {
+	var reclaimed, retries []pass.Run
 	err := d.write(ctx, "reclaim orphaned runs", func(tx *sql.Tx) error {
-		reclaimed = nil
+		reclaimed, retries = nil, nil
 		type orphan struct {
 			run       pass.Run
 			cancelled bool
@@ -79,17 +80,22 @@ func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(
 				continue
 			}
 			if next := retry(run); next != nil {
-				if _, err := insertRun(ctx, tx, run.JobID, *next, now); err != nil && !errors.Is(err, errJobRemoved) {
+				queued, err := insertRun(ctx, tx, run.JobID, *next, now)
+				switch {
+				case errors.Is(err, errJobRemoved):
+				case err != nil:
 					return fmt.Errorf("retry of run %d: %w", run.ID, err)
+				default:
+					retries = append(retries, queued)
 				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return reclaimed, nil
+	return reclaimed, retries, nil
 }
 
 // ClaimDue claims the due jobs (see pass.Store) in one BEGIN IMMEDIATE
@@ -145,33 +151,68 @@ func (d *DB) ClaimDue(ctx context.Context, now time.Time, plan func(pass.Job) (t
 	return claimed, nil
 }
 
+// AdmitState reads the admission state (see pass.Store) in one read
+// transaction: the query Admit decides from.
+func (d *DB) AdmitState(ctx context.Context) (pass.AdmitState, error) {
+	var state pass.AdmitState
+	err := d.read(ctx, "read admission state", func(tx *sql.Tx) error {
+		var err error
+		state, err = admitState(ctx, tx)
+		return err
+	})
+	return state, err
+}
+
+// admitState reads every queued run (oldest first), every running run, and
+// per live job whether its latest run that started and ended fully
+// succeeded. A run cancelled before it started did nothing and does not
+// count.
+func admitState(ctx context.Context, q querier) (pass.AdmitState, error) {
+	var state pass.AdmitState
+	var err error
+	if state.Queued, err = queryRuns(ctx, q, false, `WHERE r.status = 'queued' ORDER BY r.queued_at, r.id`); err != nil {
+		return state, err
+	}
+	if state.Running, err = queryRuns(ctx, q, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`); err != nil {
+		return state, err
+	}
+	rows, err := q.QueryContext(ctx, `SELECT j.name,
+		coalesce((SELECT r.status FROM runs r
+		          WHERE r.job_id = j.id AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
+		          ORDER BY r.ended_at DESC, r.id DESC LIMIT 1), '')
+		FROM jobs j WHERE j.deleted_at IS NULL`)
+	if err != nil {
+		return state, err
+	}
+	defer rows.Close()
+	state.LastSucceeded = map[string]bool{}
+	for rows.Next() {
+		var name, status string
+		if err := rows.Scan(&name, &status); err != nil {
+			return state, err
+		}
+		state.LastSucceeded[name] = status == pass.StatusSucceeded
+	}
+	return state, rows.Err()
+}
+
 // Admit decides the queued runs (see pass.Store) in one BEGIN IMMEDIATE
-// transaction. decide sees the queued runs whose NotBefore is not after
-// now, oldest first, the running runs, and per live job whether its latest
-// run that started and ended fully succeeded. Each admitted run is started
-// (running, Owner, Runner, StartedAt = HeartbeatAt = now, no held reason);
-// every other decided run stores its HeldReason, which must not be empty (a
-// held run without a reason is a bug). A decision about a run decide was
-// not handed is an error, and nothing is stored. It returns the started
-// runs in the order decided.
+// transaction. decide sees the admission state (admitState) with the
+// queued runs whose NotBefore is not after now. Each admitted run is
+// started (running, Owner, Runner, StartedAt = HeartbeatAt = now, no held
+// reason); every other decided run stores its HeldReason, which must not
+// be empty (a held run without a reason is a bug). A decision about a run
+// decide was not handed is an error, and nothing is stored. It returns the
+// started runs in the order decided.
 func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitState) []pass.Admission) ([]pass.Run, error) {
 	var started []pass.Run
 	err := d.write(ctx, "admit queued runs", func(tx *sql.Tx) error {
 		started = nil
-		var state pass.AdmitState
-		var err error
-		state.Queued, err = queryRuns(ctx, tx, false, `WHERE r.status = 'queued'
-			AND (r.not_before IS NULL OR r.not_before <= ?) ORDER BY r.queued_at, r.id`, now.UnixNano())
+		all, err := admitState(ctx, tx)
 		if err != nil {
 			return err
 		}
-		state.Running, err = queryRuns(ctx, tx, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`)
-		if err != nil {
-			return err
-		}
-		if state.LastSucceeded, err = lastSucceeded(ctx, tx); err != nil {
-			return err
-		}
+		state := all.Eligible(now)
 		queued := make(map[int64]bool, len(state.Queued))
 		for _, r := range state.Queued {
 			queued[r.ID] = true
@@ -216,30 +257,6 @@ func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitSta
 	return started, nil
 }
 
-// lastSucceeded tells, per live job, whether its latest run that started
-// and ended fully succeeded. A run cancelled before it started did nothing
-// and does not count.
-func lastSucceeded(ctx context.Context, q querier) (map[string]bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT j.name,
-		coalesce((SELECT r.status FROM runs r
-		          WHERE r.job_id = j.id AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
-		          ORDER BY r.ended_at DESC, r.id DESC LIMIT 1), '')
-		FROM jobs j WHERE j.deleted_at IS NULL`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	m := map[string]bool{}
-	for rows.Next() {
-		var name, status string
-		if err := rows.Scan(&name, &status); err != nil {
-			return nil, err
-		}
-		m[name] = status == pass.StatusSucceeded
-	}
-	return m, rows.Err()
-}
-
 // Heartbeat renews a running run's heartbeat if owner still holds it (see
 // pass.Store): HeartbeatOK, or HeartbeatCancel when a cancellation was
 // requested; HeartbeatLost, changing nothing, when the run is not running
@@ -277,7 +294,7 @@ var ended = map[string]bool{
 
 // Finish records a run's end if owner still holds it (see pass.Store):
 // Status (an end state), EndedAt (zero: now), ErrorClass, ErrorCode,
-// Message, Figures and Snapshots, and queues next (nil: none) in the same
+// Message, Figures (with their Counters) and Snapshots, and queues next (nil: none) in the same
 // transaction. It reports false, changing nothing, when the run is not
 // running under owner. The schema refuses a succeeded run with skipped
 // files and a failed run without a class. A removed job gets no next run.
@@ -297,14 +314,22 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 	if err != nil {
 		return false, fmt.Errorf("finish run %d: %w", run.ID, err)
 	}
+	counters := run.Figures.Counters
+	if counters == nil {
+		counters = map[string]int64{}
+	}
+	countersJSON, err := json.Marshal(counters)
+	if err != nil {
+		return false, fmt.Errorf("finish run %d: %w", run.ID, err)
+	}
 	err = d.write(ctx, fmt.Sprintf("finish run %d", run.ID), func(tx *sql.Tx) error {
 		var jobID int64
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, error_class = ?, error_code = ?,
-			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?
+			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?, counters = ?
 			WHERE id = ? AND status = 'running' AND owner = ? RETURNING job_id`,
 			run.Status, run.EndedAt.UnixNano(), nullString(run.ErrorClass), nullString(run.ErrorCode), run.Message,
 			run.Figures.BytesRead, run.Figures.BytesAdded, run.Figures.Files, run.Figures.FilesSkipped,
-			string(skippedJSON), run.ID, owner).Scan(&jobID)
+			string(skippedJSON), string(countersJSON), run.ID, owner).Scan(&jobID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errRollback
 		}

@@ -95,7 +95,7 @@ func TestSyncJobsRefusesBadDefinitionsAndChangesNothing(t *testing.T) {
 		"self-dependency":    {def(t, "a", "hourly", "a")},
 		"duplicate name":     {def(t, "a", "hourly"), def(t, "a", "daily 01:00")},
 		"zero-named job":     {def(t, "", "hourly")},
-		"negative bandwidth": {{Name: "a", Repository: "local", Bandwidth: -1}},
+		"negative bandwidth": {{Name: "a", Repository: "local", Backup: pass.BackupDef{Bandwidth: -1}}},
 	}
 	for name, defs := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -115,14 +115,14 @@ func TestSyncJobsFollowsPriorityRepositoryBandwidth(t *testing.T) {
 	a := def(t, "a", "hourly")
 	syncJobs(t, d, clk, a)
 	next := mustJob(t, d, "a").NextRun
-	a.Priority, a.Repository, a.Bandwidth = "critical", "offsite", 50<<20
+	a.Priority, a.Repository, a.Backup.Bandwidth = "critical", "offsite", 50<<20
 	clk.Add(2 * time.Hour)
 	syncJobs(t, d, clk, a)
 	j := mustJob(t, d, "a")
 	if j.Priority != "critical" || j.Repository != "offsite" || j.Bandwidth != 50<<20 || !j.NextRun.Equal(next) {
 		t.Fatalf("job: %+v", j)
 	}
-	a.Bandwidth = 0
+	a.Backup.Bandwidth = 0
 	syncJobs(t, d, clk, a)
 	if j := mustJob(t, d, "a"); j.Bandwidth != 0 {
 		t.Fatalf("unlimited bandwidth stored as %d", j.Bandwidth)
@@ -188,234 +188,6 @@ func TestClaimDue(t *testing.T) {
 	})
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second claim: %v, %v", again, err)
-	}
-}
-
-func TestAdmit(t *testing.T) {
-	ctx := context.Background()
-	d, clk := newDB(t)
-	syncJobs(t, d, clk, def(t, "a", "manual"), def(t, "b", "manual"), def(t, "c", "manual"), def(t, "d", "manual"), def(t, "e", "manual"))
-	// d succeeded, e partially failed: that is what dependencies see.
-	for job, status := range map[string]string{"d": pass.StatusSucceeded, "e": pass.StatusPartialFailure} {
-		r := queue(t, d, job)
-		start(t, d, t0, "tok-"+job)
-		fin := pass.Run{ID: r.ID, Status: status}
-		if status == pass.StatusPartialFailure {
-			fin.Figures.FilesSkipped = 1
-		}
-		if ok, err := d.Finish(ctx, fin, "tok-"+job, nil); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
-	}
-	running := queue(t, d, "d")
-	start(t, d, t0, "tok-d2")
-	ra := queue(t, d, "a")
-	rb := queue(t, d, "b")
-	later, err := d.QueueRun(ctx, "c", pass.Run{Trigger: pass.TriggerRetry, Attempt: 2, NotBefore: t0.Add(time.Minute)}, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	now := clk.Add(10 * time.Second)
-	var seen pass.AdmitState
-	started, err := d.Admit(ctx, now, func(s pass.AdmitState) []pass.Admission {
-		seen = s
-		return []pass.Admission{
-			{RunID: ra.ID, Admit: true, Owner: "tok-a", Runner: "host:42"},
-			{RunID: rb.ID, HeldReason: "waiting: repository local at its limit of 1"},
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(seen.Queued) != 2 || seen.Queued[0].ID != ra.ID || seen.Queued[1].ID != rb.ID {
-		t.Fatalf("queued runs handed: %+v (the one not before %v must wait)", seen.Queued, later.NotBefore)
-	}
-	if len(seen.Running) != 1 || seen.Running[0].ID != running.ID {
-		t.Fatalf("running runs handed: %+v", seen.Running)
-	}
-	wantLast := map[string]bool{"a": false, "b": false, "c": false, "d": true, "e": false}
-	for job, want := range wantLast {
-		if got, ok := seen.LastSucceeded[job]; !ok || got != want {
-			t.Errorf("LastSucceeded[%s] = %v (present %v), want %v", job, got, ok, want)
-		}
-	}
-	if len(started) != 1 {
-		t.Fatalf("started %d runs", len(started))
-	}
-	s := started[0]
-	if s.ID != ra.ID || s.Status != pass.StatusRunning || s.Owner != "tok-a" || s.Runner != "host:42" ||
-		!s.StartedAt.Equal(now) || !s.HeartbeatAt.Equal(now) || s.HeldReason != "" {
-		t.Fatalf("started run: %+v", s)
-	}
-	if got := mustRun(t, d, rb.ID); got.Status != pass.StatusQueued || got.HeldReason != "waiting: repository local at its limit of 1" {
-		t.Fatalf("held run: %+v", got)
-	}
-	if got := mustRun(t, d, later.ID); got.Status != pass.StatusQueued || got.HeldReason != "" {
-		t.Fatalf("run not yet due: %+v", got)
-	}
-
-	// Once its backoff is over, the retry is handed too.
-	clk.Add(time.Minute)
-	start(t, d, clk.Now(), "tok-c")
-	if got := mustRun(t, d, later.ID); got.Status != pass.StatusRunning {
-		t.Fatalf("retry after its backoff: %s", got.Status)
-	}
-}
-
-func TestAdmitRefusesBadDecisionsAndChangesNothing(t *testing.T) {
-	ctx := context.Background()
-	d, clk := newDB(t)
-	syncJobs(t, d, clk, def(t, "a", "manual"), def(t, "b", "manual"))
-	ra, rb := queue(t, d, "a"), queue(t, d, "b")
-	cases := map[string][]pass.Admission{
-		"held without a reason":   {{RunID: ra.ID, Admit: true, Owner: "tok"}, {RunID: rb.ID}},
-		"admitted without owner":  {{RunID: ra.ID, Admit: true}},
-		"a run it was not handed": {{RunID: ra.ID, Admit: true, Owner: "tok"}, {RunID: 999, Admit: true, Owner: "tok"}},
-		"a run decided twice":     {{RunID: ra.ID, Admit: true, Owner: "tok"}, {RunID: ra.ID, HeldReason: "x"}},
-	}
-	for name, decision := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := d.Admit(ctx, clk.Now(), func(pass.AdmitState) []pass.Admission { return decision })
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, id := range []int64{ra.ID, rb.ID} {
-				if r := mustRun(t, d, id); r.Status != pass.StatusQueued || r.HeldReason != "" {
-					t.Fatalf("run %d after a refused decision: %+v", id, r)
-				}
-			}
-		})
-	}
-}
-
-func TestHeartbeatAndFinishAreFenced(t *testing.T) {
-	ctx := context.Background()
-	d, clk := newDB(t)
-	syncJobs(t, d, clk, def(t, "a", "manual"))
-	run := queue(t, d, "a")
-	start(t, d, clk.Now(), "tok-1")
-
-	now := clk.Add(30 * time.Second)
-	if reply, err := d.Heartbeat(ctx, run.ID, "tok-other", now); err != nil || reply != pass.HeartbeatLost {
-		t.Fatalf("heartbeat of another owner: %v, %v", reply, err)
-	}
-	if got := mustRun(t, d, run.ID); !got.HeartbeatAt.Equal(t0) {
-		t.Fatalf("another owner's heartbeat was written: %v", got.HeartbeatAt)
-	}
-	if reply, err := d.Heartbeat(ctx, run.ID, "tok-1", now); err != nil || reply != pass.HeartbeatOK {
-		t.Fatalf("heartbeat: %v, %v", reply, err)
-	}
-	if got := mustRun(t, d, run.ID); !got.HeartbeatAt.Equal(now) {
-		t.Fatalf("heartbeat at %v, want %v", got.HeartbeatAt, now)
-	}
-	if reply, err := d.Heartbeat(ctx, 999, "tok-1", now); err != nil || reply != pass.HeartbeatLost {
-		t.Fatalf("heartbeat of an unknown run: %v, %v", reply, err)
-	}
-
-	fin := pass.Run{ID: run.ID, Status: pass.StatusSucceeded, EndedAt: now}
-	if ok, err := d.Finish(ctx, fin, "tok-other", &pass.Run{Trigger: pass.TriggerRetry}); err != nil || ok {
-		t.Fatalf("finish by another owner: %v, %v", ok, err)
-	}
-	if got := mustRun(t, d, run.ID); got.Status != pass.StatusRunning || count(t, d, `SELECT count(*) FROM runs`) != 1 {
-		t.Fatalf("another owner's finish changed something: %+v", got)
-	}
-
-	// The run is reclaimed: its old owner can change nothing any more.
-	now = clk.Add(10 * time.Minute)
-	reclaimed, err := d.Reclaim(ctx, now, now.Add(-5*time.Minute), nil, func(r pass.Run) *pass.Run {
-		return &pass.Run{Trigger: pass.TriggerRetry, Attempt: r.Attempt + 1, NotBefore: now.Add(30 * time.Second)}
-	})
-	if err != nil || len(reclaimed) != 1 {
-		t.Fatalf("reclaim: %v, %v", reclaimed, err)
-	}
-	if reply, err := d.Heartbeat(ctx, run.ID, "tok-1", now); err != nil || reply != pass.HeartbeatLost {
-		t.Fatalf("heartbeat after reclaim: %v, %v", reply, err)
-	}
-	if ok, err := d.Finish(ctx, fin, "tok-1", nil); err != nil || ok {
-		t.Fatalf("finish after reclaim: %v, %v", ok, err)
-	}
-	if got := mustRun(t, d, run.ID); got.Status != pass.StatusFailed || got.ErrorCode != "ORPHANED" {
-		t.Fatalf("reclaimed run after its old owner's finish: %+v", got)
-	}
-}
-
-func TestReclaim(t *testing.T) {
-	ctx := context.Background()
-	d, clk := newDB(t)
-	syncJobs(t, d, clk, def(t, "stale", "manual"), def(t, "fresh", "manual"), def(t, "dead", "manual"),
-		def(t, "cancelled", "manual"), def(t, "noretry", "manual"))
-	runs := map[string]pass.Run{}
-	for _, job := range []string{"stale", "fresh", "dead", "cancelled", "noretry"} {
-		runs[job] = queue(t, d, job)
-	}
-	_, err := d.Admit(ctx, t0, func(s pass.AdmitState) []pass.Admission {
-		var a []pass.Admission
-		for _, r := range s.Queued {
-			a = append(a, pass.Admission{RunID: r.ID, Admit: true, Owner: "tok-" + r.Job, Runner: "host:" + r.Job})
-		}
-		return a
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.CancelRun(ctx, runs["cancelled"].ID, admin); err != nil {
-		t.Fatal(err)
-	}
-	now := clk.Add(6 * time.Minute)
-	for _, job := range []string{"fresh", "dead"} {
-		if reply, err := d.Heartbeat(ctx, runs[job].ID, "tok-"+job, now.Add(-time.Minute)); err != nil || reply != pass.HeartbeatOK {
-			t.Fatal(reply, err)
-		}
-	}
-
-	var retried []string
-	reclaimed, err := d.Reclaim(ctx, now, now.Add(-5*time.Minute),
-		func(runner string) bool { return runner == "host:dead" },
-		func(r pass.Run) *pass.Run {
-			retried = append(retried, r.Job)
-			if r.Status != pass.StatusFailed || r.ErrorClass != pass.ClassTransient || r.ErrorCode != "ORPHANED" {
-				t.Errorf("retry handed %+v", r)
-			}
-			if r.Job == "noretry" {
-				return nil
-			}
-			return &pass.Run{Trigger: pass.TriggerRetry, Attempt: r.Attempt + 1, ScheduledAt: r.ScheduledAt, NotBefore: now.Add(30 * time.Second)}
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]pass.Run{}
-	for _, r := range reclaimed {
-		got[r.Job] = r
-	}
-	if len(reclaimed) != 4 || got["fresh"].ID != 0 {
-		t.Fatalf("reclaimed %v, want stale, dead, cancelled and noretry", reclaimed)
-	}
-	for _, job := range []string{"stale", "dead", "noretry"} {
-		r := got[job]
-		if r.Status != pass.StatusFailed || r.ErrorClass != pass.ClassTransient || r.ErrorCode != "ORPHANED" ||
-			!r.EndedAt.Equal(now) || r.Message == "" {
-			t.Errorf("%s: %+v", job, r)
-		}
-	}
-	if r := got["cancelled"]; r.Status != pass.StatusCancelled || r.ErrorCode != "ORPHANED" {
-		t.Errorf("a reclaimed run whose cancellation was requested: %+v", r)
-	}
-	if strings.Join(retried, ",") != "stale,dead,noretry" {
-		t.Fatalf("retry asked for %v", retried)
-	}
-	for job, want := range map[string]int{"stale": 1, "dead": 1, "noretry": 0, "cancelled": 0} {
-		j := mustJob(t, d, job)
-		if (j.Active != nil) != (want == 1) {
-			t.Errorf("%s: active run %+v, want %d", job, j.Active, want)
-		}
-		if j.Active != nil && (j.Active.Trigger != pass.TriggerRetry || j.Active.Attempt != 2 || !j.Active.NotBefore.Equal(now.Add(30*time.Second))) {
-			t.Errorf("%s: retry %+v", job, j.Active)
-		}
-	}
-	if r := mustRun(t, d, runs["fresh"].ID); r.Status != pass.StatusRunning {
-		t.Errorf("fresh run: %s", r.Status)
 	}
 }
 

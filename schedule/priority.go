@@ -1,6 +1,9 @@
 package schedule
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Priority scores: a level's base score, and what waiting adds to it.
 const (
@@ -8,15 +11,23 @@ const (
 	PriorityMaxAging     = 100.0 // most points waiting adds: one level up at most
 )
 
-// priorityBase is the base score of each priority level.
-var priorityBase = map[string]float64{"low": 0, "normal": 100, "high": 200, "critical": 300}
+// PriorityLevels are the priority levels, lowest first: the one list the
+// config, the pass and the state database's schema check against.
+var PriorityLevels = []string{"low", "normal", "high", "critical"}
 
-// EffectivePriority returns the score a run of priority level has after waiting waited: the level's base score (low 0, normal 100, high 200, critical 300; an unknown level counts as normal) plus 50 points per hour waited, at most 100.
+// DefaultPriority is the level of a job that names none.
+const DefaultPriority = "normal"
+
+// priorityStep is the base score between two neighbouring levels.
+const priorityStep = 100.0
+
+// EffectivePriority returns the score a run of priority level has after waiting waited: the level's base score (its place in PriorityLevels × 100: low 0, normal 100, high 200, critical 300; an unknown level counts as DefaultPriority) plus 50 points per hour waited, at most 100.
 func EffectivePriority(level string, waited time.Duration) float64 {
-	base, ok := priorityBase[level]
-	if !ok {
-		base = priorityBase["normal"]
+	i := slices.Index(PriorityLevels, level)
+	if i < 0 {
+		i = slices.Index(PriorityLevels, DefaultPriority)
 	}
+	base := float64(i) * priorityStep
 	if waited <= 0 {
 		return base
 	}

@@ -30,11 +30,6 @@ func LoadLocation(name string) (*time.Location, error) {
 // 1970-01-01 00:00 to that reading on a clock that never changes its offset.
 // An instant u, whose zone offset is o, shows the wall reading u+o.
 
-// civilSeconds returns the wall seconds of midnight at the start of the date.
-func civilSeconds(y int, m time.Month, d int) int64 {
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
-}
-
 // period is a stretch of instants [start, end) during which a zone keeps one
 // offset. Unbounded ends are math.MinInt64 and math.MaxInt64.
 type period struct {

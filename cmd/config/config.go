@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -64,12 +65,10 @@ type Source struct {
 	Exclude []string
 }
 
-// Defaults of the [scheduler] table.
+// Defaults of the [scheduler] table. Those of heartbeat, stale_after and
+// on_time_grace are the pass's (pass.DefaultHeartbeat and so on).
 const (
-	DefaultHeartbeat         = 30 * time.Second
-	DefaultStaleAfter        = 5 * time.Minute
 	DefaultTickInterval      = 10 * time.Second
-	DefaultGrace             = 5 * time.Minute
 	DefaultMaxConcurrentRuns = 2
 	DefaultRunsPerRepository = 1
 	DefaultRunsPerSource     = 1
@@ -303,12 +302,12 @@ func allowedKeys(k toml.Key) string {
 
 func (l *loader) scheduler(raw rawScheduler, cfg *Config) {
 	cfg.StatePath = l.abs(raw.State)
-	cfg.Heartbeat = l.duration("scheduler.heartbeat", raw.Heartbeat, DefaultHeartbeat)
-	cfg.StaleAfter = l.duration("scheduler.stale_after", raw.StaleAfter, DefaultStaleAfter)
+	cfg.Heartbeat = l.duration("scheduler.heartbeat", raw.Heartbeat, pass.DefaultHeartbeat)
+	cfg.StaleAfter = l.duration("scheduler.stale_after", raw.StaleAfter, pass.DefaultStaleAfter)
 	cfg.TickInterval = l.duration("scheduler.tick_interval", raw.TickInterval, DefaultTickInterval)
-	cfg.Grace = l.duration("scheduler.on_time_grace", raw.OnTimeGrace, DefaultGrace)
-	if cfg.StaleAfter < 3*cfg.Heartbeat {
-		l.addf("scheduler.stale_after", "%s must be at least three heartbeats (3 × %s): a live run would be taken for dead", cfg.StaleAfter, cfg.Heartbeat)
+	cfg.Grace = l.duration("scheduler.on_time_grace", raw.OnTimeGrace, pass.DefaultGrace)
+	if err := pass.CheckStaleAfter(cfg.Heartbeat, cfg.StaleAfter); err != nil {
+		l.addf("scheduler.stale_after", "%v", err)
 	}
 	cfg.Limits = pass.Limits{Global: DefaultMaxConcurrentRuns, PerSource: DefaultRunsPerSource, PerRepository: map[string]int{}}
 	if raw.MaxConcurrentRuns != nil {
@@ -414,29 +413,27 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 			}
 		}
 		def.Priority = raw.Priority
-		switch raw.Priority {
-		case "":
-			def.Priority = "normal"
-		case "low", "normal", "high", "critical":
-		default:
-			l.addf(key+".priority", "%q is not one of low, normal, high, critical", raw.Priority)
+		if raw.Priority == "" {
+			def.Priority = schedule.DefaultPriority
+		} else if !slices.Contains(schedule.PriorityLevels, raw.Priority) {
+			l.addf(key+".priority", "%q is not one of %s", raw.Priority, strings.Join(schedule.PriorityLevels, ", "))
 		}
 		if raw.Bandwidth != "" {
 			rate, err := limit.ParseRate(raw.Bandwidth)
 			if err != nil {
 				l.addf(key+".bandwidth", "%v", err)
 			}
-			def.Bandwidth = rate
+			def.Backup.Bandwidth = rate
 		}
 		if def.CatchUp, err = schedule.ParseCatchUp(raw.CatchUp); err != nil {
 			l.addf(key+".catch_up", "%v", err)
 		}
-		def.Retry = pass.RetryPolicy{Attempts: 3, Initial: 30 * time.Second, Max: 15 * time.Minute}
+		def.Retry = pass.RetryPolicy{}.WithDefaults()
 		if raw.Retry != nil {
 			if raw.Retry.Attempts != nil {
 				def.Retry.Attempts = *raw.Retry.Attempts
-				if def.Retry.Attempts < 1 || def.Retry.Attempts > 10 {
-					l.addf(key+".retry", "attempts %d is not allowed: want 1 to 10 (1: no retry)", def.Retry.Attempts)
+				if def.Retry.Attempts < 1 || def.Retry.Attempts > pass.MaxRetryAttempts {
+					l.addf(key+".retry", "attempts %d is not allowed: want 1 to %d (1: no retry)", def.Retry.Attempts, pass.MaxRetryAttempts)
 				}
 			}
 			def.Retry.Initial = l.duration(key+".retry", raw.Retry.Initial, def.Retry.Initial)

@@ -419,6 +419,43 @@ func TestDependencyHoldsUntilPredecessorSucceeded(t *testing.T) {
 	}
 }
 
+// job explain and tick read the admission state through one store query, so
+// they agree. The reproduction of issue 12, part 6: b succeeds; a second
+// run of b is queued and cancelled (it never started); a, which depends on
+// b, is queued. explain must say that nothing holds a back, and the next
+// tick runs it.
+func TestExplainAndTickAgreeAfterACancelledQueuedRun(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(header("", "") + job("b", "manual", "", src) + job("a", "manual", `depends_on = ["b"]`, src))
+
+	w.must(exitOK, "job", "run", "b", "--wait")
+	var second runRec
+	decodeWhole(t, w.must(exitOK, "job", "run", "b", "--json"), &second)
+	w.must(exitOK, "runs", "cancel", strconv.FormatInt(second.ID, 10))
+	var queued runRec
+	decodeWhole(t, w.must(exitOK, "job", "run", "a", "--json"), &queued)
+
+	var explain struct {
+		State   string   `json:"state"`
+		Reasons []string `json:"reasons"`
+	}
+	decodeWhole(t, w.must(exitOK, "job", "explain", "a", "--json"), &explain)
+	if explain.State != "starting" || strings.Contains(strings.Join(explain.Reasons, "\n"), "dependency b") {
+		t.Errorf("job explain a: state %q, reasons %q; want starting, not held by dependency b", explain.State, explain.Reasons)
+	}
+	p := w.tick(exitOK)
+	if len(p.Finished) != 1 || p.Finished[0].ID != queued.ID || p.Finished[0].Status != "succeeded" {
+		t.Errorf("tick finished %+v, want run %d of a, succeeded, as explain said", p.Finished, queued.ID)
+	}
+}
+
 // Every --json output of the scheduler commands is one JSON document and
 // nothing else; empty lists are [] and not null.
 func TestJSONOutputsAreWholeDocuments(t *testing.T) {
@@ -436,7 +473,7 @@ func TestJSONOutputsAreWholeDocuments(t *testing.T) {
 	var tick map[string]json.RawMessage
 	res = w.must(exitOK, "tick", "--json")
 	decodeWhole(t, res, &tick)
-	for _, k := range []string{"claimed", "started", "finished", "requeued", "reclaimed", "held", "missed", "warnings"} {
+	for _, k := range []string{"claimed", "started", "finished", "requeued", "reclaimed", "lost", "held", "missed", "warnings"} {
 		if v, ok := tick[k]; !ok || string(v) == "null" {
 			t.Errorf("tick --json: %s is %s, want a list", k, v)
 		}
@@ -463,11 +500,14 @@ func TestJSONOutputsAreWholeDocuments(t *testing.T) {
 	}
 	var queued runRec
 	decodeWhole(t, w.must(exitOK, "job", "run", "m", "--json"), &queued)
-	if queued.ID == 0 || queued.Status != "queued" {
+	if queued.ID == 0 || queued.Status != "queued" || queued.Kind != "backup" {
 		t.Errorf("job run --json: %+v", queued)
 	}
 	var shown runRec
 	decodeWhole(t, w.must(exitOK, "runs", "show", strconv.FormatInt(queued.ID, 10), "--json"), &shown)
+	if shown.Kind != "backup" || shown.Counters == nil {
+		t.Errorf("runs show --json: kind %q, counters %v; want backup and an object", shown.Kind, shown.Counters)
+	}
 	if shown.ID != queued.ID {
 		t.Errorf("runs show --json: %+v", shown)
 	}

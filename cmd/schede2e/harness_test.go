@@ -256,24 +256,26 @@ func decodeWhole(t *testing.T, res result, v any) {
 
 // runRec is a run as runs --json, runs show --json and tick --json print it.
 type runRec struct {
-	ID           int64      `json:"id"`
-	Job          string     `json:"job"`
-	Trigger      string     `json:"trigger"`
-	Attempt      int        `json:"attempt"`
-	Status       string     `json:"status"`
-	ScheduledAt  *time.Time `json:"scheduled_at"`
-	NotBefore    *time.Time `json:"not_before"`
-	StartedAt    *time.Time `json:"started_at"`
-	EndedAt      *time.Time `json:"ended_at"`
-	DelaySeconds *float64   `json:"delay_seconds"`
-	HeldReason   string     `json:"held_reason"`
-	ErrorClass   string     `json:"error_class"`
-	ErrorCode    string     `json:"error_code"`
-	Message      string     `json:"message"`
-	MissedSlots  int        `json:"missed_slots"`
-	BytesRead    int64      `json:"bytes_read"`
-	Files        int64      `json:"files"`
-	FilesSkipped int64      `json:"files_skipped"`
+	ID           int64            `json:"id"`
+	Job          string           `json:"job"`
+	Kind         string           `json:"kind"`
+	Trigger      string           `json:"trigger"`
+	Attempt      int              `json:"attempt"`
+	Status       string           `json:"status"`
+	ScheduledAt  *time.Time       `json:"scheduled_at"`
+	NotBefore    *time.Time       `json:"not_before"`
+	StartedAt    *time.Time       `json:"started_at"`
+	EndedAt      *time.Time       `json:"ended_at"`
+	DelaySeconds *float64         `json:"delay_seconds"`
+	HeldReason   string           `json:"held_reason"`
+	ErrorClass   string           `json:"error_class"`
+	ErrorCode    string           `json:"error_code"`
+	Message      string           `json:"message"`
+	MissedSlots  int              `json:"missed_slots"`
+	BytesRead    int64            `json:"bytes_read"`
+	Files        int64            `json:"files"`
+	FilesSkipped int64            `json:"files_skipped"`
+	Counters     map[string]int64 `json:"counters"`
 	Skipped      []struct {
 		Object string `json:"object"`
 		Reason string `json:"reason"`
@@ -292,6 +294,7 @@ type passRec struct {
 	Finished  []runRec `json:"finished"`
 	Requeued  []runRec `json:"requeued"`
 	Reclaimed []runRec `json:"reclaimed"`
+	Lost      []runRec `json:"lost"`
 	Held      []struct {
 		RunID  int64  `json:"run_id"`
 		Job    string `json:"job"`

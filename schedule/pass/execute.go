@@ -25,9 +25,9 @@ const (
 
 // outcome is how one run of the pass ended.
 type outcome struct {
-	run  Run  // as recorded (or as started, when lost)
-	next *Run // queued with the result
-	lost bool // the run was taken away: nothing was written
+	run  Run    // as recorded (or as started, when lost)
+	next *Run   // queued with the result
+	lost string // why the run was given up (nothing was written); "": it was not
 	err  error
 }
 
@@ -66,8 +66,8 @@ func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 			case o.err != nil:
 				errs = append(errs, o.err)
 				sum.Warnings = append(sum.Warnings, o.err.Error())
-			case o.lost:
-				sum.Lost = append(sum.Lost, o.run)
+			case o.lost != "":
+				sum.Lost = append(sum.Lost, LostRun{Run: o.run, Reason: o.lost})
 			default:
 				sum.Finished = append(sum.Finished, o.run)
 				if o.next != nil {
@@ -88,31 +88,37 @@ func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 	}
 	byID := func(a, b Run) int { return cmp.Compare(a.ID, b.ID) }
 	slices.SortFunc(sum.Finished, byID)
-	slices.SortFunc(sum.Lost, byID)
+	slices.SortFunc(sum.Lost, func(a, b LostRun) int { return byID(a.Run, b.Run) })
 	slices.SortFunc(sum.Requeued, func(a, b Run) int { return strings.Compare(a.Job, b.Job) })
 	return errors.Join(errs...)
 }
 
-// runOne executes one run with its heartbeat and records its result.
+// runOne executes one run with its heartbeat and records its result,
+// telling the observers as it goes.
 func (p *Pass) runOne(ctx context.Context, run Run) outcome {
 	def, _ := p.def(run.Job) // admission only starts runs of known jobs
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var cancelled, lost atomic.Bool
+	var cancelled atomic.Bool
+	var lost atomic.Pointer[string]
 	beating := make(chan struct{})
 	go func() {
 		defer close(beating)
 		p.beat(runCtx, run, cancel, &cancelled, &lost)
 	}()
 
-	p.log().Info("run started", "run", run.ID, "job", run.Job, "trigger", run.Trigger, "attempt", run.Attempt)
-	res, err := p.executeRun(runCtx, def, run)
+	p.log().Info("run started", "run", run.ID, "job", run.Job, "kind", run.Kind, "trigger", run.Trigger, "attempt", run.Attempt)
+	p.observeStarted(run)
+	progress := &progressReporter{p: p, run: run}
+	res, err := p.executeRun(runCtx, def, run, progress.report)
+	progress.stop()
 	cancel()
 	<-beating
 
-	if lost.Load() {
-		p.log().Warn("run was taken away while running: nothing is written", "run", run.ID, "job", run.Job)
-		return outcome{run: run, lost: true}
+	if why := lost.Load(); why != nil {
+		l := LostRun{Run: run, Reason: *why}
+		p.observeLost(l)
+		return outcome{run: run, lost: l.Reason}
 	}
 	final, next := p.result(run, res, err, cancelled.Load(), ctx.Err() != nil)
 	// The result is written even when the pass is shutting down.
@@ -123,13 +129,16 @@ func (p *Pass) runOne(ctx context.Context, run Run) outcome {
 	case ferr != nil:
 		return outcome{run: run, err: fmt.Errorf("record run %d of job %s: %w", run.ID, run.Job, ferr)}
 	case !ok:
-		p.log().Warn("run was taken away before its result was written: nothing is written", "run", run.ID, "job", run.Job)
-		return outcome{run: run, lost: true}
+		l := LostRun{Run: run, Reason: LostBeforeRecorded}
+		p.observeLost(l)
+		return outcome{run: run, lost: l.Reason}
 	}
-	p.log().Info("run ended", "run", final.ID, "job", final.Job, "status", final.Status,
+	p.log().Info("run ended", "run", final.ID, "job", final.Job, "kind", final.Kind, "status", final.Status,
 		"class", final.ErrorClass, "code", final.ErrorCode, "message", final.Message)
+	p.observeFinished(final)
 	if next != nil {
 		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
+		p.observeQueued(*next)
 	}
 	return outcome{run: final, next: next}
 }
@@ -160,7 +169,7 @@ func (p *Pass) finish(ctx context.Context, run Run, owner string, next *Run) (bo
 
 // beat renews the run's heartbeat every Heartbeat until ctx ends. A user's
 // cancellation or the loss of the run cancels the run.
-func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled, lost *atomic.Bool) {
+func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled *atomic.Bool, lost *atomic.Pointer[string]) {
 	every := p.heartbeatEvery()
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -185,7 +194,8 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 			if time.Since(lastRecorded)+every > p.staleAfter() {
 				p.log().Error("no heartbeat recorded for too long: giving the run up, as other runners may reclaim it",
 					"run", run.ID, "job", run.Job, "since", time.Since(lastRecorded).Round(time.Second), "err", err)
-				lost.Store(true)
+				why := LostNoHeartbeat
+				lost.Store(&why)
 				cancel()
 				return
 			}
@@ -199,7 +209,8 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 			cancel()
 			return
 		case HeartbeatLost:
-			lost.Store(true)
+			why := LostReclaimed
+			lost.Store(&why)
 			cancel()
 			return
 		}
@@ -208,7 +219,7 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 
 // executeRun calls the Executor, turning a missing executor and a panic
 // into errors.
-func (p *Pass) executeRun(ctx context.Context, def JobDef, run Run) (res Result, err error) {
+func (p *Pass) executeRun(ctx context.Context, def JobDef, run Run, progress func(Progress)) (res Result, err error) {
 	if p.Executor == nil {
 		return Result{}, &ClassError{Class: ClassConfig, Code: CodeExecutorNotConfigured,
 			Err: errors.New("no executor is configured: nothing was backed up")}
@@ -218,7 +229,7 @@ func (p *Pass) executeRun(ctx context.Context, def JobDef, run Run) (res Result,
 			res, err = Result{}, &ClassError{Class: ClassUnknown, Code: CodeExecutorPanic, Err: fmt.Errorf("executor panicked: %v", v)}
 		}
 	}()
-	return p.Executor.Execute(ctx, def, run)
+	return p.Executor.Execute(ctx, def, run, progress)
 }
 
 // result decides how a run ended, in this order: a user's cancellation
@@ -278,6 +289,7 @@ func (p *Pass) requeue(run Run, now time.Time) *Run {
 	return &Run{
 		JobID:       run.JobID,
 		Job:         run.Job,
+		Kind:        run.Kind,
 		Trigger:     run.Trigger,
 		Attempt:     max(run.Attempt, 1),
 		Priority:    priority,

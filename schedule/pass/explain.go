@@ -1,6 +1,7 @@
 package pass
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -37,6 +38,18 @@ func (e Explanation) String() string {
 	return b.String()
 }
 
+// ExplainJob says why job, as stored, is or is not running at Now, from the
+// admission state the Store gives (Store.AdmitState): the same state, read
+// the same way, as the next pass's admission decides from.
+func (p *Pass) ExplainJob(ctx context.Context, job Job) (Explanation, error) {
+	current, err := p.Store.AdmitState(ctx)
+	if err != nil {
+		return Explanation{}, fmt.Errorf("read admission state: %w", err)
+	}
+	def, _ := p.def(job.Name)
+	return p.Explain(def, job, current), nil
+}
+
 // Explain says why the job def, stored as job, is or is not running at Now, given the current runs: every queued and running run, and whether each job's latest finished run succeeded.
 func (p *Pass) Explain(def JobDef, job Job, current AdmitState) Explanation {
 	now := p.Now()
@@ -65,13 +78,7 @@ func (p *Pass) Explain(def JobDef, job Job, current AdmitState) Explanation {
 			}
 			return e
 		}
-		eligible := AdmitState{Running: current.Running, LastSucceeded: current.LastSucceeded}
-		for _, q := range current.Queued {
-			if !q.NotBefore.After(now) {
-				eligible.Queued = append(eligible.Queued, q)
-			}
-		}
-		for _, d := range p.decide(now, eligible) {
+		for _, d := range p.decide(now, current.Eligible(now)) {
 			if d.RunID != r.ID {
 				continue
 			}

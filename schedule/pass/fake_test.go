@@ -19,9 +19,10 @@ type fakeStore struct {
 	jobs     map[string]*storedJob
 	runs     []*Run // by ID
 	lastID   int64
-	cancels  map[int64]bool // runs a user asked to cancel
-	finishes map[int64]int  // Finish calls per run
-	beatErr  error          // returned by every Heartbeat while set
+	cancels  map[int64]bool   // runs a user asked to cancel
+	finishes map[int64]int    // Finish calls per run
+	beatErr  error            // returned by every Heartbeat while set
+	now      func() time.Time // when a user's cancellation ends a queued run
 }
 
 type storedJob struct {
@@ -30,7 +31,7 @@ type storedJob struct {
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{jobs: map[string]*storedJob{}, cancels: map[int64]bool{}, finishes: map[int64]int{}}
+	return &fakeStore{jobs: map[string]*storedJob{}, cancels: map[int64]bool{}, finishes: map[int64]int{}, now: time.Now}
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -63,26 +64,37 @@ func (s *fakeStore) SyncJobs(ctx context.Context, defs []JobDef, spec func(JobDe
 	return nil
 }
 
-func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(string) bool, retry func(Run) *Run) ([]Run, error) {
+func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(string) bool, retry func(Run) *Run) ([]Run, []Run, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Run
+	var out, retries []Run
 	for _, r := range s.runs {
-		if r.Status != StatusRunning || !(r.HeartbeatAt.Before(staleBefore) || dead(r.Runner)) {
+		if r.Status != StatusRunning || !(r.HeartbeatAt.Before(staleBefore) || (dead != nil && dead(r.Runner))) {
 			continue
 		}
 		s.orphan(r, now)
+		if s.cancels[r.ID] {
+			// Cancellation outweighs everything: no retry.
+			r.Status, r.ErrorClass = StatusCancelled, ClassCancelled
+			out = append(out, *r)
+			continue
+		}
 		out = append(out, *r)
+		if retry == nil {
+			continue
+		}
 		if next := retry(*r); next != nil {
-			if _, err := s.queue(*next); err != nil {
-				return nil, err
+			queued, err := s.queue(*next)
+			if err != nil {
+				return nil, nil, err
 			}
+			retries = append(retries, queued)
 		}
 	}
-	return out, nil
+	return out, retries, nil
 }
 
 // orphan ends a running run as the store's reclaim does.
@@ -117,59 +129,86 @@ func (s *fakeStore) ClaimDue(ctx context.Context, now time.Time, plan func(Job) 
 	return out, nil
 }
 
-func (s *fakeStore) Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error) {
+func (s *fakeStore) AdmitState(ctx context.Context) (AdmitState, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return AdmitState{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.admitState(), nil
+}
+
+// admitState is the admission state: every queued run, oldest first, the
+// running runs, and per live job whether its latest run that started and
+// ended succeeded.
+func (s *fakeStore) admitState() AdmitState {
 	st := AdmitState{LastSucceeded: map[string]bool{}}
 	last := map[string]*Run{}
 	for _, r := range s.runs {
-		switch r.Status {
-		case StatusQueued:
-			if !r.NotBefore.After(now) {
-				st.Queued = append(st.Queued, *r)
-			}
-		case StatusRunning:
+		switch {
+		case r.Status == StatusQueued:
+			st.Queued = append(st.Queued, *r)
+		case r.Status == StatusRunning:
 			st.Running = append(st.Running, *r)
+		case r.StartedAt.IsZero() || r.EndedAt.IsZero():
+			// Cancelled before it started: it did nothing.
 		default:
 			if l := last[r.Job]; l == nil || !r.EndedAt.Before(l.EndedAt) {
 				last[r.Job] = r
 			}
 		}
 	}
-	for job, r := range last {
-		st.LastSucceeded[job] = r.Status == StatusSucceeded
+	for name, j := range s.jobs {
+		if !j.deleted {
+			st.LastSucceeded[name] = last[name] != nil && last[name].Status == StatusSucceeded
+		}
 	}
 	slices.SortStableFunc(st.Queued, func(a, b Run) int { return a.QueuedAt.Compare(b.QueuedAt) })
+	return st
+}
+
+func (s *fakeStore) Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.admitState().Eligible(now)
 	decisions := decide(st)
+	// Check every decision before storing any: Admit is one transaction.
+	handed := map[int64]bool{}
+	for _, q := range st.Queued {
+		handed[q.ID] = true
+	}
 	decided := map[int64]bool{}
-	var started []Run
 	for _, d := range decisions {
-		r := s.run(d.RunID)
-		if r == nil || r.Status != StatusQueued {
-			return nil, fmt.Errorf("decision for run %d, which is not queued", d.RunID)
-		}
-		decided[d.RunID] = true
-		if !d.Admit {
-			if d.HeldReason == "" {
-				return nil, fmt.Errorf("run %d held without a reason", d.RunID)
-			}
-			r.HeldReason = d.HeldReason
-			continue
-		}
-		if d.Owner == "" || d.Runner == "" {
+		switch {
+		case !handed[d.RunID]:
+			return nil, fmt.Errorf("decision for run %d, which was not handed to the decision", d.RunID)
+		case decided[d.RunID]:
+			return nil, fmt.Errorf("run %d decided twice", d.RunID)
+		case !d.Admit && d.HeldReason == "":
+			return nil, fmt.Errorf("run %d held without a reason", d.RunID)
+		case d.Admit && (d.Owner == "" || d.Runner == ""):
 			return nil, fmt.Errorf("run %d admitted without owner or runner", d.RunID)
 		}
-		r.Status, r.Owner, r.Runner, r.HeldReason = StatusRunning, d.Owner, d.Runner, ""
-		r.StartedAt, r.HeartbeatAt = now, now
-		started = append(started, *r)
+		decided[d.RunID] = true
 	}
 	for _, q := range st.Queued {
 		if !decided[q.ID] {
 			return nil, fmt.Errorf("no decision for queued run %d", q.ID)
 		}
+	}
+	var started []Run
+	for _, d := range decisions {
+		r := s.run(d.RunID)
+		if !d.Admit {
+			r.HeldReason = d.HeldReason
+			continue
+		}
+		r.Status, r.Owner, r.Runner, r.HeldReason = StatusRunning, d.Owner, d.Runner, ""
+		r.StartedAt, r.HeartbeatAt = now, now
+		started = append(started, *r)
 	}
 	return started, nil
 }
@@ -240,6 +279,7 @@ func (s *fakeStore) queue(r Run) (Run, error) {
 	}
 	s.lastID++
 	r.ID, r.JobID = s.lastID, j.ID
+	r.Kind = cmp.Or(r.Kind, KindBackup)
 	s.runs = append(s.runs, &r)
 	return r, nil
 }
@@ -260,6 +300,68 @@ func (s *fakeStore) run(id int64) *Run {
 		}
 	}
 	return nil
+}
+
+// The user's side of the store, as the commands use it (the storetest
+// suite's Store).
+
+// QueueRun queues run for the live job, as a user's trigger does.
+func (s *fakeStore) QueueRun(ctx context.Context, job string, run Run) (Run, error) {
+	if err := ctx.Err(); err != nil {
+		return Run{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.jobs[job]; !ok || j.deleted {
+		return Run{}, ErrUnknownJob
+	}
+	run.Job = job
+	run.Trigger = cmp.Or(run.Trigger, TriggerManual)
+	run.Attempt = max(run.Attempt, 1)
+	run.Status = StatusQueued
+	now := s.now()
+	if run.QueuedAt.IsZero() {
+		run.QueuedAt = now
+	}
+	if run.ScheduledAt.IsZero() {
+		run.ScheduledAt = now
+	}
+	return s.queue(run)
+}
+
+// CancelRun cancels a queued run at once and asks a running one to stop.
+func (s *fakeStore) CancelRun(ctx context.Context, id int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run(id)
+	switch {
+	case r == nil:
+		return fmt.Errorf("run %d: not found", id)
+	case r.Status == StatusQueued:
+		r.Status, r.ErrorClass, r.HeldReason, r.EndedAt = StatusCancelled, ClassCancelled, "", s.now()
+	case r.Status == StatusRunning:
+		s.cancels[id] = true
+	default:
+		return fmt.Errorf("run %d has already ended (%s)", id, r.Status)
+	}
+	return nil
+}
+
+// Run reads one run.
+func (s *fakeStore) Run(ctx context.Context, id int64) (Run, error) {
+	if err := ctx.Err(); err != nil {
+		return Run{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.run(id)
+	if r == nil {
+		return Run{}, fmt.Errorf("run %d: not found", id)
+	}
+	return *r, nil
 }
 
 // The test's side of the store.
@@ -370,7 +472,7 @@ type recorder struct {
 	do    func(ctx context.Context, job JobDef, run Run) (Result, error)
 }
 
-func (e *recorder) Execute(ctx context.Context, job JobDef, run Run) (Result, error) {
+func (e *recorder) Execute(ctx context.Context, job JobDef, run Run, _ func(Progress)) (Result, error) {
 	e.mu.Lock()
 	e.calls = append(e.calls, run)
 	do := e.do

@@ -60,13 +60,14 @@ type Pass struct {
 	Limits     Limits
 	Now        func() time.Time // the clock; required
 	Heartbeat  time.Duration    // 0: DefaultHeartbeat
-	StaleAfter time.Duration    // 0: DefaultStaleAfter; at least twice Heartbeat
+	StaleAfter time.Duration    // 0: DefaultStaleAfter; at least StaleHeartbeats × Heartbeat (CheckStaleAfter)
 	Grace      time.Duration    // 0: DefaultGrace
 	Runner     string           // host:pid of this process; empty: found out
 	RunnerDead func(runner string) bool
 	NewToken   func() string  // fencing tokens; nil: 128 random bits
 	Jitter     func() float64 // in [0, 1), shortens backoffs; nil: none
 	Logger     *slog.Logger   // nil: discard
+	Observers  []Observer     // told of each run event as it happens
 
 	// ShutdownWait is how long Run waits for its runs to stop once ctx is
 	// cancelled; runs still executing then are left to orphan reclaim.
@@ -76,17 +77,17 @@ type Pass struct {
 
 // Summary says what a pass did, for the command line to print.
 type Summary struct {
-	Reclaimed []Run    // orphaned runs ended as failed (the store queued their retries)
-	Missed    []Missed // jobs whose slots passed without a run of their own
-	Claimed   []Run    // runs queued for due jobs
-	Held      []Held   // queued runs left waiting, with their reasons
-	Started   []Run    // runs admitted and started
-	Finished  []Run    // runs ended by this pass, as recorded
-	Requeued  []Run    // runs queued with a result: retries, and runs interrupted by shutdown
-	Lost      []Run    // runs taken away while running (reclaimed): nothing was written
-	Abandoned []Run    // runs still executing when the pass stopped waiting at shutdown
-	Warnings  []string // problems that did not stop the pass
-	Shutdown  bool     // ctx was cancelled during the pass
+	Reclaimed []Run     // orphaned runs ended as failed (the store queued their retries)
+	Missed    []Missed  // jobs whose slots passed without a run of their own
+	Claimed   []Run     // runs queued for due jobs
+	Held      []Held    // queued runs left waiting, with their reasons
+	Started   []Run     // runs admitted and started
+	Finished  []Run     // runs ended by this pass, as recorded
+	Requeued  []Run     // runs queued with a result: retries, and runs interrupted by shutdown
+	Lost      []LostRun // runs this pass gave up, with the reason: nothing was written
+	Abandoned []Run     // runs still executing when the pass stopped waiting at shutdown
+	Warnings  []string  // problems that did not stop the pass
+	Shutdown  bool      // ctx was cancelled during the pass
 }
 
 // Missed is a job whose slots passed without a run of their own.
@@ -195,8 +196,23 @@ func (p *Pass) check() error {
 	if p.Now == nil {
 		return errors.New("pass has no clock (Now)")
 	}
-	if hb, stale := p.heartbeatEvery(), p.staleAfter(); stale < 2*hb {
-		return fmt.Errorf("stale_after %s must be at least twice the heartbeat %s, or live runs are reclaimed", stale, hb)
+	if err := CheckStaleAfter(p.heartbeatEvery(), p.staleAfter()); err != nil {
+		return fmt.Errorf("stale_after: %w", err)
+	}
+	return nil
+}
+
+// StaleHeartbeats is how many heartbeats stale_after must span at least:
+// a run whose runner misses two heartbeats in a row is still not taken for
+// dead.
+const StaleHeartbeats = 3
+
+// CheckStaleAfter refuses a staleAfter shorter than StaleHeartbeats
+// heartbeats: live runs would be reclaimed. The config checks it too.
+func CheckStaleAfter(heartbeat, staleAfter time.Duration) error {
+	if staleAfter < StaleHeartbeats*heartbeat {
+		return fmt.Errorf("%s must be at least three heartbeats (%d × %s): a live run would be taken for dead",
+			staleAfter, StaleHeartbeats, heartbeat)
 	}
 	return nil
 }
@@ -329,12 +345,17 @@ func (p *Pass) syncJobs(ctx context.Context, warn func(string, ...any)) error {
 func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 	now := p.Now()
 	retry := func(r Run) *Run { return p.retryOf(r, ClassTransient, now) }
-	runs, err := p.Store.Reclaim(ctx, now, p.staleBefore(now), p.runnerGone, retry)
+	runs, retries, err := p.Store.Reclaim(ctx, now, p.staleBefore(now), p.runnerGone, retry)
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
 		p.log().Warn("reclaimed orphaned run", "run", r.ID, "job", r.Job, "runner", r.Runner, "heartbeat", r.HeartbeatAt)
+		p.observeReclaimed(r)
+	}
+	for _, r := range retries {
+		p.log().Info("retry of a reclaimed run queued", "run", r.ID, "job", r.Job, "attempt", r.Attempt, "not_before", r.NotBefore)
+		p.observeQueued(r)
 	}
 	sum.Reclaimed = runs
 	return nil
@@ -362,6 +383,7 @@ func (p *Pass) retryOf(r Run, class string, now time.Time) *Run {
 	return &Run{
 		JobID:       r.JobID,
 		Job:         r.Job,
+		Kind:        r.Kind,
 		Trigger:     TriggerRetry,
 		Attempt:     attempt + 1,
 		Priority:    def.Priority,
@@ -407,6 +429,7 @@ func (p *Pass) claim(ctx context.Context, sum *Summary, warn func(string, ...any
 		run := &Run{
 			JobID:       job.ID,
 			Job:         def.Name,
+			Kind:        KindBackup, // a job's schedule is that of its backups
 			Trigger:     TriggerSchedule,
 			Attempt:     1,
 			Priority:    def.Priority,
@@ -446,6 +469,7 @@ func (p *Pass) claim(ctx context.Context, sum *Summary, warn func(string, ...any
 	}
 	for _, r := range runs {
 		p.log().Info("claimed due job", "job", r.Job, "run", r.ID, "trigger", r.Trigger, "slot", r.ScheduledAt, "not_before", r.NotBefore)
+		p.observeQueued(r)
 	}
 	sum.Claimed = runs
 	return nil

@@ -31,6 +31,7 @@ type fixture struct {
 func newFixture(t *testing.T, jobs ...JobDef) *fixture {
 	t.Helper()
 	f := &fixture{t: t, store: newFakeStore(), clock: &fakeClock{t: day}, exec: &recorder{}}
+	f.store.now = f.clock.Now
 	var mu sync.Mutex
 	tokens := 0
 	f.pass = &Pass{
@@ -779,11 +780,26 @@ func TestRunOfRemovedJobIsHeldWithReason(t *testing.T) {
 	}
 }
 
-func TestPassRejectsStaleAfterBelowTwoHeartbeats(t *testing.T) {
-	f := newFixture(t)
-	f.pass.Heartbeat, f.pass.StaleAfter = time.Minute, 90*time.Second
-	if _, err := f.pass.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "stale_after") {
-		t.Errorf("err %v", err)
+// The pass keeps the config's rule (CheckStaleAfter): stale_after spans at
+// least three heartbeats.
+func TestPassRejectsStaleAfterBelowThreeHeartbeats(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		stale  time.Duration
+		refuse bool
+	}{
+		{"one and a half heartbeats", 90 * time.Second, true},
+		{"two and a half heartbeats", 150 * time.Second, true},
+		{"three heartbeats", 3 * time.Minute, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.pass.Heartbeat, f.pass.StaleAfter = time.Minute, c.stale
+			_, err := f.pass.Run(context.Background())
+			if refused := err != nil && strings.Contains(err.Error(), "stale_after"); refused != c.refuse {
+				t.Errorf("stale_after %s with a heartbeat of 1m: err %v, want refused %v", c.stale, err, c.refuse)
+			}
+		})
 	}
 }
 

@@ -24,7 +24,7 @@ type lockingExecutor struct {
 
 // Execute closes released once the lock is gone, or at once when it could
 // not take the lock.
-func (e *lockingExecutor) Execute(ctx context.Context, _ pass.JobDef, _ pass.Run) (pass.Result, error) {
+func (e *lockingExecutor) Execute(ctx context.Context, _ pass.JobDef, _ pass.Run, _ func(pass.Progress)) (pass.Result, error) {
 	other, err := sql.Open("sqlite", "file:"+e.path)
 	if err != nil {
 		close(e.released)

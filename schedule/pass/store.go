@@ -27,7 +27,8 @@ type Store interface {
 	// Reclaim ends every running run whose heartbeat is before staleBefore,
 	// or whose runner dead reports as gone, as failed with class transient
 	// and code ORPHANED, and queues the run retry returns for it (nil: none).
-	Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(Run) *Run) ([]Run, error)
+	// It returns the ended runs and the retries it queued, as stored.
+	Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(Run) *Run) (reclaimed, retries []Run, err error)
 
 	// ClaimDue hands plan every job that is not paused or deleted, whose
 	// NextRun is set and not after now, and that has no queued or running
@@ -35,10 +36,17 @@ type Store interface {
 	// (nil: none).
 	ClaimDue(ctx context.Context, now time.Time, plan func(Job) (next time.Time, run *Run)) ([]Run, error)
 
-	// Admit hands decide the queued runs whose NotBefore is not after now
-	// (oldest first) and the running ones; it starts each admitted run
-	// (status running, Owner, Runner, StartedAt and HeartbeatAt = now) and
-	// stores the HeldReason of every other. It returns the started runs.
+	// AdmitState reads the admission state: every queued run (oldest
+	// first, whatever its NotBefore), every running run, and LastSucceeded.
+	// Admit hands decide the same state, read the same way; job explain
+	// reads it here, so that it explains what the next pass decides.
+	AdmitState(ctx context.Context) (AdmitState, error)
+
+	// Admit hands decide the admission state with only the queued runs
+	// whose NotBefore is not after now (oldest first); it starts each
+	// admitted run (status running, Owner, Runner, StartedAt and
+	// HeartbeatAt = now) and stores the HeldReason of every other. It
+	// returns the started runs.
 	Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error)
 
 	// Heartbeat renews a running run's heartbeat if owner still holds it.
@@ -68,9 +76,22 @@ const (
 type AdmitState struct {
 	Queued  []Run // oldest first
 	Running []Run
-	// LastSucceeded tells, per job name, whether the job's latest finished
-	// run fully succeeded (false when it has none).
+	// LastSucceeded tells, per live job name, whether the job's latest run
+	// that started and ended fully succeeded (false when it has none). A
+	// run cancelled before it started did nothing and does not count.
 	LastSucceeded map[string]bool
+}
+
+// Eligible returns the state with only the queued runs whose NotBefore is
+// not after now: the runs admission decides on.
+func (s AdmitState) Eligible(now time.Time) AdmitState {
+	out := AdmitState{Running: s.Running, LastSucceeded: s.LastSucceeded}
+	for _, q := range s.Queued {
+		if !q.NotBefore.After(now) {
+			out.Queued = append(out.Queued, q)
+		}
+	}
+	return out
 }
 
 // Admission is the decision for one queued run.

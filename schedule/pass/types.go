@@ -2,6 +2,8 @@ package pass
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/schedule"
@@ -16,6 +18,13 @@ const (
 	StatusFailed         = "failed"
 	StatusCancelled      = "cancelled"   // by a user: never retried
 	StatusInterrupted    = "interrupted" // by shutdown: queued again
+)
+
+// Kinds: what a run does. Every run has one; the Executor dispatches on it.
+// The kinds of issue 13 (verify, retention, prune, drill) are added here
+// as they are built (see docs/ARCHITECTURE.md, "Adding a run kind").
+const (
+	KindBackup = "backup" // snapshots of the job's sources
 )
 
 // Triggers: why a run exists.
@@ -44,22 +53,31 @@ const (
 
 // RetryPolicy is a job's retry setting.
 type RetryPolicy struct {
-	Attempts int           // most attempts in all, including the first (default 3, at most 10)
-	Initial  time.Duration // first backoff (default 30s)
-	Max      time.Duration // cap of the backoff (default 15m)
+	Attempts int           // most attempts in all, including the first (DefaultRetryAttempts, at most MaxRetryAttempts)
+	Initial  time.Duration // first backoff (DefaultRetryInitial)
+	Max      time.Duration // cap of the backoff (DefaultRetryMax)
 }
 
-// JobDef is a job as the config declares it.
+// JobDef is a job as the config declares it. The fields before Backup are
+// every kind's: when and how its runs are scheduled and admitted, and the
+// repository they work on; each kind's own settings are a field of their
+// own (Backup now; Verify, Retention and so on as those kinds come), read
+// only by that kind's executor.
 type JobDef struct {
 	Name       string
 	Schedule   schedule.Schedule // parsed, with its time zone
-	Priority   string            // low | normal | high | critical
-	Repository string            // name of the repository in the config
+	Priority   string            // one of schedule.PriorityLevels
+	Repository string            // name of the repository in the config, for per-repository limits
 	Sources    []string          // source keys (paths or command names), for per-source limits
 	DependsOn  []string          // job names
 	CatchUp    schedule.CatchUp
 	Retry      RetryPolicy
-	Bandwidth  int64 // bytes per second; 0: unlimited
+	Backup     BackupDef // what a run of kind backup does
+}
+
+// BackupDef is the part of a job that only its backup runs use.
+type BackupDef struct {
+	Bandwidth int64 // bytes per second; 0: unlimited
 }
 
 // Job is a job as the store knows it.
@@ -72,13 +90,25 @@ type Job struct {
 	Priority string
 }
 
-// Figures are what a run did.
+// Figures are what a run did. BytesRead, BytesAdded and Files are a
+// backup's; FilesSkipped and Skipped are the objects any kind could not
+// handle; Counters are the named figures of any kind (a verify's
+// "blobs_checked", a prune's "packs_deleted"), stored without a schema
+// change per kind.
 type Figures struct {
 	BytesRead    int64
 	BytesAdded   int64
 	Files        int64
 	FilesSkipped int64
-	Skipped      []Skipped // reasons, at most a few hundred listed
+	Skipped      []Skipped        // reasons, at most a few hundred listed
+	Counters     map[string]int64 // named counters, lower_snake_case; nil: none
+}
+
+// Clone returns a copy of f that shares nothing with it.
+func (f Figures) Clone() Figures {
+	f.Skipped = slices.Clone(f.Skipped)
+	f.Counters = maps.Clone(f.Counters)
+	return f
 }
 
 // Skipped is one object a run could not handle.
@@ -99,6 +129,7 @@ type Run struct {
 	ID          int64
 	JobID       int64
 	Job         string
+	Kind        string // what it does: KindBackup, ...; a store queues an empty Kind as KindBackup
 	Trigger     string
 	Attempt     int
 	Priority    string
@@ -126,11 +157,19 @@ type Result struct {
 	Snapshots []SnapshotRef
 }
 
-// Executor runs a job. It must return when ctx ends. Its error should
-// carry a class (ClassError); skipped objects go in the Result, not in the
-// error.
+// Progress is what a running run has done so far.
+type Progress struct {
+	Figures Figures // so far
+	Current string  // what it works on now, such as "source /data"; may be empty
+}
+
+// Executor runs a run of a job, by the run's Kind. It must return when ctx
+// ends. Its error should carry a class (ClassError); skipped objects go in
+// the Result, not in the error. It may call progress (never after it
+// returns; from any goroutine, one call at a time) to tell observers how
+// far it is.
 type Executor interface {
-	Execute(ctx context.Context, job JobDef, run Run) (Result, error)
+	Execute(ctx context.Context, job JobDef, run Run, progress func(Progress)) (Result, error)
 }
 
 // ClassError is an error with a class and a code, for retries and records.

@@ -1,4 +1,4 @@
-package backup
+package jobs
 
 import (
 	"context"
@@ -105,7 +105,7 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 				return specs, []string{"t"}
 			},
 		}
-		return e.Execute(context.Background(), pass.JobDef{Name: "j", Repository: "r"}, pass.Run{ID: 12})
+		return e.Execute(context.Background(), pass.JobDef{Name: "j", Repository: "r"}, pass.Run{ID: 12, Kind: pass.KindBackup}, func(pass.Progress) {})
 	}
 
 	res, err := exec(good, missing)
@@ -132,5 +132,64 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 	var ce *pass.ClassError
 	if !errors.As(err, &ce) || ce.Code != "ALL_SOURCES_FAILED" || ce.Class != pass.ClassSource {
 		t.Errorf("only a missing source: err = %v, want ALL_SOURCES_FAILED of class source", err)
+	}
+}
+
+// The executor dispatches on the run's kind: one it does not know (a run
+// queued by a newer nightjar) fails as a config error, touching nothing.
+func TestExecutorRefusesAnUnknownKind(t *testing.T) {
+	for _, kind := range []string{"", "teleport"} {
+		t.Run("kind "+kind, func(t *testing.T) {
+			opened := false
+			e := &Executor{
+				Open: func(context.Context, string) (*repo.Repository, error) {
+					opened = true
+					return nil, errors.New("must not be opened")
+				},
+				Sources: func(string) ([]SourceSpec, []string) { return []SourceSpec{{Path: "/x"}}, nil },
+			}
+			_, err := e.Execute(context.Background(), pass.JobDef{Name: "j", Repository: "r"}, pass.Run{ID: 1, Kind: kind}, func(pass.Progress) {})
+			var ce *pass.ClassError
+			if !errors.As(err, &ce) || ce.Class != pass.ClassConfig || ce.Code != CodeUnknownKind {
+				t.Errorf("err = %v, want a config error %s", err, CodeUnknownKind)
+			}
+			if opened {
+				t.Error("the repository was opened for a run of an unknown kind")
+			}
+		})
+	}
+}
+
+// A backup reports its progress as it begins each source, with the
+// figures of the sources before it.
+func TestExecutorReportsProgressPerSource(t *testing.T) {
+	dir := t.TempDir()
+	var sources []SourceSpec
+	for _, name := range []string{"one", "two"} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "f"), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, SourceSpec{Path: p})
+	}
+	r := testRepository(t)
+	e := &Executor{
+		Open:    func(context.Context, string) (*repo.Repository, error) { return r, nil },
+		Sources: func(string) ([]SourceSpec, []string) { return sources, nil },
+	}
+	var got []pass.Progress
+	res, err := e.Execute(context.Background(), pass.JobDef{Name: "j", Repository: "r"}, pass.Run{ID: 3, Kind: pass.KindBackup},
+		func(p pass.Progress) { got = append(got, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Current != "source "+sources[0].Path || got[1].Current != "source "+sources[1].Path {
+		t.Fatalf("progress %+v, want one report per source, in order", got)
+	}
+	if got[0].Figures.Files != 0 || got[1].Figures.Files != 1 || res.Figures.Files != 2 {
+		t.Errorf("files in progress %d, %d and at the end %d; want 0, 1, 2", got[0].Figures.Files, got[1].Figures.Files, res.Figures.Files)
 	}
 }

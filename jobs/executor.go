@@ -1,16 +1,14 @@
-package backup
+package jobs
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/backup/limit"
 	"github.com/nightjar-backup/nightjar/repo"
@@ -30,8 +28,8 @@ type SourceSpec struct {
 	Exclude []string
 }
 
-// Executor runs scheduled jobs: one snapshot per source, in one repository
-// opened once per run. It implements pass.Executor.
+// Executor runs the runs of scheduled jobs, by their kind. A backup makes
+// one snapshot per source, in one repository opened once per run.
 type Executor struct {
 	Open    RepositoryOpener
 	Sources JobSources
@@ -41,10 +39,26 @@ type Executor struct {
 
 var _ pass.Executor = (*Executor)(nil)
 
-// Execute backs up each source of the job into its own snapshot. A source
-// that fails is a skipped object and does not stop the others; all sources
-// failing is a failure with code ALL_SOURCES_FAILED.
-func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (pass.Result, error) {
+// Error codes of the Executor.
+const (
+	CodeUnknownKind = "UNKNOWN_KIND" // the run's kind is not one this nightjar runs
+)
+
+// Execute runs a run by its kind. An unknown kind is a config error.
+func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
+	switch run.Kind {
+	case pass.KindBackup:
+		return e.backupRun(ctx, job, run, progress)
+	}
+	return pass.Result{}, &pass.ClassError{Class: pass.ClassConfig, Code: CodeUnknownKind,
+		Err: fmt.Errorf("run %d of job %s has kind %q, which this nightjar cannot run: upgrade nightjar", run.ID, job.Name, run.Kind)}
+}
+
+// backupRun backs up each source of the job into its own snapshot, reporting
+// progress as it begins each. A source that fails is a skipped object and does
+// not stop the others; all sources failing is a failure with code
+// ALL_SOURCES_FAILED.
+func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
 	var res pass.Result
 	sources, tags := e.Sources(job.Name)
 	if len(sources) == 0 {
@@ -64,17 +78,18 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 		return res, Classify(err)
 	}
 	var limiter *limit.Limiter
-	if job.Bandwidth > 0 {
-		limiter = limit.New(job.Bandwidth)
+	if job.Backup.Bandwidth > 0 {
+		limiter = limit.New(job.Backup.Bandwidth)
 	}
 	failed := 0
 	var lastErr error
 	for _, src := range sources {
+		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "source " + src.Path})
 		id, err := freeSnapshotID(ctx, r, run.ID, src.Path)
 		if err != nil {
 			return res, Classify(err)
 		}
-		opts := Options{
+		opts := backup.Options{
 			Paths:      []string{src.Path},
 			Tags:       append(append([]string{}, tags...), "job:"+job.Name),
 			Excludes:   src.Exclude,
@@ -90,12 +105,12 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 			}
 			opts.Exclude = m
 		}
-		out, err := Backup(ctx, r, opts)
+		out, err := backup.Backup(ctx, r, opts)
 		if err != nil {
 			if ctx.Err() != nil {
-				return res, &pass.ClassError{Class: pass.ClassCancelled, Code: "CANCELLED", Err: ctx.Err()}
+				return res, &pass.ClassError{Class: pass.ClassCancelled, Code: pass.CodeCancelled, Err: ctx.Err()}
 			}
-			if !errors.Is(err, ErrNothingSaved) {
+			if !errors.Is(err, backup.ErrNothingSaved) {
 				// A repository error stops the run: the next source would
 				// meet it too.
 				return res, Classify(fmt.Errorf("source %s: %w", src.Path, err))
@@ -103,7 +118,7 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run) (
 			failed++
 			lastErr = err
 			reason := err.Error()
-			var nothing *NothingSavedError
+			var nothing *backup.NothingSavedError
 			if errors.As(err, &nothing) && len(nothing.Skipped) == 1 {
 				reason = nothing.Skipped[0].Reason
 			}
@@ -171,39 +186,4 @@ func SnapshotID(runID int64, source string) string {
 		name = "_" + name[1:]
 	}
 	return prefix + name
-}
-
-// Classify gives an error the class that decides its retry.
-func Classify(err error) error {
-	var ce *pass.ClassError
-	if err == nil || errors.As(err, &ce) {
-		return err
-	}
-	class, code := pass.ClassUnknown, "ERROR"
-	switch {
-	case errors.Is(err, context.Canceled):
-		class, code = pass.ClassCancelled, "CANCELLED"
-	case errors.Is(err, repo.ErrWrongPassword):
-		class, code = pass.ClassAuth, "WRONG_PASSWORD"
-	case errors.Is(err, repo.ErrIntegrity):
-		class, code = pass.ClassIntegrity, "INTEGRITY"
-	case errors.Is(err, repo.ErrUnsupportedVersion):
-		class, code = pass.ClassConfig, "UNSUPPORTED_VERSION"
-	case errors.Is(err, repo.ErrBusy):
-		class, code = pass.ClassBusy, "REPOSITORY_BUSY"
-	case errors.Is(err, repo.ErrNoRepository):
-		class, code = pass.ClassRepository, "NO_REPOSITORY"
-	case errors.Is(err, fs.ErrPermission):
-		class, code = pass.ClassSecurity, "PERMISSION_DENIED"
-	case errors.Is(err, syscall.ENOSPC):
-		class, code = pass.ClassRepository, "NO_SPACE"
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		class, code = pass.ClassTransient, "TIMEOUT"
-	default:
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			class, code = pass.ClassRepository, "IO_ERROR"
-		}
-	}
-	return &pass.ClassError{Class: class, Code: code, Err: err}
 }

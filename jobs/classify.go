@@ -1,0 +1,47 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// Classify gives an error the class that decides its retry.
+func Classify(err error) error {
+	var ce *pass.ClassError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	class, code := pass.ClassUnknown, "ERROR"
+	switch {
+	case errors.Is(err, context.Canceled):
+		class, code = pass.ClassCancelled, pass.CodeCancelled
+	case errors.Is(err, repo.ErrWrongPassword):
+		class, code = pass.ClassAuth, "WRONG_PASSWORD"
+	case errors.Is(err, repo.ErrIntegrity):
+		class, code = pass.ClassIntegrity, "INTEGRITY"
+	case errors.Is(err, repo.ErrUnsupportedVersion):
+		class, code = pass.ClassConfig, "UNSUPPORTED_VERSION"
+	case errors.Is(err, repo.ErrBusy):
+		class, code = pass.ClassBusy, "REPOSITORY_BUSY"
+	case errors.Is(err, repo.ErrNoRepository):
+		class, code = pass.ClassRepository, "NO_REPOSITORY"
+	case errors.Is(err, fs.ErrPermission):
+		class, code = pass.ClassSecurity, "PERMISSION_DENIED"
+	case errors.Is(err, syscall.ENOSPC):
+		class, code = pass.ClassRepository, "NO_SPACE"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		class, code = pass.ClassTransient, "TIMEOUT"
+	default:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			class, code = pass.ClassRepository, "IO_ERROR"
+		}
+	}
+	return &pass.ClassError{Class: class, Code: code, Err: err}
+}
