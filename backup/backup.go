@@ -53,6 +53,7 @@ type Options struct {
 	Hostname   string          // "": os.Hostname
 	Version    string          // program version stored in the snapshot
 	Workers    int             // file workers; 0: GOMAXPROCS
+	FS         FS              // where the sources are read; nil: OSFS
 	Now        func() time.Time
 	// Progress, if set, is called after each entry, from the goroutines
 	// that walk folders (so possibly at the same time).
@@ -71,15 +72,18 @@ type Progress struct {
 // Result is what a backup did.
 type Result struct {
 	Snapshot     *repo.Snapshot
-	Parent       string // the parent snapshot used, if any
-	AdoptedPacks int    // packs of interrupted backups taken into the index
+	Parent       string          // the parent snapshot used, if any
+	AdoptedPacks int             // packs of interrupted backups taken into the index
+	Stats        repo.WriteStats // what the backup's write session added
 }
 
 // Partial reports whether some entries were skipped.
 func (r *Result) Partial() bool { return r.Snapshot.Summary.Partial }
 
 type archiver struct {
-	r    *repo.Repository
+	r    Repository
+	w    *repo.Writer // the backup's write session
+	fs   FS
 	opts Options
 	gear *chunker.Gear
 	cp   chunker.Params
@@ -179,8 +183,10 @@ type saveJob struct {
 
 // Backup makes one snapshot of opts.Paths in r. It returns an error
 // wrapping ErrNothingSaved when no source could be read; a snapshot with
-// skipped entries is returned with Summary.Partial set.
-func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, error) {
+// skipped entries is returned with Summary.Partial set. It writes in one
+// write session, which adopts the packs of interrupted backups first: when
+// Backup returns, no pack write of it goes on.
+func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -205,13 +211,13 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		return nil, err
 	}
 	opts.Paths = paths
-	// A backup that fails leaves no pack write running behind it: the
-	// caller releases the lock next.
-	defer r.WaitPackWrites()
+	if opts.FS == nil {
+		opts.FS = OSFS{}
+	}
 
 	cfg := r.Config().Chunker
 	a := &archiver{
-		r: r, opts: opts,
+		r: r, fs: opts.FS, opts: opts,
 		gear:     chunker.NewGear(r.ChunkerKey()),
 		cp:       chunker.Params{Min: cfg.Min, Avg: cfg.Avg, Max: cfg.Max},
 		users:    newOwnerNames(),
@@ -223,12 +229,51 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 	a.chunkBufs.New = func() any { b := make([]byte, 0, a.cp.Max); return &b }
 
 	result := &Result{}
-	if result.AdoptedPacks, err = r.AdoptPacks(ctx); err != nil {
-		return nil, err
-	}
-	parent, err := a.findParent(ctx)
+	var root repo.ID
+	written, err := r.WriteSession(ctx, repo.WriteOptions{AdoptPacks: true}, func(ctx context.Context, w *repo.Writer) error {
+		a.w = w
+		var err error
+		root, err = a.run(ctx, result)
+		return err
+	})
 	if err != nil {
 		return nil, err
+	}
+	// The session has ended: every blob the trees refer to is durable, and
+	// the snapshot may name them.
+	stats := written.Stats()
+	result.AdoptedPacks = stats.AdoptedPacks
+	s := &a.summary
+	s.Started, s.Finished = started.UTC(), opts.Now().UTC()
+	s.BytesRead = a.bytesRead.Load()
+	s.BytesAdded = stats.Bytes
+	s.Partial = s.FilesSkipped > 0
+	snap := &repo.Snapshot{
+		ID:             opts.SnapshotID,
+		Time:           opts.Time.UTC(),
+		Hostname:       opts.Hostname,
+		Username:       a.users.current(),
+		Paths:          opts.Paths,
+		Tags:           opts.Tags,
+		Excludes:       opts.Excludes,
+		Parent:         result.Parent,
+		Tree:           root,
+		ProgramVersion: opts.Version,
+		Summary:        *s,
+	}
+	if err := written.SaveSnapshot(ctx, snap); err != nil {
+		return nil, err
+	}
+	result.Snapshot = snap
+	return result, nil
+}
+
+// run walks the sources inside the write session and returns the root
+// tree.
+func (a *archiver) run(ctx context.Context, result *Result) (repo.ID, error) {
+	parent, err := a.findParent(ctx)
+	if err != nil {
+		return repo.ID{}, err
 	}
 	if parent != nil {
 		result.Parent = parent.ID
@@ -236,8 +281,7 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 
 	ctx, a.cancel = context.WithCancel(ctx)
 	defer a.cancel()
-	before := r.WriteStats()
-	for i := 0; i < opts.Workers; i++ {
+	for i := 0; i < a.opts.Workers; i++ {
 		a.workersWG.Add(1)
 		go a.fileWorker(ctx)
 		a.saversWG.Add(1)
@@ -256,41 +300,12 @@ func Backup(ctx context.Context, r *repo.Repository, opts Options) (*Result, err
 		a.fail(walkErr)
 	}
 	if a.err != nil {
-		return nil, a.err
+		return repo.ID{}, a.err
 	}
 	if readable == 0 {
-		return nil, &NothingSavedError{Skipped: a.summary.Skipped}
+		return repo.ID{}, &NothingSavedError{Skipped: a.summary.Skipped}
 	}
-	// Every blob the trees refer to must be durable before the snapshot
-	// names them.
-	if err := r.Flush(ctx); err != nil {
-		return nil, err
-	}
-	after := r.WriteStats()
-
-	s := &a.summary
-	s.Started, s.Finished = started.UTC(), opts.Now().UTC()
-	s.BytesRead = a.bytesRead.Load()
-	s.BytesAdded = after.Bytes - before.Bytes
-	s.Partial = s.FilesSkipped > 0
-	snap := &repo.Snapshot{
-		ID:             opts.SnapshotID,
-		Time:           opts.Time.UTC(),
-		Hostname:       opts.Hostname,
-		Username:       a.users.current(),
-		Paths:          opts.Paths,
-		Tags:           opts.Tags,
-		Excludes:       opts.Excludes,
-		Parent:         result.Parent,
-		Tree:           root,
-		ProgramVersion: opts.Version,
-		Summary:        *s,
-	}
-	if err := r.SaveSnapshot(ctx, snap); err != nil {
-		return nil, err
-	}
-	result.Snapshot = snap
-	return result, nil
+	return root, nil
 }
 
 func cleanPaths(paths []string) ([]string, error) {
@@ -387,7 +402,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 			if err != nil {
 				return repo.ID{}, err
 			}
-			return a.r.SaveTree(ctx, tree)
+			return a.w.SaveTree(ctx, tree)
 		}
 		parentNodes := a.loadParent(ctx, parent)
 		names := make([]string, 0, len(d.children))
@@ -411,7 +426,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				}
 				continue
 			}
-			fi, err := os.Lstat(p)
+			fi, err := a.fs.Lstat(p)
 			if err != nil {
 				a.skip(p, "source's parent folder: "+describe(err))
 				continue
@@ -428,7 +443,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 			node.Subtree = &sub
 			tree.Nodes = append(tree.Nodes, *node)
 		}
-		return a.r.SaveTree(ctx, tree)
+		return a.w.SaveTree(ctx, tree)
 	}
 	root, err := build("/", top, parentTree)
 	if err != nil {
@@ -456,7 +471,7 @@ func (a *archiver) loadParent(ctx context.Context, id *repo.ID) map[string]*repo
 
 // saveEntry saves one file system entry. ok is false when it was skipped.
 func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*repo.Node, bool, error) {
-	fi, err := os.Lstat(p)
+	fi, err := a.fs.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		a.skip(p, "source does not exist")
 		return nil, false, nil
@@ -501,7 +516,7 @@ func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*r
 // read by the worker pool while the walker goes on into subdirectories.
 func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *repo.ID) (*repo.Tree, error) {
 	parentNodes := a.loadParent(ctx, parentTree)
-	entries, err := readDirNames(dir)
+	entries, err := a.readDirNames(dir)
 	if err != nil {
 		a.skip(dir, "cannot list folder: "+describe(err))
 		return &repo.Tree{}, ctx.Err()
@@ -525,7 +540,7 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 		if a.opts.Exclude != nil && a.opts.Exclude.Match(p) {
 			continue
 		}
-		fi, err := os.Lstat(p)
+		fi, err := a.fs.Lstat(p)
 		if err != nil {
 			a.skip(p, describe(err))
 			continue
@@ -619,7 +634,7 @@ func (a *archiver) startDir(ctx context.Context, p string, prevTree *repo.ID, in
 			a.fail(err)
 			return
 		}
-		if d.id, d.err = a.r.SaveTree(ctx, sub); d.err != nil {
+		if d.id, d.err = a.w.SaveTree(ctx, sub); d.err != nil {
 			a.fail(d.err)
 			return
 		}
@@ -640,13 +655,8 @@ func (a *archiver) startDir(ctx context.Context, p string, prevTree *repo.ID, in
 }
 
 // readDirNames lists a directory's names in byte order.
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
+func (a *archiver) readDirNames(dir string) ([]string, error) {
+	names, err := a.fs.ReadDirNames(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -756,11 +766,7 @@ func (a *archiver) fileWorker(ctx context.Context) {
 
 // readFile cuts one file into chunks and hands them to the savers.
 func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJob) (changed bool, err error) {
-	f, err := os.OpenFile(job.path, os.O_RDONLY|noatime(), 0)
-	if err != nil && errors.Is(err, fs.ErrPermission) && noatime() != 0 {
-		// O_NOATIME needs ownership of the file; read it without.
-		f, err = os.Open(job.path)
-	}
+	f, err := a.fs.OpenFile(job.path)
 	if err != nil {
 		return false, err
 	}
@@ -815,10 +821,8 @@ func (a *archiver) saver(ctx context.Context) {
 		if ctx.Err() == nil {
 			id := a.r.BlobID(job.data)
 			*job.slot = id
-			if a.r.Reserve(id) {
-				if err := a.r.SaveReservedBlob(ctx, repo.DataBlob, id, job.data); err != nil {
-					a.fail(err)
-				}
+			if _, err := a.w.SaveBlob(ctx, repo.DataBlob, id, job.data); err != nil {
+				a.fail(err)
 			}
 		}
 		*job.buf = job.data[:0]

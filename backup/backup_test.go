@@ -26,7 +26,7 @@ func TestCancelledBackupWaitsForPackWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	be := backendtest.NewHeldPacks(memory.New())
-	r := testRepositoryOn(t, be)
+	r := newTestRepo(t, be)
 	t.Cleanup(r.Close)
 	// Cleanups run last first: the held writes go on before Close waits
 	// for them, also when the test fails early.

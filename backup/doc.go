@@ -6,6 +6,10 @@
 // savers compresses, seals and packs new chunks; the queues between them
 // are bounded, so memory does not grow with the size of the files.
 //
+// The archiver reads sources only through FS (OSFS unless told otherwise),
+// sees the repository only through the Repository interface, and writes
+// only inside one write session, so that no pack write outlives a backup.
+//
 // It must never skip anything silently: every entry it cannot save is
 // counted and listed with its reason, and such a snapshot is marked partial.
 package backup

@@ -16,8 +16,6 @@ import (
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
-func noatime() int { return unix.O_NOATIME }
-
 func ctimeOf(fi fs.FileInfo) time.Time {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -56,7 +54,7 @@ func (a *archiver) nodeFrom(p string, fi fs.FileInfo, prev *repo.Node) (*repo.No
 		node.Links = 0 // directory link counts are not hardlinks
 	case unix.S_IFLNK:
 		node.Type = repo.NodeSymlink
-		target, err := os.Readlink(p)
+		target, err := a.fs.Readlink(p)
 		if err != nil {
 			return nil, fmt.Errorf("read symlink: %w", err)
 		}
@@ -84,7 +82,7 @@ func (a *archiver) nodeFrom(p string, fi fs.FileInfo, prev *repo.Node) (*repo.No
 		node.Xattrs = prev.Xattrs
 		return node, nil
 	}
-	xattrs, err := readXattrs(p)
+	xattrs, err := a.readXattrs(p)
 	if err != nil {
 		return nil, fmt.Errorf("extended attributes: %w", err)
 	}
@@ -102,31 +100,14 @@ func sameInodeAndCTime(prev, cur *repo.Node) bool {
 
 // readXattrs lists an entry's extended attributes without following a
 // symlink. File systems without them give none.
-func readXattrs(p string) ([]repo.Xattr, error) {
-	size, err := unix.Llistxattr(p, nil)
-	if errors.Is(err, unix.ENOTSUP) || size == 0 {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	size, err = unix.Llistxattr(p, buf)
+func (a *archiver) readXattrs(p string) ([]repo.Xattr, error) {
+	names, err := a.fs.ListXattrs(p)
 	if err != nil {
 		return nil, err
 	}
 	var out []repo.Xattr
-	start := 0
-	for i := 0; i < size; i++ {
-		if buf[i] != 0 {
-			continue
-		}
-		name := string(buf[start:i])
-		start = i + 1
-		if name == "" {
-			continue
-		}
-		value, err := getXattr(p, name)
+	for _, name := range names {
+		value, err := a.fs.GetXattr(p, name)
 		if errors.Is(err, unix.ENODATA) {
 			continue
 		}
@@ -136,19 +117,6 @@ func readXattrs(p string) ([]repo.Xattr, error) {
 		out = append(out, repo.Xattr{Name: name, Value: value})
 	}
 	return out, nil
-}
-
-func getXattr(p, name string) ([]byte, error) {
-	size, err := unix.Lgetxattr(p, name, nil)
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	n, err := unix.Lgetxattr(p, name, buf)
-	if err != nil {
-		return nil, err
-	}
-	return buf[:n], nil
 }
 
 // ownerNames caches user and group names by ID. An ID without a name is

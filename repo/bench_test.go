@@ -23,23 +23,27 @@ func BenchmarkSaveBlob(b *testing.B) {
 		base[i] = byte(rng.Uint32())
 	}
 	b.SetBytes(size)
-	b.RunParallel(func(pb *testing.PB) {
-		data := append([]byte(nil), base...)
-		n := rng.Uint64()
-		for pb.Next() {
-			n++
-			binary.LittleEndian.PutUint64(data, n) // a new blob each time
-			if n%2 == 0 {
-				clear(data[8 : size/2]) // compressible half of the time
-			} else {
-				copy(data[8:size/2], base[8:size/2])
+	_, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		b.RunParallel(func(pb *testing.PB) {
+			data := append([]byte(nil), base...)
+			n := rng.Uint64()
+			for pb.Next() {
+				n++
+				binary.LittleEndian.PutUint64(data, n) // a new blob each time
+				if n%2 == 0 {
+					clear(data[8 : size/2]) // compressible half of the time
+				} else {
+					copy(data[8:size/2], base[8:size/2])
+				}
+				if _, err := w.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			if _, err := r.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data); err != nil {
-				b.Fatal(err)
-			}
-		}
+		})
+		return nil
 	})
-	if err := r.Flush(ctx); err != nil {
+	if err != nil {
 		b.Fatal(err)
 	}
 }

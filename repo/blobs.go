@@ -2,9 +2,7 @@ package repo
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"lukechampine.com/blake3"
@@ -99,110 +97,6 @@ func (p *streamedPack) finish(ctx context.Context, r *Repository, blobs []Packed
 
 func (p *streamedPack) abort(*Repository) { p.s.Abort() }
 
-// Stats counts what this process wrote to the repository.
-type Stats struct {
-	Packs int   // packs written
-	Bytes int64 // bytes of packs and index files written
-}
-
-// WriteStats returns what this Repository has written so far.
-func (r *Repository) WriteStats() Stats {
-	r.indexMu.Lock()
-	defer r.indexMu.Unlock()
-	return Stats{Packs: r.writtenPacks, Bytes: r.writtenBytes}
-}
-
-// SaveBlob stores a blob whose plaintext is data and whose ID is id (from
-// BlobID) unless the repository has it already or another goroutine is
-// storing it. It reports whether this call stored it. The blob is durable,
-// and indexed, only after the pack that holds it is written (see Flush).
-func (r *Repository) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (bool, error) {
-	if !r.idx.reserve(id) {
-		return false, nil
-	}
-	return true, r.SaveReservedBlob(ctx, t, id, data)
-}
-
-// Reserve claims blob id for this caller to store with SaveReservedBlob. It
-// reports false when the repository has it or someone else is storing it.
-func (r *Repository) Reserve(id ID) bool { return r.idx.reserve(id) }
-
-// SaveReservedBlob stores a blob claimed with Reserve.
-func (r *Repository) SaveReservedBlob(ctx context.Context, t BlobType, id ID, data []byte) error {
-	bufp := r.compressBufs.Get().(*[]byte)
-	defer r.compressBufs.Put(bufp)
-	payload, comp := data, compressNone
-	if r.zenc != nil && len(data) >= 64 && r.worthCompressing(data, *bufp) {
-		compressed := r.zenc.EncodeAll(data, (*bufp)[:0])
-		*bufp = compressed[:0]
-		// Keep the compressed form only when it saves more than 1/64:
-		// decompressing costs time on every restore.
-		if len(compressed) < len(data)-len(data)/64 {
-			payload, comp = compressed, compressZstd
-		}
-	}
-	packers := r.packerPool(packKind(t))
-	var p *packer
-	select {
-	case p = <-packers:
-	case <-ctx.Done():
-		r.idx.unreserve(id)
-		return ctx.Err()
-	}
-	if p.out == nil {
-		out, err := r.newPackOutput(ctx, p.kind)
-		if err != nil {
-			packers <- p
-			r.idx.unreserve(id)
-			return fmt.Errorf("write pack: %w", err)
-		}
-		p.out = out
-	}
-	offset, size, err := p.out.add(r.seal, payload, id[:], &p.scratch)
-	if err != nil {
-		// The pack cannot be written: its blobs are given up, to be
-		// stored again by whoever saves them next.
-		p.out.abort(r)
-		r.idx.unreserve(id)
-		for _, b := range p.blobs {
-			r.idx.unreserve(b.ID)
-		}
-		p.out, p.blobs = nil, nil
-		packers <- p
-		return fmt.Errorf("write pack: %w", err)
-	}
-	p.blobs = append(p.blobs, PackedBlob{
-		ID: id, Type: t, Compression: comp, Offset: uint32(offset),
-		Length: uint32(size - offset), RawLength: uint32(len(data)),
-	})
-	// The header (one entry per blob) counts towards the pack's size, so
-	// that packs of many small blobs fit their buffer too.
-	if size+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
-		err = r.startPackWrite(ctx, p)
-	}
-	packers <- p
-	return err
-}
-
-// Trees go into packs of their own, data into others: a backup reads its
-// parent's trees, so tree packs are worth keeping in a cache, data packs
-// are not (PackKind).
-func packKind(t BlobType) PackKind {
-	if t == TreeBlob {
-		return TreePack
-	}
-	return DataPack
-}
-
-// packerPool returns the packers of packs of kind: one per core for data,
-// one for trees.
-func (r *Repository) packerPool(kind PackKind) chan *packer {
-	if kind == TreePack {
-		return r.treePackers
-	}
-	return r.packers
-}
-
 // sampleSize is the size of the samples worthCompressing tries.
 const sampleSize = 4 << 10
 
@@ -221,51 +115,6 @@ func (r *Repository) worthCompressing(data, buf []byte) bool {
 		}
 	}
 	return false
-}
-
-// startPackWrite hands p's full pack to a background writer and gives p an
-// empty buffer, so that sealing goes on while the pack is stored. At most
-// maxPackWrites packs are in flight; more wait here (backpressure).
-func (r *Repository) startPackWrite(ctx context.Context, p *packer) error {
-	if err := r.packWriteError(); err != nil {
-		return err
-	}
-	// Take a write slot first: on cancellation the blobs stay in the
-	// packer, still reserved and unwritten, and Flush reports the error.
-	select {
-	case r.packWrites <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	blobs, out := p.blobs, p.out
-	p.blobs, p.out = nil, nil
-	r.packWG.Add(1)
-	go func() {
-		defer r.packWG.Done()
-		err := r.writePack(ctx, blobs, out)
-		<-r.packWrites
-		if err != nil {
-			r.packErrMu.Lock()
-			if r.packErr == nil {
-				r.packErr = err
-			}
-			r.packErrMu.Unlock()
-		}
-	}()
-	return nil
-}
-
-// WaitPackWrites waits until every pack being stored in the background is
-// stored or has failed. Flush and Close wait for them too; a backup that
-// ends without Flush calls it before its caller releases the repository's
-// lock, so that no pack is published after that or left half-written in
-// tmp/ when the process exits.
-func (r *Repository) WaitPackWrites() { r.packWG.Wait() }
-
-func (r *Repository) packWriteError() error {
-	r.packErrMu.Lock()
-	defer r.packErrMu.Unlock()
-	return r.packErr
 }
 
 // packBuffer returns an empty buffer that holds a whole pack without
@@ -289,97 +138,6 @@ func (r *Repository) recyclePackBuffer(b []byte) {
 	case r.packBufs <- b[:0]:
 	default:
 	}
-}
-
-// writePack finishes a pack from its blobs, stores it and indexes its
-// blobs. On error the blobs are released so that a retry stores them again.
-func (r *Repository) writePack(ctx context.Context, blobs []PackedBlob, out packOutput) error {
-	packID, size, err := out.finish(ctx, r, blobs)
-	if err != nil {
-		for _, b := range blobs {
-			r.idx.unreserve(b.ID)
-		}
-		return fmt.Errorf("write pack: %w", err)
-	}
-	indexed := make([]IndexedBlob, len(blobs))
-	for i, b := range blobs {
-		indexed[i] = IndexedBlob{PackedBlob: b, Pack: packID}
-	}
-	r.idx.add(indexed)
-	r.indexMu.Lock()
-	r.writtenPacks++
-	r.writtenBytes += int64(size)
-	r.unindexed = append(r.unindexed, indexed...)
-	r.unindexedPacks[packID] = true
-	full := len(r.unindexedPacks) >= maxPacksPerIndex || len(r.unindexed) >= maxBlobsPerIndex
-	r.indexMu.Unlock()
-	if full {
-		return r.flushIndex(ctx)
-	}
-	return nil
-}
-
-// An index file is written while a backup runs once its blobs fill
-// maxPacksPerIndex packs or number maxBlobsPerIndex, so that an interrupted
-// backup leaves most of its work indexed and the list of blobs waiting for
-// an index file stays small (about 5 MiB) even for many tiny files.
-const (
-	maxPacksPerIndex = 64
-	maxBlobsPerIndex = 1 << 16
-)
-
-// Flush writes every partly filled pack and then index files for every
-// stored blob not yet indexed. After Flush returns, every blob that SaveBlob
-// stored is durable and indexed, and may be referred to.
-func (r *Repository) Flush(ctx context.Context) error {
-	// Whatever Flush returns, no pack write goes on after it.
-	defer r.packWG.Wait()
-	var all []*packer
-	defer func() {
-		for _, p := range all {
-			r.packerPool(p.kind) <- p
-		}
-	}()
-	for _, pool := range []chan *packer{r.packers, r.treePackers} {
-		for range cap(pool) {
-			select {
-			case p := <-pool:
-				all = append(all, p)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	for _, p := range all {
-		if len(p.blobs) > 0 {
-			if err := r.startPackWrite(ctx, p); err != nil {
-				return err
-			}
-		}
-	}
-	r.packWG.Wait()
-	if err := r.packWriteError(); err != nil {
-		return err
-	}
-	return r.flushIndex(ctx)
-}
-
-func (r *Repository) flushIndex(ctx context.Context) error {
-	r.indexMu.Lock()
-	defer r.indexMu.Unlock()
-	if len(r.unindexed) == 0 {
-		return nil
-	}
-	body := encodeIndexBody(sortedIndexFile(r.unindexed))
-	data := sealObject(r.seal, "index", "", body)
-	name := fileID(data)
-	if err := r.be.Save(ctx, Handle{Type: IndexFile, Name: name.String()}, data); err != nil {
-		return fmt.Errorf("write index: %w", err)
-	}
-	r.writtenBytes += int64(len(data))
-	r.unindexed = nil
-	r.unindexedPacks = map[ID]bool{}
-	return nil
 }
 
 // LoadBlob reads, authenticates, decompresses and verifies blob id.
@@ -584,56 +342,4 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 		})
 	}
 	return g.Wait()
-}
-
-// AdoptPacks indexes packs that no index file lists: the work of a backup
-// that was interrupted after writing them. Their blobs are then reused
-// instead of stored again, and the next Flush writes an index for them.
-// Packs whose header cannot be read are left alone (check reports them).
-func (r *Repository) AdoptPacks(ctx context.Context) (int, error) {
-	type pack struct {
-		id   ID
-		size int64
-	}
-	var orphans []pack
-	err := r.be.List(ctx, PackFile, func(name string, size int64) error {
-		id, err := ParseID(name)
-		if err == nil && !r.idx.HasPack(id) {
-			orphans = append(orphans, pack{id, size})
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("list packs: %w", err)
-	}
-	var mu sync.Mutex
-	adopted := 0
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, p := range orphans {
-		g.Go(func() error {
-			blobs, err := r.ReadPackHeader(gctx, p.id, p.size)
-			if errors.Is(err, ErrIntegrity) || errors.Is(err, ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			indexed := make([]IndexedBlob, len(blobs))
-			for i, b := range blobs {
-				indexed[i] = IndexedBlob{PackedBlob: b, Pack: p.id}
-			}
-			r.idx.add(indexed)
-			mu.Lock()
-			adopted++
-			mu.Unlock()
-			r.indexMu.Lock()
-			r.unindexed = append(r.unindexed, indexed...)
-			r.unindexedPacks[p.id] = true
-			r.indexMu.Unlock()
-			return nil
-		})
-	}
-	err = g.Wait() // before adopted is read: every goroutine counted
-	return adopted, err
 }

@@ -38,7 +38,7 @@ func TestBlobRoundTrip(t *testing.T) {
 	ids := make([]repo.ID, len(tests))
 	for i, tt := range tests {
 		ids[i] = r.BlobID(tt.data)
-		stored, err := r.SaveBlob(ctx, repo.DataBlob, ids[i], tt.data)
+		stored, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, ids[i], tt.data)
 		if err != nil || !stored {
 			t.Fatalf("%s: SaveBlob = %v, %v; want stored", tt.name, stored, err)
 		}
@@ -91,7 +91,7 @@ func TestLoadBlobTo(t *testing.T) {
 			ids := make([]repo.ID, len(blobs))
 			for i, data := range blobs {
 				ids[i] = r.BlobID(data)
-				if _, err := r.SaveBlob(ctx, repo.DataBlob, ids[i], data); err != nil {
+				if _, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, ids[i], data); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -142,7 +142,7 @@ func TestCompressionLevels(t *testing.T) {
 		}
 		blob := append(slices.Clone(data), byte(i)) // a distinct blob per level
 		ids[c] = r.BlobID(blob)
-		if _, err := r.SaveBlob(ctx, repo.DataBlob, ids[c], blob); err != nil {
+		if _, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, ids[c], blob); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,6 +183,7 @@ func TestDedup(t *testing.T) {
 	r := initRepo(t, be)
 	data := random(2, 100000)
 	id := r.BlobID(data)
+	var first *repo.Written
 	stages := []struct {
 		name   string
 		before func()
@@ -190,18 +191,18 @@ func TestDedup(t *testing.T) {
 	}{
 		{"first save", func() {}, true},
 		{"same blob before flush", func() {}, false},
-		{"same blob after flush", func() { flush(t, r) }, false},
+		{"same blob after flush", func() { first = flush(t, r) }, false},
 	}
 	for _, st := range stages {
 		st.before()
-		stored, err := r.SaveBlob(ctx, repo.DataBlob, id, data)
+		stored, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, data)
 		if err != nil || stored != st.want {
 			t.Errorf("%s: SaveBlob = %v, %v; want %v", st.name, stored, err, st.want)
 		}
 	}
-	flush(t, r)
+	second := flush(t, r)
 	o := openRepo(t, be)
-	if stored, err := o.SaveBlob(ctx, repo.DataBlob, id, data); err != nil || stored {
+	if stored, err := writer(t, o).SaveBlob(ctx, repo.DataBlob, id, data); err != nil || stored {
 		t.Errorf("after reopening: SaveBlob = %v, %v; want not stored again", stored, err)
 	}
 	flush(t, o)
@@ -219,8 +220,11 @@ func TestDedup(t *testing.T) {
 	if count != 1 {
 		t.Errorf("index files list the blob %d times, want once", count)
 	}
-	if st := r.WriteStats(); st.Packs != 1 {
-		t.Errorf("WriteStats().Packs = %d, want 1", st.Packs)
+	if st := first.Stats(); st.Packs != 1 || st.Blobs != 1 {
+		t.Errorf("first session's stats %+v, want 1 pack of 1 blob", st)
+	}
+	if st := second.Stats(); st.Packs != 0 || st.Blobs != 0 || st.Bytes != 0 {
+		t.Errorf("stats of the session that stored nothing new: %+v, want zero", st)
 	}
 }
 
@@ -241,6 +245,7 @@ func TestSaveBlobConcurrently(t *testing.T) {
 		ids[i] = r.BlobID(data[i])
 	}
 	stored := make([][]bool, workers)
+	wr := writer(t, r)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
@@ -250,7 +255,7 @@ func TestSaveBlobConcurrently(t *testing.T) {
 			defer wg.Done()
 			order := rand.New(rand.NewPCG(uint64(w), 0)).Perm(blobs)
 			for _, i := range order {
-				ok, err := r.SaveBlob(ctx, repo.DataBlob, ids[i], data[i])
+				ok, err := wr.SaveBlob(ctx, repo.DataBlob, ids[i], data[i])
 				if err != nil {
 					errs <- err
 					return
@@ -362,8 +367,13 @@ func TestAdoptPacks(t *testing.T) {
 		ids = append(ids, saveBlob(t, r, d))
 	}
 	be.FailSave(repo.IndexFile, 1)
-	if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
-		t.Fatalf("flush with a failing index save: %v, want the injected error", err)
+	if _, err := endSession(r, nil); !errors.Is(err, backendtest.ErrInjected) {
+		t.Fatalf("session with a failing index save: %v, want the injected error", err)
+	}
+	for i, id := range ids {
+		if r.Index().Has(id) {
+			t.Errorf("blob %d of the failed session is still in the index", i)
+		}
 	}
 	packSaves := be.Saves(repo.PackFile)
 	if got := names(t, be, repo.PackFile); len(got) == 0 || len(names(t, be, repo.IndexFile)) != 0 {
@@ -384,24 +394,24 @@ func TestAdoptPacks(t *testing.T) {
 	}
 
 	a := openRepo(t, be)
-	n, err := a.AdoptPacks(ctx)
-	if err != nil || n != len(names(t, be, repo.PackFile)) {
-		t.Fatalf("AdoptPacks = %d, %v; want every pack adopted", n, err)
-	}
+	startSession(t, a, repo.WriteOptions{AdoptPacks: true})
 	for i, id := range ids {
-		if stored, err := a.SaveBlob(ctx, repo.DataBlob, id, data[i]); err != nil || stored {
+		if stored, err := writer(t, a).SaveBlob(ctx, repo.DataBlob, id, data[i]); err != nil || stored {
 			t.Errorf("blob %d after adoption: SaveBlob = %v, %v; want it reused", i, stored, err)
 		}
 		if got, err := a.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data[i]) {
 			t.Errorf("blob %d after adoption: load: %v", i, err)
 		}
 	}
-	flush(t, a)
+	if n := flush(t, a).Stats().AdoptedPacks; n != len(names(t, be, repo.PackFile)) {
+		t.Errorf("%d packs adopted, want every pack", n)
+	}
 	if got := be.Saves(repo.PackFile); got != packSaves {
 		t.Errorf("%d pack saves after adoption, want none", got-packSaves)
 	}
-	if n, err := a.AdoptPacks(ctx); err != nil || n != 0 {
-		t.Errorf("second AdoptPacks = %d, %v; want nothing left to adopt", n, err)
+	again, err := a.WriteSession(ctx, repo.WriteOptions{AdoptPacks: true}, func(context.Context, *repo.Writer) error { return nil })
+	if err != nil || again.Stats().AdoptedPacks != 0 {
+		t.Errorf("second adopting session: %v, %+v; want nothing left to adopt", err, again)
 	}
 
 	final := openRepo(t, be)
@@ -416,44 +426,53 @@ func TestAdoptPacks(t *testing.T) {
 	}
 }
 
-// A failed index write is retried by the next Flush.
-func TestFlushRetriesIndex(t *testing.T) {
+// The work of a session whose index write failed is indexed by the next
+// session that adopts packs, in the same process.
+func TestFailedIndexWriteIsAdoptedNext(t *testing.T) {
 	ctx := context.Background()
 	be := backendtest.NewFaulty(memory.New())
 	r := initRepo(t, be)
 	data := random(4, 10000)
 	id := saveBlob(t, r, data)
 	be.FailSave(repo.IndexFile, 1)
-	if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
-		t.Fatalf("first flush: %v, want the injected error", err)
+	if _, err := endSession(r, nil); !errors.Is(err, backendtest.ErrInjected) {
+		t.Fatalf("first session: %v, want the injected error", err)
 	}
-	flush(t, r)
+	startSession(t, r, repo.WriteOptions{AdoptPacks: true})
+	if n := flush(t, r).Stats().AdoptedPacks; n != 1 {
+		t.Errorf("%d packs adopted, want the failed session's one", n)
+	}
 	o := openRepo(t, be)
 	if got, err := o.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("blob after retried flush: %v", err)
 	}
 }
 
-// SaveBlob's promise: after Flush returns nil, every blob SaveBlob reported
-// as stored is durable and indexed. A pack write that failed must therefore
-// either be retried or make Flush fail; it must not drop the blobs of that
-// pack silently.
-func TestFlushAfterFailedPackWrite(t *testing.T) {
+// SaveBlob's promise: after its session returns nil, every blob SaveBlob
+// reported as stored is durable and indexed. A pack write that failed must
+// therefore fail the session; it must not drop the blobs of that pack
+// silently, nor leave them claimed so that the next session cannot store
+// them.
+func TestSessionAfterFailedPackWrite(t *testing.T) {
 	ctx := context.Background()
-	t.Run("failed flush, then flush again", func(t *testing.T) {
+	t.Run("failed session, then a new one", func(t *testing.T) {
 		be := backendtest.NewFaulty(memory.New())
 		r := initRepo(t, be)
 		data := random(5, 10000)
 		id := saveBlob(t, r, data)
 		be.FailSave(repo.PackFile, 1)
-		if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
-			t.Fatalf("first flush: %v, want the injected error", err)
+		if _, err := endSession(r, nil); !errors.Is(err, backendtest.ErrInjected) {
+			t.Fatalf("first session: %v, want the injected error", err)
 		}
-		if err := r.Flush(ctx); err != nil {
-			return // still failing: the loss is not hidden
+		if r.Index().Has(id) {
+			t.Error("the blob of the failed pack write is in the index")
 		}
-		if _, err := r.LoadBlob(ctx, id); err != nil {
-			t.Errorf("second Flush returned nil, but the blob SaveBlob stored before is lost: %v", err)
+		if stored, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, data); err != nil || !stored {
+			t.Fatalf("saving the blob again: stored %v, %v; want it stored", stored, err)
+		}
+		flush(t, r)
+		if _, err := openRepo(t, be).LoadBlob(ctx, id); err != nil {
+			t.Errorf("the second session returned nil, but the blob is lost: %v", err)
 		}
 	})
 	t.Run("full pack fails to write while saving", func(t *testing.T) {
@@ -465,7 +484,7 @@ func TestFlushAfterFailedPackWrite(t *testing.T) {
 		for i := range repo.DefaultPackSize/(1<<20) + 4 {
 			data := random(uint64(100+i), 1<<20)
 			id := r.BlobID(data)
-			ok, err := r.SaveBlob(ctx, repo.DataBlob, id, data)
+			ok, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, data)
 			if errors.Is(err, backendtest.ErrInjected) {
 				break
 			}
@@ -476,7 +495,7 @@ func TestFlushAfterFailedPackWrite(t *testing.T) {
 				stored = append(stored, id)
 			}
 		}
-		err := r.Flush(ctx)
+		_, err := endSession(r, nil)
 		if be.Saves(repo.PackFile) == 0 {
 			t.Fatal("no pack write was attempted")
 		}
@@ -485,7 +504,7 @@ func TestFlushAfterFailedPackWrite(t *testing.T) {
 		}
 		for i, id := range stored {
 			if _, err := r.LoadBlob(ctx, id); err != nil {
-				t.Errorf("blob %d: SaveBlob reported it stored and Flush returned nil, but: %v", i, err)
+				t.Errorf("blob %d: SaveBlob reported it stored and the session returned nil, but: %v", i, err)
 			}
 		}
 	})
@@ -509,7 +528,7 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	stored := map[int]repo.ID{}
 	for i := range 2 * perPack {
 		data, id := blob(i)
-		if ok, err := r.SaveBlob(bg, repo.DataBlob, id, data); err != nil || !ok {
+		if ok, err := writer(t, r).SaveBlob(bg, repo.DataBlob, id, data); err != nil || !ok {
 			t.Fatalf("blob %d: %v, %v", i, ok, err)
 		}
 		stored[i] = id
@@ -524,7 +543,7 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	// A third pack's worth: all but its last blob are accepted ...
 	for i := 2 * perPack; i < 3*perPack-1; i++ {
 		data, id := blob(i)
-		if ok, err := r.SaveBlob(bg, repo.DataBlob, id, data); err != nil || !ok {
+		if ok, err := writer(t, r).SaveBlob(bg, repo.DataBlob, id, data); err != nil || !ok {
 			t.Fatalf("blob %d: %v, %v", i, ok, err)
 		}
 		stored[i] = id
@@ -535,7 +554,7 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		data, id := blob(3*perPack - 1)
-		_, err := r.SaveBlob(ctx, repo.DataBlob, id, data)
+		_, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, data)
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -553,15 +572,15 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 		for range be.Started() {
 		}
 	}()
-	if err := r.Flush(bg); err != nil {
-		t.Logf("flush: %v (the loss is reported)", err)
+	if _, err := endSession(r, nil); err != nil {
+		t.Logf("session: %v (the loss is reported)", err)
 		return
 	}
 	for i := 2 * perPack; i < 3*perPack-1; i++ {
 		if _, err := r.LoadBlob(bg, stored[i]); err != nil {
-			t.Errorf("blob %d: SaveBlob reported it stored and Flush returned nil, but: %v", i, err)
+			t.Errorf("blob %d: SaveBlob reported it stored and the session returned nil, but: %v", i, err)
 			data, id := blob(i)
-			if ok, err := r.SaveBlob(bg, repo.DataBlob, id, data); err == nil && !ok {
+			if ok, err := writer(t, r).SaveBlob(bg, repo.DataBlob, id, data); err == nil && !ok {
 				t.Errorf("blob %d: and SaveBlob refuses to store it again (it stays reserved)", i)
 			}
 			break
@@ -569,61 +588,37 @@ func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
 	}
 }
 
-// A pack write still running when a backup gives up (no Flush) ends
-// before Close returns, so that the caller neither releases the lock
-// while a pack is being published nor exits with it half-written.
-func TestCloseWaitsForPackWrites(t *testing.T) {
-	onePacker(t)
-	mem := memory.New()
-	be := backendtest.NewHeldPacks(mem)
-	r := initRepo(t, be)
-	for i := range repo.DefaultPackSize / (1 << 20) {
-		saveBlob(t, r, random(uint64(2000+i), 1<<20))
-	}
-	select {
-	case <-be.Started():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the full pack's write did not start")
-	}
-	closed := make(chan struct{})
-	go func() {
-		r.Close()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-		t.Fatal("Close returned while a pack was being written")
-	case <-time.After(200 * time.Millisecond):
-	}
-	be.Release()
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close does not return once the pack write ends")
-	}
-	if packs := names(t, mem, repo.PackFile); len(packs) != 1 {
-		t.Errorf("%d packs stored, want the one whose write had started", len(packs))
-	}
-}
-
+// A session's stats are its own: the packs and bytes of packs and index
+// files it wrote, and the blobs it stored; a second session counts from
+// zero.
 func TestWriteStats(t *testing.T) {
 	be := memory.New()
 	r := initRepo(t, be)
-	saveBlob(t, r, random(6, 5000))
-	flush(t, r)
-	var size int64
-	for _, ft := range []repo.FileType{repo.PackFile, repo.IndexFile} {
-		if err := be.List(context.Background(), ft, func(_ string, n int64) error { size += n; return nil }); err != nil {
-			t.Fatal(err)
+	sizes := func() (n int, size int64) {
+		for _, ft := range []repo.FileType{repo.PackFile, repo.IndexFile} {
+			if err := be.List(context.Background(), ft, func(_ string, s int64) error { size += s; return nil }); err != nil {
+				t.Fatal(err)
+			}
 		}
+		return len(names(t, be, repo.PackFile)), size
 	}
-	if st := r.WriteStats(); st.Packs != len(names(t, be, repo.PackFile)) || st.Bytes != size {
-		t.Errorf("WriteStats = %+v, want %d packs and %d bytes of packs and index files", st, len(names(t, be, repo.PackFile)), size)
+	saveBlob(t, r, random(6, 5000))
+	saveBlob(t, r, random(7, 5000))
+	first := flush(t, r).Stats()
+	packs, size := sizes()
+	if first.Packs != packs || first.Bytes != size || first.Blobs != 2 {
+		t.Errorf("first session's stats %+v, want %d packs, 2 blobs and %d bytes of packs and index files", first, packs, size)
+	}
+	saveBlob(t, r, random(8, 5000))
+	second := flush(t, r).Stats()
+	packs2, size2 := sizes()
+	if second.Packs != packs2-packs || second.Bytes != size2-size || second.Blobs != 1 {
+		t.Errorf("second session's stats %+v, want %d packs, 1 blob and %d bytes", second, packs2-packs, size2-size)
 	}
 }
 
-// ExampleRepository_SaveBlob shows the write protocol.
-func ExampleRepository_SaveBlob() {
+// ExampleRepository_WriteSession shows the write protocol.
+func ExampleRepository_WriteSession() {
 	ctx := context.Background()
 	r, err := repo.Init(ctx, memory.New(), []byte("password"), repo.InitOptions{
 		KDF: fastKDF, Chunker: testChunker,
@@ -634,22 +629,30 @@ func ExampleRepository_SaveBlob() {
 	defer r.Close()
 	data := []byte("some file content")
 	id := r.BlobID(data)
-	if _, err := r.SaveBlob(ctx, repo.DataBlob, id, data); err != nil {
+	var tree repo.ID
+	written, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, data); err != nil {
+			return err
+		}
+		tree, err = w.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "f", Type: repo.NodeFile, Content: []repo.ID{id}}}})
+		return err
+	})
+	if err != nil {
 		panic(err)
 	}
-	// Only after Flush may anything refer to the blob.
-	if err := r.Flush(ctx); err != nil {
+	// Only a finished session's proof saves a snapshot that refers to them.
+	if err := written.SaveSnapshot(ctx, &repo.Snapshot{ID: "example", Tree: tree}); err != nil {
 		panic(err)
 	}
 	got, _ := r.LoadBlob(ctx, id)
-	fmt.Println(string(got))
-	// Output: some file content
+	fmt.Println(string(got), written.Stats().Blobs)
+	// Output: some file content 2
 }
 
 // TestStreamedPacks runs the streaming path (repo.PackStreamer) with faults:
 // what was saved reads back; a failed write gives up the blobs of its pack
 // (a later save stores them again) and leaves no stream open; a failed
-// commit fails Flush, indexes nothing and leaves no stream open.
+// commit fails the session, indexes nothing and leaves no stream open.
 func TestStreamedPacks(t *testing.T) {
 	ctx := context.Background()
 	onePacker(t)
@@ -684,7 +687,7 @@ func TestStreamedPacks(t *testing.T) {
 		var failed bool
 		for _, b := range blobs {
 			id := r.BlobID(b)
-			if _, err := r.SaveBlob(ctx, repo.DataBlob, id, b); err != nil {
+			if _, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, b); err != nil {
 				if !errors.Is(err, backendtest.ErrInjected) {
 					t.Fatalf("save: %v, want the injected error", err)
 				}
@@ -701,7 +704,7 @@ func TestStreamedPacks(t *testing.T) {
 		be.FailWritesPast(0)
 		for i, b := range blobs {
 			id := r.BlobID(b)
-			stored, err := r.SaveBlob(ctx, repo.DataBlob, id, b)
+			stored, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, b)
 			if err != nil || !stored {
 				t.Fatalf("blob %d after the failure: stored %v, %v; want it stored again", i, stored, err)
 			}
@@ -719,8 +722,8 @@ func TestStreamedPacks(t *testing.T) {
 		r := initRepo(t, be)
 		id := saveBlob(t, r, blobs[0])
 		be.FailCommits(true)
-		if err := r.Flush(ctx); !errors.Is(err, backendtest.ErrInjected) {
-			t.Fatalf("flush: %v, want the injected error", err)
+		if _, err := endSession(r, nil); !errors.Is(err, backendtest.ErrInjected) {
+			t.Fatalf("session: %v, want the injected error", err)
 		}
 		if n := be.Open(); n != 0 {
 			t.Errorf("%d streams left open after the failed commit", n)
@@ -747,7 +750,7 @@ func TestTreesInPacksOfTheirOwn(t *testing.T) {
 		r := initRepo(t, be)
 		for i := range 50 {
 			saveBlob(t, r, random(uint64(i), 10<<10))
-			if _, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: fmt.Sprint(i), Type: repo.NodeFile}}}); err != nil {
+			if _, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: fmt.Sprint(i), Type: repo.NodeFile}}}); err != nil {
 				t.Fatal(err)
 			}
 		}

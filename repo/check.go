@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -184,7 +185,7 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fractio
 	g, gctx := errgroup.WithContext(ctx)
 	// One pack more in flight than there are cores, so that a read from
 	// the backend overlaps the checking of the others.
-	limit := cap(c.r.packers) + 1
+	limit := runtime.GOMAXPROCS(0) + 1
 	g.SetLimit(limit)
 	// Pack buffers go round instead of being allocated per pack.
 	bufs := make(chan []byte, limit)

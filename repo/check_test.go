@@ -418,13 +418,13 @@ func TestCheckReportsUnsafeTrees(t *testing.T) {
 			for _, n := range tt.nodes {
 				nodes = append(nodes, repo.Node{Name: n, Type: repo.NodeFile})
 			}
-			tree, err := r.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+			tree, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: nodes})
 			if err != nil {
 				t.Fatal(err)
 			}
 			flush(t, r)
 			snap := &repo.Snapshot{ID: "s1", Time: time.Now().UTC(), Tree: tree}
-			if err := r.SaveSnapshot(ctx, snap); err != nil {
+			if err := flush(t, r).SaveSnapshot(ctx, snap); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := openRepo(t, be).Check(ctx, repo.CheckOptions{})

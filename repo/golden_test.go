@@ -55,7 +55,7 @@ func goldenTree(r *repo.Repository, t *testing.T) repo.ID {
 		nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o644, Size: uint64(len(data)),
 			MTime: goldenTime, Content: []repo.ID{saveBlob(t, r, data)}})
 	}
-	empty, err := r.SaveTree(ctx, &repo.Tree{})
+	empty, err := writer(t, r).SaveTree(ctx, &repo.Tree{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func goldenTree(r *repo.Repository, t *testing.T) repo.ID {
 	for i := range goldenMany {
 		many.Nodes = append(many.Nodes, repo.Node{Name: fmt.Sprintf("f%03d", i), Type: repo.NodeFile, Mode: 0o600, MTime: goldenTime})
 	}
-	manyID, err := r.SaveTree(ctx, &many)
+	manyID, err := writer(t, r).SaveTree(ctx, &many)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func goldenTree(r *repo.Repository, t *testing.T) repo.ID {
 		repo.Node{Name: "many", Type: repo.NodeDir, Mode: 0o700, MTime: goldenTime, Subtree: &manyID},
 		repo.Node{Name: "z-link", Type: repo.NodeSymlink, Mode: 0o777, MTime: goldenTime, LinkTarget: "hello.txt"})
 	slices.SortFunc(nodes, func(a, b repo.Node) int { return strings.Compare(a.Name, b.Name) }) // byte order
-	data, err := r.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+	data, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: nodes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "data", Type: repo.NodeDir, Mode: 0o755, MTime: goldenTime, Subtree: &data}}})
+	root, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "data", Type: repo.NodeDir, Mode: 0o755, MTime: goldenTime, Subtree: &data}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func writeGolden(t *testing.T) {
 	flush(t, r)
 	snap := &repo.Snapshot{ID: goldenSnapshot(repo.ConfigVersion), Time: goldenTime, Hostname: "golden", Username: "nightjar",
 		Paths: []string{"/data"}, Tree: root, ProgramVersion: "golden"}
-	if err := r.SaveSnapshot(ctx, snap); err != nil {
+	if err := flush(t, r).SaveSnapshot(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
 	// Git keeps no empty folders: remove them, so that the test reads what
@@ -222,7 +222,7 @@ func checkGolden(t *testing.T, dir string, version int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := r.SaveTree(ctx, tree)
+		again, err := writer(t, r).SaveTree(ctx, tree)
 		if err != nil || again != id {
 			t.Errorf("tree %s encodes anew as %s (%v)", id.Short(), again.Short(), err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,17 +86,91 @@ func saveBlob(t testing.TB, r *repo.Repository, data []byte) repo.ID {
 func saveBlobOfType(t testing.TB, r *repo.Repository, bt repo.BlobType, data []byte) repo.ID {
 	t.Helper()
 	id := r.BlobID(data)
-	if _, err := r.SaveBlob(context.Background(), bt, id, data); err != nil {
+	if _, err := writer(t, r).SaveBlob(context.Background(), bt, id, data); err != nil {
 		t.Fatalf("save blob: %v", err)
 	}
 	return id
 }
 
-func flush(t testing.TB, r *repo.Repository) {
+// openSession is a write session that a test keeps open across calls: its
+// function waits until end is closed (with endErr as its result).
+type openSession struct {
+	w      *repo.Writer
+	end    chan struct{}
+	endErr error
+	result chan sessionResult
+}
+
+type sessionResult struct {
+	written *repo.Written
+	err     error
+}
+
+// sessions holds the open session of each test repository.
+var sessions sync.Map // *repo.Repository -> *openSession
+
+// writer returns the Writer of r's open session, opening one (that ends
+// at the latest when the test does) if there is none.
+func writer(t testing.TB, r *repo.Repository) *repo.Writer {
 	t.Helper()
-	if err := r.Flush(context.Background()); err != nil {
+	if s, ok := sessions.Load(r); ok {
+		return s.(*openSession).w
+	}
+	return startSession(t, r, repo.WriteOptions{}).w
+}
+
+// startSession opens a write session on r and keeps it open.
+func startSession(t testing.TB, r *repo.Repository, opts repo.WriteOptions) *openSession {
+	t.Helper()
+	s := &openSession{end: make(chan struct{}), result: make(chan sessionResult, 1)}
+	ready := make(chan *repo.Writer, 1)
+	go func() {
+		written, err := r.WriteSession(context.Background(), opts, func(_ context.Context, w *repo.Writer) error {
+			ready <- w
+			<-s.end
+			return s.endErr
+		})
+		s.result <- sessionResult{written, err}
+	}()
+	select {
+	case s.w = <-ready:
+	case res := <-s.result:
+		t.Fatalf("write session: %v", res.err)
+	}
+	sessions.Store(r, s)
+	// Before r.Close, which waits for sessions (cleanups run last first).
+	t.Cleanup(func() {
+		if sessions.CompareAndDelete(r, s) {
+			close(s.end)
+			<-s.result
+		}
+	})
+	return s
+}
+
+// endSession ends r's open session, with fnErr as its function's result,
+// and returns what WriteSession returned. Without an open session it runs
+// an empty one.
+func endSession(r *repo.Repository, fnErr error) (*repo.Written, error) {
+	v, ok := sessions.LoadAndDelete(r)
+	if !ok {
+		return r.WriteSession(context.Background(), repo.WriteOptions{}, func(context.Context, *repo.Writer) error { return fnErr })
+	}
+	s := v.(*openSession)
+	s.endErr = fnErr
+	close(s.end)
+	res := <-s.result
+	return res.written, res.err
+}
+
+// flush ends r's open session successfully and returns its proof.
+func flush(t testing.TB, r *repo.Repository) *repo.Written {
+	t.Helper()
+	written, err := endSession(r, nil)
+	if err != nil {
 		t.Fatalf("flush: %v", err)
 	}
+	return written
 }
 
 // names lists the objects of type ft.
@@ -226,7 +301,7 @@ func newFixture(t *testing.T) *fixture {
 			Size: uint64(len(f.data[p])), MTime: mtime, Content: f.content[p]}
 	}
 	saveTree := func(tree *repo.Tree) repo.ID {
-		id, err := r.SaveTree(ctx, tree)
+		id, err := writer(t, r).SaveTree(ctx, tree)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,14 +316,14 @@ func newFixture(t *testing.T) *fixture {
 		{Name: "dir", Type: repo.NodeDir, Mode: 0o755, MTime: mtime, Subtree: &dir},
 	}})
 	f.root = saveTree(&repo.Tree{Nodes: []repo.Node{{Name: "src", Type: repo.NodeDir, Mode: 0o755, MTime: mtime, Subtree: &src}}})
-	flush(t, r)
+	written := flush(t, r)
 	f.packs["meta"] = packOf(f.root)
 
 	f.snap = &repo.Snapshot{
 		ID: repo.NewSnapshotID(), Time: mtime, Hostname: "host", Username: "user",
 		Paths: []string{"/src"}, Tree: f.root, ProgramVersion: "test",
 	}
-	if err := r.SaveSnapshot(ctx, f.snap); err != nil {
+	if err := written.SaveSnapshot(ctx, f.snap); err != nil {
 		t.Fatal(err)
 	}
 	return f

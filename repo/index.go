@@ -173,6 +173,22 @@ func (x *Index) add(blobs []IndexedBlob) {
 	}
 }
 
+// forget removes blobs that lie in packs, and the packs themselves, so
+// that a failed write session leaves no blob indexed that no index file
+// lists. A blob indexed in another pack keeps that place.
+func (x *Index) forget(blobs []IndexedBlob, packs map[ID]bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, b := range blobs {
+		if e, ok := x.blobs[b.ID]; ok && packs[x.packs[e.pack]] {
+			delete(x.blobs, b.ID)
+		}
+	}
+	for p := range packs {
+		delete(x.packNum, p)
+	}
+}
+
 // Lookup returns where blob id is stored.
 func (x *Index) Lookup(id ID) (IndexedBlob, bool) {
 	x.mu.RLock()

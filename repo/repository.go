@@ -31,26 +31,11 @@ type Repository struct {
 	treeGearTable *chunker.Gear // cuts big trees into parts (SaveTree)
 	now           func() time.Time
 
-	packers     chan *packer // data packs, one per core
-	treePackers chan *packer // tree packs, one
+	packBufs     chan []byte // free pack buffers
+	compressBufs sync.Pool   // *[]byte for zstd output
 
-	// Full packs are written in the background, at most cap(packWrites)
-	// at a time; packWG counts them and packErr keeps the first failure.
-	packWrites chan struct{}
-	packWG     sync.WaitGroup
-	packErrMu  sync.Mutex
-	packErr    error
-	packBufs   chan []byte // free pack buffers
-
-	compressBufs sync.Pool // *[]byte for zstd output
-
-	// unindexed holds stored blobs that no index file lists yet; flushIndex
-	// writes them out. indexMu also orders index writes.
-	indexMu        sync.Mutex
-	unindexed      []IndexedBlob
-	unindexedPacks map[ID]bool
-	writtenPacks   int
-	writtenBytes   int64
+	// sessionMu lets one write session run at a time (WriteSession).
+	sessionMu sync.Mutex
 }
 
 // InitOptions are the choices made when a repository is created.
@@ -218,9 +203,8 @@ func unlock(ctx context.Context, be Backend, password []byte) (*MasterKey, strin
 func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecure bool, now func() time.Time) (*Repository, error) {
 	r := &Repository{
 		be: be, cfg: cfg, key: mk, keyName: keyName, now: now,
-		hasher:         newBlobHasher(mk.BlobID),
-		idx:            newIndex(),
-		unindexedPacks: map[ID]bool{},
+		hasher: newBlobHasher(mk.BlobID),
+		idx:    newIndex(),
 	}
 	if insecure {
 		r.seal, r.encryption = plainSealer{}, EncryptionNone
@@ -245,14 +229,8 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 		return nil, err
 	}
 	r.compressBufs.New = func() any { b := make([]byte, 0, 256<<10); return &b }
-	r.packWrites = make(chan struct{}, maxPackWrites)
+	// A pack buffer for each packer and pack write of a session.
 	r.packBufs = make(chan []byte, n+1+maxPackWrites)
-	r.packers = make(chan *packer, n)
-	for i := 0; i < n; i++ {
-		r.packers <- &packer{kind: DataPack}
-	}
-	r.treePackers = make(chan *packer, 1)
-	r.treePackers <- &packer{kind: TreePack}
 	return r, nil
 }
 
@@ -319,29 +297,10 @@ func (r *Repository) SetCompression(c Compression) error {
 	return nil
 }
 
-// maxPackWrites is how many packs are stored concurrently.
-const maxPackWrites = 2
-
 // Close releases the repository's decoders and what its backend keeps
-// open. It does not flush: call Flush.
+// open. Call it once every write session has returned (no pack write goes
+// on after that).
 func (r *Repository) Close() {
-	// Packs being written finish first; packs left unfinished (a backup
-	// that failed before Flush) are thrown away, so that no temporary
-	// file stays behind.
-	r.WaitPackWrites()
-	for _, pool := range []chan *packer{r.packers, r.treePackers} {
-		for range cap(pool) {
-			select {
-			case p := <-pool:
-				if p.out != nil {
-					p.out.abort(r)
-					p.out, p.blobs = nil, nil
-				}
-				pool <- p
-			default:
-			}
-		}
-	}
 	r.zdec.Close()
 	if c, ok := Capability[io.Closer](r.be); ok {
 		_ = c.Close()

@@ -186,14 +186,14 @@ func TestEncryptedRepositoryHidesContent(t *testing.T) {
 	r := initRepo(t, be)
 	content := random(7, 8192) // incompressible: stored as it is before sealing
 	id := saveBlob(t, r, content)
-	tree, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "secret-file-name.txt", Type: repo.NodeFile, Content: []repo.ID{id}}}})
+	tree, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "secret-file-name.txt", Type: repo.NodeFile, Content: []repo.ID{id}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	flush(t, r)
 	snap := &repo.Snapshot{ID: repo.NewSnapshotID(), Time: time.Now().UTC(), Hostname: "secret-host-name",
 		Paths: []string{"/home/secret-path"}, Tree: tree}
-	if err := r.SaveSnapshot(ctx, snap); err != nil {
+	if err := flush(t, r).SaveSnapshot(ctx, snap); err != nil {
 		t.Fatal(err)
 	}
 	lk, err := r.Lock(ctx, false, "secret-purpose")

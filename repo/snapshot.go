@@ -73,8 +73,17 @@ func ValidSnapshotID(id string) bool {
 	return len(id) <= 64 && ValidObjectName(id)
 }
 
-// SaveSnapshot writes the snapshot record. Call it only after Flush.
-func (r *Repository) SaveSnapshot(ctx context.Context, s *Snapshot) error {
+// SaveSnapshot writes the snapshot record, once its write session has
+// ended: everything the snapshot names is durable and indexed. Its root
+// tree must be indexed.
+func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
+	if w == nil || w.r == nil {
+		return errors.New("save snapshot: no finished write session")
+	}
+	r := w.r
+	if !r.idx.Has(s.Tree) {
+		return fmt.Errorf("save snapshot: its tree %s is not stored", s.Tree.Short())
+	}
 	if !ValidSnapshotID(s.ID) {
 		return fmt.Errorf("invalid snapshot id %q", s.ID)
 	}

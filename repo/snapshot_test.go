@@ -17,7 +17,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	be := memory.New()
 	r := initRepo(t, be)
-	tree, err := r.SaveTree(ctx, &repo.Tree{})
+	tree, err := writer(t, r).SaveTree(ctx, &repo.Tree{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			ChangedDuring: []string{"/a/log"}, Partial: true,
 		},
 	}
-	if err := r.SaveSnapshot(ctx, want); err != nil {
+	if err := flush(t, r).SaveSnapshot(ctx, want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := openRepo(t, be).LoadSnapshot(ctx, want.ID)
@@ -48,7 +48,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	t.Run("same ID twice", func(t *testing.T) {
 		again := *want
 		again.Hostname = "other"
-		if err := r.SaveSnapshot(ctx, &again); err == nil {
+		if err := flush(t, r).SaveSnapshot(ctx, &again); err == nil {
 			t.Error("saving a second snapshot under an existing ID succeeded")
 		}
 		if got, _ := r.LoadSnapshot(ctx, want.ID); got == nil || got.Hostname != "h" {
@@ -58,7 +58,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	t.Run("invalid ID", func(t *testing.T) {
 		bad := *want
 		bad.ID = "../escape"
-		if err := r.SaveSnapshot(ctx, &bad); err == nil {
+		if err := flush(t, r).SaveSnapshot(ctx, &bad); err == nil {
 			t.Error("saving a snapshot with an invalid ID succeeded")
 		}
 	})
@@ -93,8 +93,13 @@ func TestFindSnapshot(t *testing.T) {
 		{"bbbb3333", 2, []string{"/home"}},
 		{"cccc4444", 0, []string{"/home", "/etc"}},
 	}
+	tree, err := writer(t, r).SaveTree(ctx, &repo.Tree{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := flush(t, r)
 	for _, s := range snaps {
-		if err := r.SaveSnapshot(ctx, &repo.Snapshot{ID: s.id, Time: base.Add(time.Duration(s.hours) * time.Hour), Paths: s.paths}); err != nil {
+		if err := written.SaveSnapshot(ctx, &repo.Snapshot{ID: s.id, Time: base.Add(time.Duration(s.hours) * time.Hour), Paths: s.paths, Tree: tree}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -58,7 +58,7 @@ func loadBlob(t *testing.T, r *repo.Repository, id repo.ID) []byte {
 
 func saveTree(t *testing.T, r *repo.Repository, tree *repo.Tree) repo.ID {
 	t.Helper()
-	id, err := r.SaveTree(context.Background(), tree)
+	id, err := writer(t, r).SaveTree(context.Background(), tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestCheckReportsBrokenTreeLists(t *testing.T) {
 			list := saveBlobOfType(t, r, repo.TreeBlob, data)
 			root := saveTree(t, r, &repo.Tree{Nodes: []repo.Node{{Name: "big", Type: repo.NodeDir, Subtree: &list}}})
 			flush(t, r)
-			if err := r.SaveSnapshot(ctx, &repo.Snapshot{ID: "s1", Time: time.Now().UTC(), Tree: root}); err != nil {
+			if err := flush(t, r).SaveSnapshot(ctx, &repo.Snapshot{ID: "s1", Time: time.Now().UTC(), Tree: root}); err != nil {
 				t.Fatal(err)
 			}
 			r2 := openRepo(t, be)

@@ -184,17 +184,18 @@ type treeList struct {
 
 // SaveTree stores a tree and returns the ID of its blob: a tree blob, or a
 // tree list blob when the tree is split.
-func (r *Repository) SaveTree(ctx context.Context, t *Tree) (ID, error) {
+func (w *Writer) SaveTree(ctx context.Context, t *Tree) (ID, error) {
+	r := w.r
 	data, err := encodeTree(t)
 	if err != nil {
 		return ID{}, fmt.Errorf("encode tree: %w", err)
 	}
 	if r.cfg.Version < splitTreesVersion || len(data) <= splitTreeSize {
-		return r.saveTreeBlob(ctx, data)
+		return w.saveTreeBlob(ctx, data)
 	}
 	var list treeList
 	err = treePartRule.Split(data, r.treeGear(), func(part []byte) error {
-		id, err := r.saveTreeBlob(ctx, part)
+		id, err := w.saveTreeBlob(ctx, part)
 		list.Parts = append(list.Parts, id)
 		return err
 	})
@@ -208,12 +209,12 @@ func (r *Repository) SaveTree(ctx context.Context, t *Tree) (ID, error) {
 	if err != nil {
 		return ID{}, fmt.Errorf("encode tree list: %w", err)
 	}
-	return r.saveTreeBlob(ctx, listData)
+	return w.saveTreeBlob(ctx, listData)
 }
 
-func (r *Repository) saveTreeBlob(ctx context.Context, data []byte) (ID, error) {
-	id := r.BlobID(data)
-	_, err := r.SaveBlob(ctx, TreeBlob, id, data)
+func (w *Writer) saveTreeBlob(ctx context.Context, data []byte) (ID, error) {
+	id := w.r.BlobID(data)
+	_, err := w.SaveBlob(ctx, TreeBlob, id, data)
 	return id, err
 }
 

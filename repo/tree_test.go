@@ -45,7 +45,7 @@ func TestNodeNamesRoundTrip(t *testing.T) {
 			if tt.node.MTime.IsZero() {
 				tt.node.MTime = mtime
 			}
-			id, err := r.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{tt.node}})
+			id, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{tt.node}})
 			if err != nil {
 				t.Fatal(err)
 			}

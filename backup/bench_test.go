@@ -1,0 +1,46 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/memory"
+)
+
+// BenchmarkBackupSmallFiles backs up 1000 small files into a new in-memory
+// repository per iteration: with -benchmem, its allocations per operation
+// divided by 1000 are the archiver's allocations per file.
+func BenchmarkBackupSmallFiles(b *testing.B) {
+	src := b.TempDir()
+	for i := range 1000 {
+		dir := filepath.Join(src, fmt.Sprintf("d%02d", i/50))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		r, err := repo.Init(ctx, memory.New(), []byte("pw"), repo.InitOptions{
+			KDF:     repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1},
+			Chunker: repo.ChunkerParams{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := Backup(ctx, r, Options{Paths: []string{src}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		r.Close()
+		b.StartTimer()
+	}
+}

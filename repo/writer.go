@@ -1,0 +1,449 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// ErrSessionClosed is returned by a Writer used after its session ended.
+var ErrSessionClosed = errors.New("write session has ended")
+
+// WriteOptions are the choices made when a write session is opened.
+type WriteOptions struct {
+	// AdoptPacks indexes, before fn runs, the packs that no index file
+	// lists: the work of a session that was interrupted after writing
+	// them. Their blobs are then reused instead of stored again, and the
+	// session's flush writes an index for them. Packs whose header cannot
+	// be read are left alone (check reports them).
+	AdoptPacks bool
+}
+
+// WriteStats counts what one write session added to the repository.
+type WriteStats struct {
+	Blobs        int   // blobs stored
+	Packs        int   // packs written
+	Bytes        int64 // bytes of packs and index files written
+	AdoptedPacks int   // packs of interrupted sessions taken into the index (WriteOptions.AdoptPacks)
+}
+
+// Written is the proof of a write session that ended with everything it
+// stored durable and indexed. Only WriteSession makes one; a snapshot is
+// saved through it, so that no snapshot can name blobs that are not
+// durable yet.
+type Written struct {
+	r     *Repository
+	stats WriteStats
+}
+
+// Stats returns what the session added.
+func (w *Written) Stats() WriteStats { return w.stats }
+
+// Writer stores blobs and trees inside a write session. It is safe for
+// concurrent use until the session's function returns; after that every
+// call fails with ErrSessionClosed.
+type Writer struct {
+	r *Repository
+
+	// cancel stops the session's context with the first failed pack
+	// write, so that the session's function stops early.
+	cancel context.CancelCauseFunc
+
+	closing   chan struct{} // closed when the session starts to end
+	closeOnce sync.Once
+	held      []*packer // every packer, taken from the pools when the session ends
+
+	packers     chan *packer // data packs, one per core
+	treePackers chan *packer // tree packs, one
+
+	// Full packs are written in the background, at most cap(packWrites)
+	// at a time; packWG counts them and packErr keeps the first failure.
+	packWrites chan struct{}
+	packWG     sync.WaitGroup
+	packErrMu  sync.Mutex
+	packErr    error
+
+	// unindexed holds stored blobs that no index file lists yet; flushIndex
+	// writes them out. indexMu also orders index writes and guards stats.
+	indexMu        sync.Mutex
+	unindexed      []IndexedBlob
+	unindexedPacks map[ID]bool
+	stats          WriteStats
+}
+
+// maxPackWrites is how many packs a session stores concurrently.
+const maxPackWrites = 2
+
+// WriteSession runs fn with a Writer and then ends the session, on every
+// return path of fn:
+//
+//   - fn returned nil (and the context is not done): every partly filled
+//     pack is written, then index files for every blob stored; the session
+//     returns a Written once all of it is durable.
+//   - fn failed, panicked, or the flush failed: the packs not yet written
+//     are thrown away, the pack writes under way are waited for, and the
+//     session's blobs that no index file lists are forgotten (their packs,
+//     if written, are left for a later session's AdoptPacks). A panic goes
+//     on once that is done.
+//
+// Either way no pack write goes on after WriteSession returns, and no
+// temporary file of a pack is left behind. The context fn gets is
+// cancelled when a pack write fails; the session then returns that error.
+// Sessions of one Repository run one after another.
+func (r *Repository) WriteSession(ctx context.Context, opts WriteOptions, fn func(ctx context.Context, w *Writer) error) (*Written, error) {
+	r.sessionMu.Lock()
+	defer r.sessionMu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := r.newWriter(cancel)
+	done := false
+	defer func() {
+		if !done { // an error or a panic
+			w.abort()
+		}
+	}()
+	if opts.AdoptPacks {
+		n, err := w.adoptPacks(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.stats.AdoptedPacks = n
+	}
+	if err := fn(ctx, w); err != nil {
+		return nil, w.cause(ctx, err)
+	}
+	if err := w.flush(ctx); err != nil {
+		return nil, w.cause(ctx, err)
+	}
+	done = true
+	return &Written{r: r, stats: w.stats}, nil
+}
+
+func (r *Repository) newWriter(cancel context.CancelCauseFunc) *Writer {
+	n := runtime.GOMAXPROCS(0)
+	w := &Writer{
+		r: r, cancel: cancel,
+		closing:        make(chan struct{}),
+		packWrites:     make(chan struct{}, maxPackWrites),
+		packers:        make(chan *packer, n),
+		treePackers:    make(chan *packer, 1),
+		unindexedPacks: map[ID]bool{},
+	}
+	for range n {
+		w.packers <- &packer{kind: DataPack}
+	}
+	w.treePackers <- &packer{kind: TreePack}
+	return w
+}
+
+// cause returns the failed pack write that cancelled the session's
+// context, rather than the cancellation it caused in fn.
+func (w *Writer) cause(ctx context.Context, err error) error {
+	if perr := w.packWriteError(); perr != nil && errors.Is(err, context.Canceled) && context.Cause(ctx) == perr {
+		return perr
+	}
+	return err
+}
+
+// close ends the use of the Writer: later calls fail, and the calls under
+// way finish, giving their packers back, before close returns with every
+// packer in w.held. It runs once.
+func (w *Writer) close() {
+	w.closeOnce.Do(func() {
+		close(w.closing)
+		for _, pool := range []chan *packer{w.packers, w.treePackers} {
+			for range cap(pool) {
+				w.held = append(w.held, <-pool)
+			}
+		}
+	})
+}
+
+// flush writes every partly filled pack, waits for every pack write, and
+// writes index files for every stored blob not yet indexed.
+func (w *Writer) flush(ctx context.Context) error {
+	w.close()
+	// Whatever flush returns, no pack write goes on after it.
+	defer w.packWG.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, p := range w.held {
+		if len(p.blobs) > 0 {
+			if err := w.startPackWrite(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	w.packWG.Wait()
+	if err := w.packWriteError(); err != nil {
+		return err
+	}
+	return w.flushIndex(ctx)
+}
+
+// abort throws away the packs not yet written, waits for the pack writes
+// under way, and forgets the blobs that no index file lists.
+func (w *Writer) abort() {
+	w.close()
+	for _, p := range w.held {
+		if p.out != nil {
+			p.out.abort(w.r)
+			for _, b := range p.blobs {
+				w.r.idx.unreserve(b.ID)
+			}
+			p.out, p.blobs = nil, nil
+		}
+	}
+	w.packWG.Wait()
+	w.indexMu.Lock()
+	defer w.indexMu.Unlock()
+	w.r.idx.forget(w.unindexed, w.unindexedPacks)
+	w.unindexed, w.unindexedPacks = nil, map[ID]bool{}
+}
+
+// SaveBlob stores a blob whose plaintext is data and whose ID is id (from
+// BlobID) unless the repository has it already or another goroutine is
+// storing it. It reports whether this call stored it. The blob is durable,
+// and indexed, only once the session has ended without an error.
+func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (bool, error) {
+	r := w.r
+	if !r.idx.reserve(id) {
+		return false, nil
+	}
+	bufp := r.compressBufs.Get().(*[]byte)
+	defer r.compressBufs.Put(bufp)
+	payload, comp := data, compressNone
+	if r.zenc != nil && len(data) >= 64 && r.worthCompressing(data, *bufp) {
+		compressed := r.zenc.EncodeAll(data, (*bufp)[:0])
+		*bufp = compressed[:0]
+		// Keep the compressed form only when it saves more than 1/64:
+		// decompressing costs time on every restore.
+		if len(compressed) < len(data)-len(data)/64 {
+			payload, comp = compressed, compressZstd
+		}
+	}
+	packers := w.packerPool(packKind(t))
+	var p *packer
+	select {
+	case p = <-packers:
+	case <-ctx.Done():
+		r.idx.unreserve(id)
+		return false, ctx.Err()
+	case <-w.closing:
+		r.idx.unreserve(id)
+		return false, ErrSessionClosed
+	}
+	select {
+	case <-w.closing: // the session ends: close takes the packer
+		packers <- p
+		r.idx.unreserve(id)
+		return false, ErrSessionClosed
+	default:
+	}
+	if p.out == nil {
+		out, err := r.newPackOutput(ctx, p.kind)
+		if err != nil {
+			packers <- p
+			r.idx.unreserve(id)
+			return false, fmt.Errorf("write pack: %w", err)
+		}
+		p.out = out
+	}
+	offset, size, err := p.out.add(r.seal, payload, id[:], &p.scratch)
+	if err != nil {
+		// The pack cannot be written: its blobs are given up, to be
+		// stored again by whoever saves them next.
+		p.out.abort(r)
+		r.idx.unreserve(id)
+		for _, b := range p.blobs {
+			r.idx.unreserve(b.ID)
+		}
+		p.out, p.blobs = nil, nil
+		packers <- p
+		return false, fmt.Errorf("write pack: %w", err)
+	}
+	p.blobs = append(p.blobs, PackedBlob{
+		ID: id, Type: t, Compression: comp, Offset: uint32(offset),
+		Length: uint32(size - offset), RawLength: uint32(len(data)),
+	})
+	// The header (one entry per blob) counts towards the pack's size, so
+	// that packs of many small blobs fit their buffer too.
+	if size+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
+		err = w.startPackWrite(ctx, p)
+	}
+	packers <- p
+	return true, err
+}
+
+// Trees go into packs of their own, data into others: a backup reads its
+// parent's trees, so tree packs are worth keeping in a cache, data packs
+// are not (PackKind).
+func packKind(t BlobType) PackKind {
+	if t == TreeBlob {
+		return TreePack
+	}
+	return DataPack
+}
+
+// packerPool returns the packers of packs of kind: one per core for data,
+// one for trees.
+func (w *Writer) packerPool(kind PackKind) chan *packer {
+	if kind == TreePack {
+		return w.treePackers
+	}
+	return w.packers
+}
+
+// startPackWrite hands p's full pack to a background writer and gives p an
+// empty buffer, so that sealing goes on while the pack is stored. At most
+// maxPackWrites packs are in flight; more wait here (backpressure).
+func (w *Writer) startPackWrite(ctx context.Context, p *packer) error {
+	if err := w.packWriteError(); err != nil {
+		return err
+	}
+	// Take a write slot first: on cancellation the blobs stay in the
+	// packer, still reserved and unwritten, and the session throws them
+	// away.
+	select {
+	case w.packWrites <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	blobs, out := p.blobs, p.out
+	p.blobs, p.out = nil, nil
+	w.packWG.Add(1)
+	go func() {
+		defer w.packWG.Done()
+		err := w.writePack(ctx, blobs, out)
+		<-w.packWrites
+		if err != nil {
+			w.packErrMu.Lock()
+			if w.packErr == nil {
+				w.packErr = err
+			}
+			w.packErrMu.Unlock()
+			w.cancel(err)
+		}
+	}()
+	return nil
+}
+
+func (w *Writer) packWriteError() error {
+	w.packErrMu.Lock()
+	defer w.packErrMu.Unlock()
+	return w.packErr
+}
+
+// writePack finishes a pack from its blobs, stores it and indexes its
+// blobs. On error the blobs are released so that a retry stores them again.
+func (w *Writer) writePack(ctx context.Context, blobs []PackedBlob, out packOutput) error {
+	r := w.r
+	packID, size, err := out.finish(ctx, r, blobs)
+	if err != nil {
+		for _, b := range blobs {
+			r.idx.unreserve(b.ID)
+		}
+		return fmt.Errorf("write pack: %w", err)
+	}
+	indexed := make([]IndexedBlob, len(blobs))
+	for i, b := range blobs {
+		indexed[i] = IndexedBlob{PackedBlob: b, Pack: packID}
+	}
+	r.idx.add(indexed)
+	w.indexMu.Lock()
+	w.stats.Packs++
+	w.stats.Blobs += len(blobs)
+	w.stats.Bytes += int64(size)
+	w.unindexed = append(w.unindexed, indexed...)
+	w.unindexedPacks[packID] = true
+	full := len(w.unindexedPacks) >= maxPacksPerIndex || len(w.unindexed) >= maxBlobsPerIndex
+	w.indexMu.Unlock()
+	if full {
+		return w.flushIndex(ctx)
+	}
+	return nil
+}
+
+// An index file is written while a session runs once its blobs fill
+// maxPacksPerIndex packs or number maxBlobsPerIndex, so that an interrupted
+// backup leaves most of its work indexed and the list of blobs waiting for
+// an index file stays small (about 5 MiB) even for many tiny files.
+const (
+	maxPacksPerIndex = 64
+	maxBlobsPerIndex = 1 << 16
+)
+
+func (w *Writer) flushIndex(ctx context.Context) error {
+	w.indexMu.Lock()
+	defer w.indexMu.Unlock()
+	if len(w.unindexed) == 0 {
+		return nil
+	}
+	r := w.r
+	body := encodeIndexBody(sortedIndexFile(w.unindexed))
+	data := sealObject(r.seal, "index", "", body)
+	name := fileID(data)
+	if err := r.be.Save(ctx, Handle{Type: IndexFile, Name: name.String()}, data); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	w.stats.Bytes += int64(len(data))
+	w.unindexed = nil
+	w.unindexedPacks = map[ID]bool{}
+	return nil
+}
+
+// adoptPacks indexes the packs no index file lists (WriteOptions.AdoptPacks)
+// and returns how many it took.
+func (w *Writer) adoptPacks(ctx context.Context) (int, error) {
+	r := w.r
+	type pack struct {
+		id   ID
+		size int64
+	}
+	var orphans []pack
+	err := r.be.List(ctx, PackFile, func(name string, size int64) error {
+		id, err := ParseID(name)
+		if err == nil && !r.idx.HasPack(id) {
+			orphans = append(orphans, pack{id, size})
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list packs: %w", err)
+	}
+	var mu sync.Mutex
+	adopted := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, p := range orphans {
+		g.Go(func() error {
+			blobs, err := r.ReadPackHeader(gctx, p.id, p.size)
+			if errors.Is(err, ErrIntegrity) || errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			indexed := make([]IndexedBlob, len(blobs))
+			for i, b := range blobs {
+				indexed[i] = IndexedBlob{PackedBlob: b, Pack: p.id}
+			}
+			r.idx.add(indexed)
+			mu.Lock()
+			adopted++
+			mu.Unlock()
+			w.indexMu.Lock()
+			w.unindexed = append(w.unindexed, indexed...)
+			w.unindexedPacks[p.id] = true
+			w.indexMu.Unlock()
+			return nil
+		})
+	}
+	err = g.Wait() // before adopted is read: every goroutine counted
+	return adopted, err
+}
