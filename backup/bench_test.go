@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // BenchmarkBackupSmallFiles backs up 1000 small files into a new in-memory

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // faultFS wraps an FS (the real one, over a temporary directory) and lets

@@ -85,7 +85,7 @@ func TestTreeBytes(t *testing.T) {
 	ctx := context.Background()
 	r := initRepo(t, memory.New())
 	tree := everyTree()
-	id, err := r.SaveTree(ctx, tree)
+	id, err := writer(t, r).SaveTree(ctx, tree)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,7 @@ func TestWalkReportsEveryBlob(t *testing.T) {
 	list := saveTree(t, r, big)
 	root := saveTree(t, r, &repo.Tree{Nodes: []repo.Node{{Name: "big", Type: repo.NodeDir, Subtree: &list}}})
 	flush(t, r)
-	if err := r.SaveSnapshot(ctx, &repo.Snapshot{ID: "s1", Time: time.Now().UTC(), Tree: root}); err != nil {
+	if err := flush(t, r).SaveSnapshot(ctx, &repo.Snapshot{ID: "s1", Time: time.Now().UTC(), Tree: root}); err != nil {
 		t.Fatal(err)
 	}
 	r2 := openRepo(t, be)

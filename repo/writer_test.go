@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backendtest"
-	"github.com/nightjar-backup/nightjar/repo/local"
-	"github.com/nightjar-backup/nightjar/repo/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
 // sessionEnding is one way a write session's function can return.

@@ -24,10 +24,61 @@ var mtime = time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 // builder makes snapshots by hand, so that a test decides every chunk,
 // hole, hard link and name.
 type builder struct {
-	t      *testing.T
-	r      *repo.Repository
-	faulty *backendtest.Faulty
-	want   map[string][]byte // restored path (relative) -> content, for files
+	t       *testing.T
+	r       *repo.Repository
+	faulty  *backendtest.Faulty
+	want    map[string][]byte // restored path (relative) -> content, for files
+	session *openSession      // the write session files and folders are stored in
+}
+
+// openSession is a write session kept open across the builder's calls:
+// its function waits until end is closed.
+type openSession struct {
+	w      *repo.Writer
+	end    chan struct{}
+	result chan error
+	proof  *repo.Written
+}
+
+// writer returns the Writer of the builder's open session, opening one that
+// ends at the latest with the test.
+func (b *builder) writer() *repo.Writer {
+	b.t.Helper()
+	if b.session != nil {
+		return b.session.w
+	}
+	s := &openSession{end: make(chan struct{}), result: make(chan error, 1)}
+	ready := make(chan *repo.Writer, 1)
+	go func() {
+		written, err := b.r.WriteSession(context.Background(), repo.WriteOptions{}, func(_ context.Context, w *repo.Writer) error {
+			ready <- w
+			<-s.end
+			return nil
+		})
+		s.proof = written
+		s.result <- err
+	}()
+	select {
+	case s.w = <-ready:
+	case err := <-s.result:
+		b.t.Fatalf("write session: %v", err)
+	}
+	b.session = s
+	b.t.Cleanup(func() {
+		if b.session == s {
+			b.endSession()
+		}
+	})
+	return s.w
+}
+
+// endSession ends the open session and returns its proof.
+func (b *builder) endSession() (*repo.Written, error) {
+	s := b.session
+	b.session = nil
+	close(s.end)
+	err := <-s.result
+	return s.proof, err
 }
 
 func newBuilder(t *testing.T) *builder {
@@ -63,7 +114,7 @@ func (b *builder) file(p string, chunks ...[]byte) repo.Node {
 	var content []byte
 	for _, c := range chunks {
 		id := b.r.BlobID(c)
-		if _, err := b.r.SaveBlob(context.Background(), repo.DataBlob, id, c); err != nil {
+		if _, err := b.writer().SaveBlob(context.Background(), repo.DataBlob, id, c); err != nil {
 			b.t.Fatal(err)
 		}
 		n.Content = append(n.Content, id)
@@ -77,7 +128,7 @@ func (b *builder) file(p string, chunks ...[]byte) repo.Node {
 // dir stores a folder of nodes, which must be in name order.
 func (b *builder) dir(name string, nodes ...repo.Node) repo.Node {
 	b.t.Helper()
-	id, err := b.r.SaveTree(context.Background(), &repo.Tree{Nodes: nodes})
+	id, err := b.writer().SaveTree(context.Background(), &repo.Tree{Nodes: nodes})
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -89,11 +140,12 @@ func (b *builder) snapshot(nodes ...repo.Node) *repo.Snapshot {
 	b.t.Helper()
 	root := b.dir("", nodes...)
 	ctx := context.Background()
-	if err := b.r.Flush(ctx); err != nil {
+	written, err := b.endSession()
+	if err != nil {
 		b.t.Fatal(err)
 	}
 	s := &repo.Snapshot{ID: repo.NewSnapshotID(), Time: mtime, Tree: *root.Subtree}
-	if err := b.r.SaveSnapshot(ctx, s); err != nil {
+	if err := written.SaveSnapshot(ctx, s); err != nil {
 		b.t.Fatal(err)
 	}
 	return s

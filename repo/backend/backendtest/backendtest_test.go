@@ -109,11 +109,11 @@ func insecure(t *testing.T, be repo.Backend) *repo.Repository {
 }
 
 func saveAndFlush(r *repo.Repository, data []byte) error {
-	ctx := context.Background()
-	if _, err := r.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data); err != nil {
+	_, err := r.WriteSession(context.Background(), repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		_, err := w.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data)
 		return err
-	}
-	return r.Flush(ctx)
+	})
+	return err
 }
 
 // A repository streams its packs and takes locks through a wrapper that
