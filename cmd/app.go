@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -68,15 +69,24 @@ func setUsageErrors(cmds []*cli.Command) {
 }
 
 // unknownCommand is the action of the program and of each command group,
-// which the library runs when no command of theirs is named: an argument
-// is then an unknown command (a usage error), and no argument shows help
-// as before.
+// which the library runs when no command of theirs is named: no argument
+// shows help, `help [COMMAND]` shows the help of the program or of one of
+// its commands (as restic's `help` does), and any other argument is an
+// unknown command (a usage error).
 func unknownCommand(help cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if c.Args().Present() {
-			return usageError{fmt.Errorf("unknown command %q: see %s --help", c.Args().First(), c.Command.HelpName)}
+		args := c.Args()
+		switch {
+		case !args.Present():
+			return help(c)
+		case args.First() == "help" && args.Len() == 1:
+			return help(c)
+		case args.First() == "help" && args.Len() == 2 && c.Command.Command(args.Get(1)) != nil:
+			return cli.ShowCommandHelp(c, args.Get(1))
+		case args.First() == "help":
+			return usageError{fmt.Errorf("no help for %q: see %s --help", strings.Join(args.Tail(), " "), c.Command.HelpName)}
 		}
-		return help(c)
+		return usageError{fmt.Errorf("unknown command %q: see %s --help", args.First(), c.Command.HelpName)}
 	}
 }
 

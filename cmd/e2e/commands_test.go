@@ -490,6 +490,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"unknown scheme", []string{"snapshots", "-r", "s3:https://host/bucket"}, `unknown scheme "s3" (known: local`},
 		{"unknown scheme on init", []string{"init", "-r", "nosuch:repo"}, `unknown scheme "nosuch"`},
 		{"scheme without a path", []string{"snapshots", "-r", "local:"}, "no path after the scheme"},
+		{"help of an unknown command", []string{"help", "nope"}, `no help for "nope"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -513,6 +514,32 @@ func TestBadCommandLines(t *testing.T) {
 				t.Errorf("a bad command line created %s", name)
 			}
 		}
+	}
+}
+
+// TestHelp: help, help COMMAND and GROUP help COMMAND show the help of the
+// program or of that command on stdout and exit 0, as restic's help does.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cases := []struct {
+		args []string
+		want string // the NAME line of the help shown
+	}{
+		{[]string{"help"}, "nightjar - schedule and run"},
+		{[]string{"help", "backup"}, "nightjar backup - "},
+		{[]string{"help", "job"}, "nightjar job - "},
+		{[]string{"job", "help", "run"}, "nightjar job run - "},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			e := *e
+			e.t = t
+			res := e.expect(exitOK, c.args...)
+			if !strings.Contains(res.Stdout, c.want) {
+				t.Errorf("want help saying %q on stdout:\n%s", c.want, res)
+			}
+		})
 	}
 }
 
