@@ -11,6 +11,7 @@ import (
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 )
 
 // A backup cancelled while packs are being written returns only once
@@ -26,8 +27,7 @@ func TestCancelledBackupWaitsForPackWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	be := backendtest.NewHeldPacks(memory.New())
-	r := newTestRepo(t, be)
-	t.Cleanup(r.Close)
+	r := repotest.New(t, be)
 	// Cleanups run last first: the held writes go on before Close waits
 	// for them, also when the test fails early.
 	t.Cleanup(be.Release)

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 )
 
 // BenchmarkBackupSmallFiles backs up 1000 small files into a new in-memory
@@ -28,13 +28,7 @@ func BenchmarkBackupSmallFiles(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		b.StopTimer()
-		r, err := repo.Init(ctx, memory.New(), []byte("pw"), repo.InitOptions{
-			KDF:     repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1},
-			Chunker: repo.ChunkerParams{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := repotest.New(b, memory.New())
 		b.StartTimer()
 		if _, err := Backup(ctx, r, Options{Paths: []string{src}}); err != nil {
 			b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 )
 
 // faultFS wraps an FS (the real one, over a temporary directory) and lets
@@ -100,21 +101,6 @@ func (f *faultFile) Read(p []byte) (int, error) {
 	n, err := f.File.Read(p)
 	f.offset += int64(n)
 	return n, err
-}
-
-// newTestRepo makes an in-memory repository with a fast key derivation
-// and small chunks, so that a file of a few MiB is read in many calls.
-func newTestRepo(t *testing.T, be repo.Backend) *repo.Repository {
-	t.Helper()
-	r, err := repo.Init(context.Background(), be, []byte("pw"), repo.InitOptions{
-		KDF:     repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1},
-		Chunker: repo.ChunkerParams{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	return r
 }
 
 func randomBytes(t *testing.T, n int) []byte {
@@ -323,7 +309,7 @@ func TestArchiverFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := makeSource(t)
-			r := newTestRepo(t, memory.New())
+			r := repotest.New(t, memory.New())
 			f := &faultFS{FS: OSFS{}}
 			tt.inject(f, src)
 			res, err := Backup(context.Background(), r, Options{Paths: []string{src}, FS: f})

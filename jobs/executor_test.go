@@ -12,6 +12,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -64,25 +65,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// testRepository makes an in-memory repository with a fast key derivation.
-func testRepository(t *testing.T) *repo.Repository {
-	t.Helper()
-	return testRepositoryOn(t, memory.New())
-}
-
-// testRepositoryOn makes a repository in be with a fast key derivation.
-func testRepositoryOn(t *testing.T, be repo.Backend) *repo.Repository {
-	t.Helper()
-	r, err := repo.Init(context.Background(), be, []byte("pw"), repo.InitOptions{
-		KDF:     repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1},
-		Chunker: repo.ChunkerParams{Min: 16 << 10, Avg: 64 << 10, Max: 256 << 10},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
@@ -93,7 +75,7 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
-	r := testRepository(t)
+	r := repotest.New(t, memory.New())
 	exec := func(sources ...string) (pass.Result, error) {
 		e := &Executor{
 			Open: func(context.Context, string) (*repo.Repository, error) { return r, nil },
@@ -175,7 +157,7 @@ func TestExecutorReportsProgressPerSource(t *testing.T) {
 		}
 		sources = append(sources, SourceSpec{Path: p})
 	}
-	r := testRepository(t)
+	r := repotest.New(t, memory.New())
 	e := &Executor{
 		Open:    func(context.Context, string) (*repo.Repository, error) { return r, nil },
 		Sources: func(string) ([]SourceSpec, []string) { return sources, nil },

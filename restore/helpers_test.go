@@ -15,6 +15,7 @@ import (
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 
@@ -84,14 +85,7 @@ func (b *builder) endSession() (*repo.Written, error) {
 func newBuilder(t *testing.T) *builder {
 	t.Helper()
 	faulty := backendtest.NewFaulty(memory.New())
-	r, err := repo.Init(context.Background(), faulty, []byte("pw"), repo.InitOptions{
-		KDF:     repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1},
-		Chunker: repo.ChunkerParams{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r := repotest.NewWithChunks(t, faulty, repo.ChunkerParams{Min: 64 << 10, Avg: 256 << 10, Max: 1 << 20})
 	return &builder{t: t, r: r, faulty: faulty, want: map[string][]byte{}}
 }
 
