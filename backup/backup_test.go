@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -61,5 +62,43 @@ func TestCancelledBackupWaitsForPackWrites(t *testing.T) {
 	}
 	if n := be.Active(); n != 0 {
 		t.Errorf("%d pack writes still under way after Backup returned", n)
+	}
+}
+
+// A full pack whose write is still under way when the archiver's own work
+// has ended (its savers' context is cancelled as it returns) is finished
+// under the write session's context: a backup with nothing wrong never
+// fails with "context canceled" because a pack was slow.
+func TestSlowPackWriteOutlivesTheArchiversContext(t *testing.T) {
+	old := runtime.GOMAXPROCS(1) // one data packer: one full pack from the savers
+	defer runtime.GOMAXPROCS(old)
+	src := t.TempDir()
+	data := make([]byte, repo.DefaultPackSize+repo.DefaultPackSize/4)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "big"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be := backendtest.NewHeldPacks(memory.New())
+	r := repotest.New(t, be)
+	t.Cleanup(be.Release)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Backup(context.Background(), r, Options{Paths: []string{src}, Workers: 1})
+		done <- err
+	}()
+	<-be.Started() // the savers' full pack, held
+	<-be.Started() // a pack of the session's flush: the archiver has returned
+	be.Release()
+	for {
+		select {
+		case <-be.Started(): // the flush's further packs
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("a backup with nothing wrong failed: %v", err)
+			}
+			return
+		}
 	}
 }

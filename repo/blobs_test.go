@@ -650,9 +650,10 @@ func ExampleRepository_WriteSession() {
 }
 
 // TestStreamedPacks runs the streaming path (repo.PackStreamer) with faults:
-// what was saved reads back; a failed write gives up the blobs of its pack
-// (a later save stores them again) and leaves no stream open; a failed
-// commit fails the session, indexes nothing and leaves no stream open.
+// what was saved reads back; a failed write fails the session, gives up the
+// blobs of its pack (a later session stores them again) and leaves no
+// stream open; a failed commit fails the session, indexes nothing and
+// leaves no stream open.
 func TestStreamedPacks(t *testing.T) {
 	ctx := context.Background()
 	onePacker(t)
@@ -701,12 +702,23 @@ func TestStreamedPacks(t *testing.T) {
 		if n := be.Open(); n != 0 {
 			t.Errorf("%d streams left open after the failed write", n)
 		}
+		// The failed pack took blobs with it that earlier saves reported
+		// as stored: the session fails even if its function ignores the
+		// error, so that no snapshot can name them.
+		if _, err := endSession(r, nil); !errors.Is(err, backendtest.ErrInjected) {
+			t.Fatalf("session after a failed pack write: %v, want the injected error", err)
+		}
+		for i, b := range blobs {
+			if r.Index().Has(r.BlobID(b)) {
+				t.Errorf("blob %d is indexed after the failed session", i)
+			}
+		}
 		be.FailWritesPast(0)
 		for i, b := range blobs {
 			id := r.BlobID(b)
 			stored, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, b)
 			if err != nil || !stored {
-				t.Fatalf("blob %d after the failure: stored %v, %v; want it stored again", i, stored, err)
+				t.Fatalf("blob %d in a later session: stored %v, %v; want it stored again", i, stored, err)
 			}
 		}
 		flush(t, r)

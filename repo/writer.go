@@ -49,8 +49,12 @@ func (w *Written) Stats() WriteStats { return w.stats }
 type Writer struct {
 	r *Repository
 
-	// cancel stops the session's context with the first failed pack
-	// write, so that the session's function stops early.
+	// ctx is the session's context: pack and index writes in the
+	// background run under it, not under the context of the SaveBlob call
+	// that filled the pack, which its caller may end as soon as the call
+	// returns. cancel stops it with the first failed pack write, so that
+	// the session's function stops early.
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 
 	closing   chan struct{} // closed when the session starts to end
@@ -99,7 +103,7 @@ func (r *Repository) WriteSession(ctx context.Context, opts WriteOptions, fn fun
 	defer r.sessionMu.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	w := r.newWriter(cancel)
+	w := r.newWriter(ctx, cancel)
 	done := false
 	defer func() {
 		if !done { // an error or a panic
@@ -123,10 +127,10 @@ func (r *Repository) WriteSession(ctx context.Context, opts WriteOptions, fn fun
 	return &Written{r: r, stats: w.stats}, nil
 }
 
-func (r *Repository) newWriter(cancel context.CancelCauseFunc) *Writer {
+func (r *Repository) newWriter(ctx context.Context, cancel context.CancelCauseFunc) *Writer {
 	n := runtime.GOMAXPROCS(0)
 	w := &Writer{
-		r: r, cancel: cancel,
+		r: r, ctx: ctx, cancel: cancel,
 		closing:        make(chan struct{}),
 		packWrites:     make(chan struct{}, maxPackWrites),
 		packers:        make(chan *packer, n),
@@ -246,7 +250,7 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 	default:
 	}
 	if p.out == nil {
-		out, err := r.newPackOutput(ctx, p.kind)
+		out, err := r.newPackOutput(w.ctx, p.kind) // the pack outlives this call
 		if err != nil {
 			packers <- p
 			r.idx.unreserve(id)
@@ -256,8 +260,10 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 	}
 	offset, size, err := p.out.add(r.seal, payload, id[:], &p.scratch)
 	if err != nil {
-		// The pack cannot be written: its blobs are given up, to be
-		// stored again by whoever saves them next.
+		// The pack cannot be written, and with it go blobs that earlier
+		// calls reported as stored: the session fails, as for a failed
+		// background write, so that nothing can refer to them. Its blobs
+		// are given up, to be stored again by a later session.
 		p.out.abort(r)
 		r.idx.unreserve(id)
 		for _, b := range p.blobs {
@@ -265,7 +271,9 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 		}
 		p.out, p.blobs = nil, nil
 		packers <- p
-		return false, fmt.Errorf("write pack: %w", err)
+		err = fmt.Errorf("write pack: %w", err)
+		w.failPackWrite(err)
+		return false, err
 	}
 	p.blobs = append(p.blobs, PackedBlob{
 		ID: id, Type: t, Compression: comp, Offset: uint32(offset),
@@ -319,18 +327,24 @@ func (w *Writer) startPackWrite(ctx context.Context, p *packer) error {
 	w.packWG.Add(1)
 	go func() {
 		defer w.packWG.Done()
-		err := w.writePack(ctx, blobs, out)
+		err := w.writePack(w.ctx, blobs, out)
 		<-w.packWrites
 		if err != nil {
-			w.packErrMu.Lock()
-			if w.packErr == nil {
-				w.packErr = err
-			}
-			w.packErrMu.Unlock()
-			w.cancel(err)
+			w.failPackWrite(err)
 		}
 	}()
 	return nil
+}
+
+// failPackWrite records the session's first failed pack write and cancels
+// the session's context with it: the session then fails.
+func (w *Writer) failPackWrite(err error) {
+	w.packErrMu.Lock()
+	if w.packErr == nil {
+		w.packErr = err
+	}
+	w.packErrMu.Unlock()
+	w.cancel(err)
 }
 
 func (w *Writer) packWriteError() error {
