@@ -72,9 +72,8 @@ type Progress struct {
 // Result is what a backup did.
 type Result struct {
 	Snapshot     *repo.Snapshot
-	Parent       string          // the parent snapshot used, if any
-	AdoptedPacks int             // packs of interrupted backups taken into the index
-	Stats        repo.WriteStats // what the backup's write session added
+	Parent       string // the parent snapshot used, if any
+	AdoptedPacks int    // packs of interrupted backups taken into the index
 }
 
 // Partial reports whether some entries were skipped.

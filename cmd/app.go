@@ -62,6 +62,9 @@ func setUsageErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 		if len(c.Subcommands) > 0 && c.Action == nil {
+			// help is then this action's, not the library's command,
+			// which exits 1 for an unknown topic.
+			c.HideHelpCommand = true
 			c.Action = unknownCommand(cli.ShowSubcommandHelp)
 		}
 		setUsageErrors(c.Subcommands)

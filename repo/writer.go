@@ -45,7 +45,8 @@ func (w *Written) Stats() WriteStats { return w.stats }
 
 // Writer stores blobs and trees inside a write session. It is safe for
 // concurrent use until the session's function returns; after that every
-// call fails with ErrSessionClosed.
+// call that would store something fails with ErrSessionClosed (a blob the
+// repository has already is still reported as not stored, without error).
 type Writer struct {
 	r *Repository
 

@@ -491,6 +491,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"unknown scheme on init", []string{"init", "-r", "nosuch:repo"}, `unknown scheme "nosuch"`},
 		{"scheme without a path", []string{"snapshots", "-r", "local:"}, "no path after the scheme"},
 		{"help of an unknown command", []string{"help", "nope"}, `no help for "nope"`},
+		{"help of an unknown subcommand", []string{"job", "help", "nope"}, `no help for "nope": see nightjar job --help`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

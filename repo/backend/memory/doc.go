@@ -1,8 +1,8 @@
 // Package memory is a repository Backend that keeps every object in memory,
 // for fast unit tests of the code above the Backend interface. It keeps the
-// same guarantees as repo/local (the conformance suite in repo/backendtest
-// checks both) and also implements repo.ProcessLocker, with Abandon to
-// simulate a lock holder that died.
+// same guarantees as repo/backend/local (the conformance suite in
+// repo/backend/backendtest checks both) and also implements
+// repo.ProcessLocker, with Abandon to simulate a lock holder that died.
 //
 // It must never be used to hold real backups: nothing survives the process.
 package memory
