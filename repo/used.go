@@ -91,6 +91,10 @@ type UsageOptions struct {
 // extsort.MaxOpen.
 const sorterMaxOpen = 30
 
+// cancelCheck is how many blobs the loops over the index handle between
+// two looks at the context.
+const cancelCheck = 1 << 16
+
 // usage makes the sorters of one BlobUsage and removes all their files.
 type usage struct {
 	opts    UsageOptions
@@ -132,7 +136,11 @@ func (r *Repository) BlobUsage(ctx context.Context, snaps []*Snapshot, opts Usag
 	}
 	indexed := u.sorter()
 	var addErr error
+	n := 0
 	r.idx.Each(func(b IndexedBlob) {
+		if n++; n%cancelCheck == 0 && addErr == nil {
+			addErr = ctx.Err()
+		}
 		if addErr == nil {
 			addErr = indexed.Add(b.ID)
 		}
@@ -148,14 +156,17 @@ func (r *Repository) BlobUsage(ctx context.Context, snaps []*Snapshot, opts Usag
 	if err != nil {
 		return stats, fmt.Errorf("sort the index: %w", err)
 	}
-	return stats, joinUsage(usedIDs, indexedIDs, r.idx.Lookup, fn)
+	return stats, joinUsage(ctx, usedIDs, indexedIDs, r.idx.Lookup, fn)
 }
 
 // joinUsage walks the sorted indexed IDs and the sorted used IDs side by
 // side and calls fn for each indexed blob (lookup says where it is).
-func joinUsage(used, indexed *extsort.Iterator, lookup func(ID) (IndexedBlob, bool), fn func(BlobUse) error) error {
+func joinUsage(ctx context.Context, used, indexed *extsort.Iterator, lookup func(ID) (IndexedBlob, bool), fn func(BlobUse) error) error {
 	haveUsed := used.Next()
-	for indexed.Next() {
+	for n := 1; indexed.Next(); n++ {
+		if n%cancelCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		id := indexed.ID()
 		if haveUsed && before(used.ID(), id) {
 			return fmt.Errorf("blob %s: %w", ID(used.ID()), ErrBlobMissing)

@@ -287,3 +287,37 @@ func TestBlobUsageMissingBlob(t *testing.T) {
 		t.Errorf("BlobUsage returned %v, want ErrBlobMissing naming %s", err, lost.Short())
 	}
 }
+
+// A cancelled context ends BlobUsage with the context's error and no file
+// left behind.
+func TestBlobUsageCancelled(t *testing.T) {
+	f := newUsageFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tmp := t.TempDir()
+	_, err := f.r.BlobUsage(ctx, []*repo.Snapshot{f.snaps["s1"]}, repo.UsageOptions{TempDir: tmp}, func(repo.BlobUse) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("BlobUsage returned %v, want context.Canceled", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("BlobUsage left %d files in its folder", len(left))
+	}
+}
+
+// An error of fn ends BlobUsage with that error, and fn hears of no blob
+// after it.
+func TestBlobUsageStopsOnFnError(t *testing.T) {
+	f := newUsageFixture(t)
+	stop := errors.New("stop")
+	calls := 0
+	_, err := f.r.BlobUsage(context.Background(), []*repo.Snapshot{f.snaps["s1"]}, repo.UsageOptions{TempDir: t.TempDir()}, func(repo.BlobUse) error {
+		calls++
+		if calls == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 3 {
+		t.Errorf("BlobUsage returned %v after %d calls, want fn's error after 3", err, calls)
+	}
+}
