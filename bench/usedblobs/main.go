@@ -17,6 +17,7 @@ import (
 	"log"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -126,7 +127,7 @@ func usage(ctx context.Context, dir string) error {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	indexHeap, indexSys := ms.HeapAlloc, ms.Sys
+	indexHeap, indexPeak := ms.HeapAlloc, peakRSS()
 	snap, err := r.LoadSnapshot(ctx, "new")
 	if err != nil {
 		return err
@@ -150,7 +151,22 @@ func usage(ctx context.Context, dir string) error {
 	}
 	runtime.ReadMemStats(&ms)
 	fmt.Printf("%d blobs used, %d unused, %d trees walked\n", used, unused, stats.Trees)
-	fmt.Printf("after LoadIndex: the index holds %.0f MiB of heap, Go had obtained %.0f MiB from the OS; after BlobUsage: %.0f MiB\n",
-		float64(indexHeap)/(1<<20), float64(indexSys)/(1<<20), float64(ms.Sys)/(1<<20))
+	fmt.Printf("the index holds %.0f MiB of heap; peak RSS after LoadIndex %s, after BlobUsage %s\n",
+		float64(indexHeap)/(1<<20), indexPeak, peakRSS())
 	return nil
+}
+
+// peakRSS is the process's peak resident set so far (Linux's VmHWM), or
+// "?" where /proc does not say.
+func peakRSS() string {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
