@@ -3,11 +3,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -269,5 +271,114 @@ func TestDanglingPin(t *testing.T) {
 	res = e.expect(exitOK, "check")
 	if strings.Contains(res.Stderr, "pin") {
 		t.Errorf("check still warns after unpin:\n%s", res)
+	}
+}
+
+// TestDamagedPin: a pin whose object is damaged still marks its snapshot
+// as pinned in the listing (what pins is the name), with a warning; check
+// reports it as damage; unpin removes it.
+func TestDamagedPin(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	mkdirAll(t, src, 0o755)
+	writeFile(t, filepath.Join(src, "a.txt"), "a\n", 0o644)
+	id := e.backup(exitOK, src).SnapshotID
+	e.expect(exitOK, "pin", id, "--reason", "keep")
+	pinFile := filepath.Join(e.repo, "pins", id)
+	fi, err := os.Stat(pinFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, pinFile, fi.Size()-5)
+
+	res := e.expect(exitOK, "snapshots", "--json")
+	var list []pinnedReport
+	decodeJSON(t, res, &list)
+	if len(list) != 1 || !list[0].Pinned || list[0].PinReason != "" {
+		t.Errorf("snapshots --json with a damaged pin: %+v, want the snapshot pinned without a reason", list)
+	}
+	if msg := lines(res.Stderr); len(msg) != 1 || !strings.Contains(msg[0], "warning: pin "+id) {
+		t.Errorf("snapshots with a damaged pin: want one warning naming it:\n%s", res)
+	}
+	ck, res := e.check()
+	if res.Code != exitFailure || ck.OK || len(ck.Problems) != 1 || ck.Problems[0].Object != "pin "+id {
+		t.Errorf("check with a damaged pin: want exit 1 and one problem \"pin %s\":\n%s", id, res)
+	}
+	e.expect(exitOK, "unpin", id)
+	if ck, res := e.check(); res.Code != exitOK || !ck.OK {
+		t.Errorf("check after unpinning the damaged pin:\n%s", res)
+	}
+}
+
+// TestPinsOfOldRepository: a repository written before pins existed (the
+// golden repository, which has no pins folder) lists its snapshots, read
+// only, as not pinned and without writing anything, and takes a pin.
+func TestPinsOfOldRepository(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	copyDir(t, filepath.Join("..", "..", "testdata", "repo", "v2"), e.repo)
+	pwFile := filepath.Join(e.dir, "golden-password")
+	writeFile(t, pwFile, "nightjar golden repository\n", 0o644)
+	withPw := []string{"NIGHTJAR_PASSWORD_FILE=" + pwFile}
+	if _, err := os.Stat(filepath.Join(e.repo, "pins")); !os.IsNotExist(err) {
+		t.Fatalf("the golden repository has a pins folder: %v", err)
+	}
+
+	// Read only: every folder and file of the repository, and as a user
+	// who cannot write there when the tests run as root.
+	setModes := func(dirMode, fileMode os.FileMode) {
+		t.Helper()
+		err := filepath.WalkDir(e.repo, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return os.Chmod(p, dirMode)
+			}
+			return os.Chmod(p, fileMode)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setModes(0o555, 0o444)
+	ro := *e
+	ro.t = t
+	if isRoot() {
+		uid, gid := nobody(t)
+		ro.cred = &syscall.Credential{Uid: uid, Gid: gid}
+		for _, d := range []string{filepath.Dir(e.dir), e.dir} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Chown(e.home, int(uid), int(gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := repoFiles(t, e.repo)
+	res := ro.runEnv(withPw, "snapshots", "--json")
+	var list []pinnedReport
+	decodeJSON(t, res, &list)
+	if res.Code != exitOK || len(list) != 1 || list[0].ID != "golden-v2" || list[0].Pinned {
+		t.Errorf("snapshots --json of the read-only golden repository: want golden-v2, not pinned:\n%s", res)
+	}
+	if after := repoFiles(t, e.repo); !reflect.DeepEqual(after, before) {
+		t.Errorf("listing changed the repository:\nbefore %v\nafter  %v", before, after)
+	}
+
+	setModes(0o700, 0o600)
+	if res := e.runEnv(withPw, "pin", "golden-v2", "--reason", "old"); res.Code != exitOK {
+		t.Fatalf("pin in a repository made before pins:\n%s", res)
+	}
+	res = e.runEnv(withPw, "snapshots", "--json")
+	decodeJSON(t, res, &list)
+	if len(list) != 1 || !list[0].Pinned || list[0].PinReason != "old" {
+		t.Errorf("snapshots --json after the pin: %+v", list)
+	}
+	if res := e.runEnv(withPw, "check"); res.Code != exitOK {
+		t.Errorf("check after the pin:\n%s", res)
 	}
 }
