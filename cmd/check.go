@@ -72,6 +72,9 @@ func runCheck(c *cli.Context) error {
 		if out.Problems == nil {
 			out.Problems = []repo.Problem{}
 		}
+		if out.DanglingPins == nil {
+			out.DanglingPins = []string{}
+		}
 		if err := p.JSON(out); err != nil {
 			return err
 		}
@@ -83,6 +86,9 @@ func runCheck(c *cli.Context) error {
 	}
 	if report.UnindexedPacks > 0 {
 		p.Printf("%d packs are not indexed yet (left by an interrupted backup; the next backup reuses them)\n", report.UnindexedPacks)
+	}
+	for _, id := range report.DanglingPins {
+		p.Warnf("pin of snapshot %s: the snapshot no longer exists (remove the pin with nightjar unpin %s)", id, id)
 	}
 	for _, pr := range report.Problems {
 		p.Printf("damaged: %s: %s\n", pr.Object, pr.Error)

@@ -11,6 +11,8 @@ func commands() []*cli.Command {
 		lsCommand(),
 		restoreCommand(),
 		checkCommand(),
+		pinCommand(),
+		unpinCommand(),
 		keyCommand(),
 		scheduleCommand(),
 		configCommand(),

@@ -31,15 +31,17 @@ func snapshotsCommand() *cli.Command {
 
 // snapshotJSON is one snapshot in snapshots --json.
 type snapshotJSON struct {
-	ID       string               `json:"id"`
-	Time     time.Time            `json:"time"`
-	Hostname string               `json:"hostname"`
-	Username string               `json:"username"`
-	Paths    []string             `json:"paths"`
-	Tags     []string             `json:"tags"`
-	Parent   string               `json:"parent,omitempty"`
-	Tree     string               `json:"tree"`
-	Summary  repo.SnapshotSummary `json:"summary"`
+	ID        string               `json:"id"`
+	Time      time.Time            `json:"time"`
+	Hostname  string               `json:"hostname"`
+	Username  string               `json:"username"`
+	Paths     []string             `json:"paths"`
+	Tags      []string             `json:"tags"`
+	Parent    string               `json:"parent,omitempty"`
+	Tree      string               `json:"tree"`
+	Summary   repo.SnapshotSummary `json:"summary"`
+	Pinned    bool                 `json:"pinned"`
+	PinReason string               `json:"pin_reason"`
 }
 
 func runSnapshots(c *cli.Context) error {
@@ -50,6 +52,10 @@ func runSnapshots(c *cli.Context) error {
 	}
 	defer r.Close()
 	snaps, err := r.Snapshots(c.Context)
+	if err != nil {
+		return err
+	}
+	pins, err := snapshotPins(c.Context, r, p)
 	if err != nil {
 		return err
 	}
@@ -64,10 +70,14 @@ func runSnapshots(c *cli.Context) error {
 			continue
 		}
 		shown = append(shown, s)
-		out = append(out, snapshotJSON{
+		j := snapshotJSON{
 			ID: s.ID, Time: s.Time, Hostname: s.Hostname, Username: s.Username, Paths: s.Paths,
 			Tags: nonNil(s.Tags), Parent: s.Parent, Tree: s.Tree.String(), Summary: s.Summary,
-		})
+		}
+		if pin, ok := pins[s.ID]; ok {
+			j.Pinned, j.PinReason = true, pin.Reason
+		}
+		out = append(out, j)
 	}
 	if p.jsonOut {
 		return p.JSON(out)
@@ -76,18 +86,25 @@ func runSnapshots(c *cli.Context) error {
 	for _, s := range shown {
 		width = max(width, len(shortID(s.ID)))
 	}
-	p.Printf("%-*s  %-20s %-12s %-10s %-9s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Paths / Tags")
-	for _, s := range shown {
+	p.Printf("%-*s  %-20s %-12s %-10s %-9s %-6s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Pin", "Paths / Tags")
+	for i, s := range shown {
 		status := "complete"
 		if s.Summary.Partial {
 			status = "partial"
 		}
+		pin := ""
 		line := strings.Join(s.Paths, ", ")
 		if len(s.Tags) > 0 {
 			line += "  [" + strings.Join(s.Tags, ",") + "]"
 		}
-		p.Printf("%-*s  %-20s %-12s %-10s %-9s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
-			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, line)
+		if out[i].Pinned {
+			pin = "pinned"
+			if out[i].PinReason != "" {
+				line += fmt.Sprintf("  (pinned: %s)", out[i].PinReason)
+			}
+		}
+		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-6s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
+			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, pin, line)
 	}
 	p.Printf("%d snapshots\n", len(shown))
 	return nil

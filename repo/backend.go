@@ -17,6 +17,7 @@ const (
 	IndexFile    FileType = "index"     // sorted lists of blobs and the packs that hold them
 	SnapshotFile FileType = "snapshots" // one record per snapshot, named by its ID
 	LockFile     FileType = "locks"     // one per process that works on the repository
+	PinFile      FileType = "pins"      // one per pinned snapshot, named by its ID
 )
 
 // Handle names one object of a repository.
@@ -61,8 +62,8 @@ var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar reposito
 //
 //   - Save stores the whole object atomically and durably before it returns:
 //     a reader sees all of it or nothing, also after a crash. Saving a name
-//     that exists replaces it whole (the format only does that for config,
-//     never for a name that another object refers to).
+//     that exists replaces it whole (the format only does that for config
+//     and pins, never for a name that another object refers to).
 //   - Load returns length bytes from offset (length < 0: to the end), in
 //     new memory that the caller may change, or an error wrapping
 //     ErrNotFound.

@@ -46,6 +46,7 @@ type CheckReport struct {
 	PacksRead      int       `json:"packs_read"`
 	BytesRead      int64     `json:"bytes_read"`
 	UnindexedPacks int       `json:"unindexed_packs"` // left by interrupted backups: adopted by the next backup or removed by prune
+	DanglingPins   []string  `json:"dangling_pins"`   // pins of snapshots that no longer exist: a warning, not damage
 	Problems       []Problem `json:"problems"`
 }
 
@@ -98,6 +99,9 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	}
 	if err := c.checkSnapshots(ctx); err != nil {
 		return nil, err
+	}
+	if err := c.checkPins(ctx); err != nil {
+		return nil, fmt.Errorf("check pins: %w", err)
 	}
 	for _, p := range c.problems {
 		c.report.Problems = append(c.report.Problems, *p)
