@@ -13,8 +13,8 @@ import (
 // Unlimited as a count of a retention Policy keeps every bucket (restic's -1).
 const Unlimited = -1
 
-// The largest counts a Policy accepts for its calendar rules; the issue's
-// limits of a year of days, five years of weeks and ten years of months.
+// The largest counts a Policy accepts for daily, weekly and monthly: a year
+// of days, five years of weeks and ten years of months (-1 is still allowed).
 const (
 	MaxDaily   = 366
 	MaxWeekly  = 260
@@ -38,10 +38,7 @@ type Policy struct {
 // Validate checks the counts against their ranges and refuses a policy that keeps nothing.
 func (p Policy) Validate() error {
 	for _, rule := range p.counts() {
-		switch {
-		case rule.count < Unlimited:
-			return fmt.Errorf("retention %s = %d is out of range: allowed %s", rule.name, rule.count, rule.allowed())
-		case rule.max > 0 && rule.count > rule.max:
+		if rule.count < Unlimited || (rule.max > 0 && rule.count > rule.max) {
 			return fmt.Errorf("retention %s = %d is out of range: allowed %s", rule.name, rule.count, rule.allowed())
 		}
 	}
@@ -50,11 +47,11 @@ func (p Policy) Validate() error {
 	}
 	for _, tag := range p.Tags {
 		if strings.TrimSpace(tag) == "" {
-			return fmt.Errorf("retention tag is empty: name a tag such as keep or monthly-audit")
+			return errors.New("retention tag is empty: name a tag such as keep or monthly-audit")
 		}
 	}
 	if p.keepsNothing() {
-		return fmt.Errorf("retention policy keeps nothing: set at least one of last, hourly, daily, weekly, monthly, yearly, within or tag")
+		return errors.New("retention policy keeps nothing: set at least one of last, hourly, daily, weekly, monthly, yearly, within or tag")
 	}
 	return nil
 }
@@ -310,8 +307,9 @@ func Decide(snapshots []Snapshot, p Policy, loc *time.Location) ([]Decision, err
 	for r, rule := range rules {
 		remaining[r] = rule.count
 	}
+	useWithin := len(healthy) > 0 && !p.Within.IsZero()
 	var cutoff time.Time
-	if len(healthy) > 0 && !p.Within.IsZero() {
+	if useWithin {
 		cutoff = p.Within.Before(ordered[healthy[0]].Time.In(loc))
 	}
 	for n, i := range healthy {
@@ -336,7 +334,7 @@ func Decide(snapshots []Snapshot, p Policy, loc *time.Location) ([]Decision, err
 			}
 			reasons = append(reasons, rule.reason)
 		}
-		if !cutoff.IsZero() && s.Time.After(cutoff) {
+		if useWithin && s.Time.After(cutoff) {
 			reasons = append(reasons, ReasonWithin)
 		}
 		if hasAnyTag(s.Tags, p.Tags) {

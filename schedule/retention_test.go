@@ -357,6 +357,16 @@ func TestDecide(t *testing.T) {
 			want: []string{"newest:within+newest", "after:within", "before:-"},
 		},
 		{
+			name:   "within reaching back to the first instant of the calendar still keeps",
+			policy: Policy{Within: CalendarDuration{Years: 2023, Months: 2, Days: 30, Hours: 12}},
+			zone:   time.UTC,
+			snapshots: []Snapshot{
+				// 2024-03-31 12:00 less 2023y2m30d12h is 0001-01-01 00:00 UTC, Go's zero time.
+				snap(t, "a", "2021-03-01T12:00:00Z"), snap(t, "newest", "2024-03-31T12:00:00Z"),
+			},
+			want: []string{"newest:within+newest", "a:within"},
+		},
+		{
 			name:   "tag keeps a snapshot with any of the tags",
 			policy: Policy{Last: 1, Tags: []string{"keep", "audit"}},
 			zone:   time.UTC,
