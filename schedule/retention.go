@@ -10,21 +10,21 @@ import (
 	"unicode"
 )
 
-// Unlimited as a count of a retention Policy keeps every bucket (restic's -1).
-const Unlimited = -1
+// KeepUnlimited as a count of a RetentionPolicy keeps every bucket (restic's -1).
+const KeepUnlimited = -1
 
-// The largest counts a Policy accepts for daily, weekly and monthly: a year
+// The largest counts a RetentionPolicy accepts for daily, weekly and monthly: a year
 // of days, five years of weeks and ten years of months (-1 is still allowed).
 const (
-	MaxDaily   = 366
-	MaxWeekly  = 260
-	MaxMonthly = 120
+	MaxKeepDaily   = 366
+	MaxKeepWeekly  = 260
+	MaxKeepMonthly = 120
 )
 
-// Policy says which snapshots of a group retention keeps, with restic's
-// meaning for each rule; a count of 0 turns its rule off and Unlimited keeps
+// RetentionPolicy says which snapshots of a group retention keeps, with restic's
+// meaning for each rule; a count of 0 turns its rule off and KeepUnlimited keeps
 // every bucket.
-type Policy struct {
+type RetentionPolicy struct {
 	Last    int              // the newest N snapshots
 	Hourly  int              // the newest snapshot of each of the newest N clock hours that have one
 	Daily   int              // the same for calendar days
@@ -36,9 +36,9 @@ type Policy struct {
 }
 
 // Validate checks the counts against their ranges and refuses a policy that keeps nothing.
-func (p Policy) Validate() error {
+func (p RetentionPolicy) Validate() error {
 	for _, rule := range p.counts() {
-		if rule.count < Unlimited || (rule.max > 0 && rule.count > rule.max) {
+		if rule.count < KeepUnlimited || (rule.max > 0 && rule.count > rule.max) {
 			return fmt.Errorf("retention %s = %d is out of range: allowed %s", rule.name, rule.count, rule.allowed())
 		}
 	}
@@ -57,11 +57,11 @@ func (p Policy) Validate() error {
 }
 
 // String describes the policy for messages, such as "keep 7 daily, 4 weekly snapshots".
-func (p Policy) String() string {
+func (p RetentionPolicy) String() string {
 	var parts []string
 	for _, rule := range p.counts() {
 		switch {
-		case rule.count == Unlimited:
+		case rule.count == KeepUnlimited:
 			parts = append(parts, "all "+rule.name)
 		case rule.count > 0:
 			parts = append(parts, strconv.Itoa(rule.count)+" "+rule.name)
@@ -90,7 +90,7 @@ func joinClause(text, clause string) string {
 	return text + " and " + clause
 }
 
-func (p Policy) keepsNothing() bool {
+func (p RetentionPolicy) keepsNothing() bool {
 	for _, rule := range p.counts() {
 		if rule.count != 0 {
 			return false
@@ -102,7 +102,7 @@ func (p Policy) keepsNothing() bool {
 // countRule is one of a policy's counted rules with its bucket of time.
 type countRule struct {
 	name   string
-	reason Reason
+	reason KeepReason
 	count  int
 	max    int                               // the largest count allowed; 0 for no limit
 	bucket func(at time.Time, index int) int // equal for snapshots that share a bucket
@@ -116,20 +116,20 @@ func (r countRule) allowed() string {
 }
 
 // counts lists the counted rules in restic's order, newest-grained first.
-func (p Policy) counts() []countRule {
+func (p RetentionPolicy) counts() []countRule {
 	return []countRule{
 		{"last", ReasonLast, p.Last, 0, func(_ time.Time, index int) int { return index }},
 		{"hourly", ReasonHourly, p.Hourly, 0, func(at time.Time, _ int) int {
 			return ((at.Year()*100+int(at.Month()))*100+at.Day())*100 + at.Hour()
 		}},
-		{"daily", ReasonDaily, p.Daily, MaxDaily, func(at time.Time, _ int) int {
+		{"daily", ReasonDaily, p.Daily, MaxKeepDaily, func(at time.Time, _ int) int {
 			return (at.Year()*100+int(at.Month()))*100 + at.Day()
 		}},
-		{"weekly", ReasonWeekly, p.Weekly, MaxWeekly, func(at time.Time, _ int) int {
+		{"weekly", ReasonWeekly, p.Weekly, MaxKeepWeekly, func(at time.Time, _ int) int {
 			year, week := at.ISOWeek()
 			return year*100 + week
 		}},
-		{"monthly", ReasonMonthly, p.Monthly, MaxMonthly, func(at time.Time, _ int) int {
+		{"monthly", ReasonMonthly, p.Monthly, MaxKeepMonthly, func(at time.Time, _ int) int {
 			return at.Year()*100 + int(at.Month())
 		}},
 		{"yearly", ReasonYearly, p.Yearly, 0, func(at time.Time, _ int) int { return at.Year() }},
@@ -234,26 +234,26 @@ func (d CalendarDuration) validate() error {
 	return nil
 }
 
-// Reason is why retention keeps a snapshot; its string is what --dry-run and --json show.
-type Reason string
+// KeepReason is why retention keeps a snapshot; its string is what --dry-run and --json show.
+type KeepReason string
 
-// The reasons for keeping a snapshot, in the order a Decision lists them.
+// The reasons for keeping a snapshot, in the order a RetentionDecision lists them.
 const (
-	ReasonLast         Reason = "last"          // one of the newest Last snapshots
-	ReasonHourly       Reason = "hourly"        // the newest of its clock hour, within the Hourly count
-	ReasonDaily        Reason = "daily"         // the newest of its day, within the Daily count
-	ReasonWeekly       Reason = "weekly"        // the newest of its ISO week, within the Weekly count
-	ReasonMonthly      Reason = "monthly"       // the newest of its month, within the Monthly count
-	ReasonYearly       Reason = "yearly"        // the newest of its year, within the Yearly count
-	ReasonWithin       Reason = "within"        // newer than Within before the group's newest snapshot
-	ReasonTag          Reason = "tag"           // carries one of the policy's tags
-	ReasonPinned       Reason = "pinned"        // pinned: always kept
-	ReasonNewest       Reason = "newest"        // the newest healthy snapshot of its group: always kept
-	ReasonVerifyFailed Reason = "verify_failed" // its verification failed: kept, takes no part in the rules
+	ReasonLast         KeepReason = "last"          // one of the newest Last snapshots
+	ReasonHourly       KeepReason = "hourly"        // the newest of its clock hour, within the Hourly count
+	ReasonDaily        KeepReason = "daily"         // the newest of its day, within the Daily count
+	ReasonWeekly       KeepReason = "weekly"        // the newest of its ISO week, within the Weekly count
+	ReasonMonthly      KeepReason = "monthly"       // the newest of its month, within the Monthly count
+	ReasonYearly       KeepReason = "yearly"        // the newest of its year, within the Yearly count
+	ReasonWithin       KeepReason = "within"        // newer than Within before the group's newest snapshot
+	ReasonTag          KeepReason = "tag"           // carries one of the policy's tags
+	ReasonPinned       KeepReason = "pinned"        // pinned: always kept
+	ReasonNewest       KeepReason = "newest"        // the newest healthy snapshot of its group: always kept
+	ReasonVerifyFailed KeepReason = "verify_failed" // its verification failed: kept, takes no part in the rules
 )
 
-// Snapshot is what retention knows of a snapshot: enough to group it and to decide on it.
-type Snapshot struct {
+// RetentionSnapshot is what retention knows of a snapshot: enough to group it and to decide on it.
+type RetentionSnapshot struct {
 	ID           string
 	Time         time.Time
 	Host         string
@@ -263,21 +263,21 @@ type Snapshot struct {
 	VerifyFailed bool
 }
 
-// Decision is the fate of one snapshot: kept with its reasons, or forgotten (Keep false, no reasons).
-type Decision struct {
-	Snapshot Snapshot
+// RetentionDecision is the fate of one snapshot: kept with its reasons, or forgotten (Keep false, no reasons).
+type RetentionDecision struct {
+	Snapshot RetentionSnapshot
 	Keep     bool
-	Reasons  []Reason
+	Reasons  []KeepReason
 }
 
 var errNoZone = errors.New("retention needs a time zone to count its buckets in")
 
-// Decide applies the policy to the snapshots of one group, counting calendar
+// DecideRetention applies the policy to the snapshots of one group, counting calendar
 // buckets in loc, and returns a decision for every snapshot, newest first.
 // Snapshots are ordered by time, equal times by ID (the greater ID counts as
 // the newer). A snapshot whose verification failed is kept and takes no part:
 // it fills no bucket, is not the newest and is not the reference of Within.
-func Decide(snapshots []Snapshot, p Policy, loc *time.Location) ([]Decision, error) {
+func DecideRetention(snapshots []RetentionSnapshot, p RetentionPolicy, loc *time.Location) ([]RetentionDecision, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -285,14 +285,14 @@ func Decide(snapshots []Snapshot, p Policy, loc *time.Location) ([]Decision, err
 		return nil, errNoZone
 	}
 	ordered := slices.Clone(snapshots)
-	slices.SortStableFunc(ordered, func(a, b Snapshot) int {
+	slices.SortStableFunc(ordered, func(a, b RetentionSnapshot) int {
 		if c := b.Time.Compare(a.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
 
-	decisions := make([]Decision, len(ordered))
+	decisions := make([]RetentionDecision, len(ordered))
 	var healthy []int // indexes into ordered of the snapshots that take part, newest first
 	for i, s := range ordered {
 		decisions[i].Snapshot = s
@@ -315,7 +315,7 @@ func Decide(snapshots []Snapshot, p Policy, loc *time.Location) ([]Decision, err
 	for n, i := range healthy {
 		s := ordered[i]
 		local := s.Time.In(loc)
-		var reasons []Reason
+		var reasons []KeepReason
 		oldest := n == len(healthy)-1
 		for r, rule := range rules {
 			if remaining[r] == 0 {

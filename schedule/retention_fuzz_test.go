@@ -39,7 +39,7 @@ func FuzzParseCalendarDuration(f *testing.F) {
 		if err != nil || again != d {
 			t.Fatalf("ParseCalendarDuration(%q) = %+v writes as %q, which parses to %+v, %v", text, d, d.String(), again, err)
 		}
-		if err := (Policy{Within: d}).Validate(); err != nil {
+		if err := (RetentionPolicy{Within: d}).Validate(); err != nil {
 			t.Fatalf("a parsed duration %q fails validation: %v", text, err)
 		}
 		for _, loc := range zones {

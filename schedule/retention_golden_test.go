@@ -128,9 +128,9 @@ var goldenFuture = []struct{ id, at string }{
 	{"f002", "2030-01-01T00:30:00Z"},
 }
 
-func goldenHistory(t *testing.T) []Snapshot {
+func goldenHistory(t *testing.T) []RetentionSnapshot {
 	t.Helper()
-	var out []Snapshot
+	var out []RetentionSnapshot
 	for _, g := range goldenSnapshots {
 		s := snap(t, g.id, g.at, g.tags...)
 		s.Pinned, s.VerifyFailed = g.pinned, g.failed
@@ -141,32 +141,32 @@ func goldenHistory(t *testing.T) []Snapshot {
 
 func TestRetentionGolden(t *testing.T) {
 	history := goldenHistory(t)
-	withFuture := append([]Snapshot(nil), history...)
+	withFuture := append([]RetentionSnapshot(nil), history...)
 	for _, f := range goldenFuture {
 		withFuture = append(withFuture, snap(t, f.id, f.at))
 	}
-	onlyOld := []Snapshot{snap(t, "old1", "2015-02-28T23:30:00Z")}
+	onlyOld := []RetentionSnapshot{snap(t, "old1", "2015-02-28T23:30:00Z")}
 	for _, tc := range []struct {
 		name      string
-		policy    Policy
-		snapshots []Snapshot
+		policy    RetentionPolicy
+		snapshots []RetentionSnapshot
 	}{
-		{"last-10", Policy{Last: 10}, history},
-		{"hourly-all", Policy{Hourly: Unlimited}, history},
-		{"hourly-12", Policy{Hourly: 12}, history},
-		{"daily-all", Policy{Daily: Unlimited}, history},
-		{"daily-7", Policy{Daily: 7}, history},
-		{"weekly-all", Policy{Weekly: Unlimited}, history},
-		{"monthly-all", Policy{Monthly: Unlimited}, history},
-		{"yearly-3", Policy{Yearly: 3}, history},
-		{"yearly-10", Policy{Yearly: 10}, history},
-		{"default-7d-4w-6m", Policy{Daily: 7, Weekly: 4, Monthly: 6}, history},
-		{"combined", Policy{Last: 3, Hourly: 5, Daily: 7, Weekly: 5, Monthly: 13, Yearly: 3, Tags: []string{"audit"}}, history},
-		{"within-1m", Policy{Within: CalendarDuration{Months: 1}}, history},
-		{"within-2y5m7d3h", Policy{Within: CalendarDuration{Years: 2, Months: 5, Days: 7, Hours: 3}}, history},
-		{"tag-keep", Policy{Tags: []string{"keep"}}, history},
-		{"future-daily-3-within-1m", Policy{Daily: 3, Within: CalendarDuration{Months: 1}}, withFuture},
-		{"only-old-daily-7-within-30d", Policy{Daily: 7, Within: CalendarDuration{Days: 30}}, onlyOld},
+		{"last-10", RetentionPolicy{Last: 10}, history},
+		{"hourly-all", RetentionPolicy{Hourly: KeepUnlimited}, history},
+		{"hourly-12", RetentionPolicy{Hourly: 12}, history},
+		{"daily-all", RetentionPolicy{Daily: KeepUnlimited}, history},
+		{"daily-7", RetentionPolicy{Daily: 7}, history},
+		{"weekly-all", RetentionPolicy{Weekly: KeepUnlimited}, history},
+		{"monthly-all", RetentionPolicy{Monthly: KeepUnlimited}, history},
+		{"yearly-3", RetentionPolicy{Yearly: 3}, history},
+		{"yearly-10", RetentionPolicy{Yearly: 10}, history},
+		{"default-7d-4w-6m", RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, history},
+		{"combined", RetentionPolicy{Last: 3, Hourly: 5, Daily: 7, Weekly: 5, Monthly: 13, Yearly: 3, Tags: []string{"audit"}}, history},
+		{"within-1m", RetentionPolicy{Within: CalendarDuration{Months: 1}}, history},
+		{"within-2y5m7d3h", RetentionPolicy{Within: CalendarDuration{Years: 2, Months: 5, Days: 7, Hours: 3}}, history},
+		{"tag-keep", RetentionPolicy{Tags: []string{"keep"}}, history},
+		{"future-daily-3-within-1m", RetentionPolicy{Daily: 3, Within: CalendarDuration{Months: 1}}, withFuture},
+		{"only-old-daily-7-within-30d", RetentionPolicy{Daily: 7, Within: CalendarDuration{Days: 30}}, onlyOld},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := goldenReport(t, tc.policy, tc.snapshots)
@@ -194,12 +194,12 @@ func TestRetentionGolden(t *testing.T) {
 // goldenReport decides the snapshots in Berlin and in New York and writes
 // one line per snapshot, newest first: its ID, its time in UTC, then for
 // each zone its local time, weekday, ISO week and the decision.
-func goldenReport(t *testing.T, p Policy, snapshots []Snapshot) string {
+func goldenReport(t *testing.T, p RetentionPolicy, snapshots []RetentionSnapshot) string {
 	t.Helper()
 	zones := []*time.Location{mustZone(t, "Europe/Berlin"), mustZone(t, "America/New_York")}
-	var decided [][]Decision
+	var decided [][]RetentionDecision
 	for _, loc := range zones {
-		d, err := Decide(snapshots, p, loc)
+		d, err := DecideRetention(snapshots, p, loc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func goldenReport(t *testing.T, p Policy, snapshots []Snapshot) string {
 	return b.String()
 }
 
-func goldenVerdict(d Decision) string {
+func goldenVerdict(d RetentionDecision) string {
 	if !d.Keep {
 		return "forget"
 	}

@@ -59,33 +59,33 @@ func (by GroupBy) String() string {
 	return strings.Join(fields, ",")
 }
 
-// Group is the snapshots that share a key; retention decides each group on its own.
-type Group struct {
+// SnapshotGroup is the snapshots that share a key; retention decides each group on its own.
+type SnapshotGroup struct {
 	Key       string // printable, such as `host "db1" paths ["/etc" "/var/lib"]`; "" when nothing is grouped by
-	Snapshots []Snapshot
+	Snapshots []RetentionSnapshot
 }
 
 // GroupSnapshots puts the snapshots into groups by the fields by names; the
 // order of paths and of tags does not matter. Groups come ordered by key,
 // snapshots in a group in their order of the input.
-func GroupSnapshots(snapshots []Snapshot, by GroupBy) []Group {
+func GroupSnapshots(snapshots []RetentionSnapshot, by GroupBy) []SnapshotGroup {
 	index := map[string]int{}
-	var groups []Group
+	var groups []SnapshotGroup
 	for _, s := range snapshots {
 		key := by.key(s)
 		i, ok := index[key]
 		if !ok {
 			i = len(groups)
 			index[key] = i
-			groups = append(groups, Group{Key: key})
+			groups = append(groups, SnapshotGroup{Key: key})
 		}
 		groups[i].Snapshots = append(groups[i].Snapshots, s)
 	}
-	slices.SortFunc(groups, func(a, b Group) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(groups, func(a, b SnapshotGroup) int { return strings.Compare(a.Key, b.Key) })
 	return groups
 }
 
-func (by GroupBy) key(s Snapshot) string {
+func (by GroupBy) key(s RetentionSnapshot) string {
 	var parts []string
 	if by.Host {
 		parts = append(parts, "host "+strconv.Quote(s.Host))
@@ -114,12 +114,12 @@ func quotedSet(values []string) string {
 // GroupDecisions is the decisions on the snapshots of one group.
 type GroupDecisions struct {
 	Key       string
-	Decisions []Decision
+	Decisions []RetentionDecision
 }
 
-// DecideGroups groups the snapshots and decides each group on its own with
+// DecideRetentionGroups groups the snapshots and decides each group on its own with
 // the same policy and zone; the result is the union of the groups' decisions.
-func DecideGroups(snapshots []Snapshot, by GroupBy, p Policy, loc *time.Location) ([]GroupDecisions, error) {
+func DecideRetentionGroups(snapshots []RetentionSnapshot, by GroupBy, p RetentionPolicy, loc *time.Location) ([]GroupDecisions, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func DecideGroups(snapshots []Snapshot, by GroupBy, p Policy, loc *time.Location
 	}
 	var result []GroupDecisions
 	for _, g := range GroupSnapshots(snapshots, by) {
-		decisions, err := Decide(g.Snapshots, p, loc)
+		decisions, err := DecideRetention(g.Snapshots, p, loc)
 		if err != nil {
 			return nil, err
 		}

@@ -12,9 +12,9 @@ import (
 // randomHistory makes a group of snapshots: bursts minutes apart, gaps of
 // hours to months, a few equal times, pins, tags and failed verifications,
 // starting the week before a daylight saving change in Europe.
-func randomHistory(rng *rand.Rand, count int) []Snapshot {
+func randomHistory(rng *rand.Rand, count int) []RetentionSnapshot {
 	at := time.Date(2020, 10, 18, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.IntN(3*24)) * time.Hour)
-	var out []Snapshot
+	var out []RetentionSnapshot
 	for i := range count {
 		switch rng.IntN(6) {
 		case 0: // same instant as the one before
@@ -25,7 +25,7 @@ func randomHistory(rng *rand.Rand, count int) []Snapshot {
 		default:
 			at = at.Add(time.Duration(1+rng.IntN(90)) * 24 * time.Hour)
 		}
-		s := Snapshot{ID: fmt.Sprintf("r%03d", rng.IntN(1000)) + fmt.Sprint(i), Time: at}
+		s := RetentionSnapshot{ID: fmt.Sprintf("r%03d", rng.IntN(1000)) + fmt.Sprint(i), Time: at}
 		s.Pinned = rng.IntN(15) == 0
 		s.VerifyFailed = rng.IntN(12) == 0
 		if rng.IntN(10) == 0 {
@@ -39,7 +39,7 @@ func randomHistory(rng *rand.Rand, count int) []Snapshot {
 
 // bucketKeys are the calendar buckets written as text, a second way of
 // computing what the count rules compare.
-var bucketKeys = map[Reason]func(local time.Time) string{
+var bucketKeys = map[KeepReason]func(local time.Time) string{
 	ReasonHourly:  func(l time.Time) string { return l.Format("2006-01-02 15") },
 	ReasonDaily:   func(l time.Time) string { return l.Format("2006-01-02") },
 	ReasonWeekly:  func(l time.Time) string { y, w := l.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) },
@@ -50,14 +50,14 @@ var bucketKeys = map[Reason]func(local time.Time) string{
 // expectedByCount is what a counted rule keeps, worked out from the
 // definition: the newest healthy snapshot of each of the newest n buckets,
 // and the oldest healthy snapshot when there are fewer than n buckets.
-func expectedByCount(snapshots []Snapshot, key func(time.Time) string, n int, loc *time.Location) map[string]bool {
-	var healthy []Snapshot
+func expectedByCount(snapshots []RetentionSnapshot, key func(time.Time) string, n int, loc *time.Location) map[string]bool {
+	var healthy []RetentionSnapshot
 	for _, s := range snapshots {
 		if !s.VerifyFailed {
 			healthy = append(healthy, s)
 		}
 	}
-	slices.SortFunc(healthy, func(a, b Snapshot) int {
+	slices.SortFunc(healthy, func(a, b RetentionSnapshot) int {
 		if c := b.Time.Compare(a.Time); c != 0 {
 			return c
 		}
@@ -76,17 +76,17 @@ func expectedByCount(snapshots []Snapshot, key func(time.Time) string, n int, lo
 		}
 		seen[k] = true
 		buckets++
-		if n == Unlimited || buckets <= n {
+		if n == KeepUnlimited || buckets <= n {
 			kept[s.ID] = true
 		}
 	}
-	if len(healthy) > 0 && (n == Unlimited || buckets < n) {
+	if len(healthy) > 0 && (n == KeepUnlimited || buckets < n) {
 		kept[healthy[len(healthy)-1].ID] = true
 	}
 	return kept
 }
 
-func keptFor(decisions []Decision, reason Reason) map[string]bool {
+func keptFor(decisions []RetentionDecision, reason KeepReason) map[string]bool {
 	kept := map[string]bool{}
 	for _, d := range decisions {
 		if slices.Contains(d.Reasons, reason) {
@@ -102,16 +102,16 @@ func TestPropertyRetention(t *testing.T) {
 	for round := range 300 {
 		history := randomHistory(rng, 1+rng.IntN(60))
 		loc := zones[round%len(zones)]
-		n := []int{1, 2, 3, 7, 30, Unlimited}[rng.IntN(6)]
+		n := []int{1, 2, 3, 7, 30, KeepUnlimited}[rng.IntN(6)]
 		within := CalendarDuration{Months: rng.IntN(3), Days: rng.IntN(10), Hours: 1 + rng.IntN(30)}
-		policy := Policy{Last: n, Hourly: n, Daily: n, Weekly: n, Monthly: n, Yearly: n, Within: within, Tags: []string{"keep"}}
+		policy := RetentionPolicy{Last: n, Hourly: n, Daily: n, Weekly: n, Monthly: n, Yearly: n, Within: within, Tags: []string{"keep"}}
 		name := fmt.Sprintf("round %d (%d snapshots, %s, count %d, within %s)", round, len(history), loc, n, within)
 
-		decisions, err := Decide(history, policy, loc)
+		decisions, err := DecideRetention(history, policy, loc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		byID := map[string]Decision{}
+		byID := map[string]RetentionDecision{}
 		for _, d := range decisions {
 			byID[d.Snapshot.ID] = d
 		}
@@ -126,14 +126,14 @@ func TestPropertyRetention(t *testing.T) {
 		// The order of the input does not matter.
 		shuffled := slices.Clone(history)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		again, err := Decide(shuffled, policy, loc)
+		again, err := DecideRetention(shuffled, policy, loc)
 		if err != nil || !reflect.DeepEqual(outcome(again), outcome(decisions)) {
 			t.Fatalf("%s: the decisions depend on the order of the input", name)
 		}
 
 		// Failed verifications take no part: without them the others fare the same.
-		var healthyOnly []Snapshot
-		newest := Snapshot{}
+		var healthyOnly []RetentionSnapshot
+		newest := RetentionSnapshot{}
 		for _, s := range history {
 			if !s.VerifyFailed {
 				healthyOnly = append(healthyOnly, s)
@@ -142,7 +142,7 @@ func TestPropertyRetention(t *testing.T) {
 				}
 			}
 		}
-		without, err := Decide(healthyOnly, policy, loc)
+		without, err := DecideRetention(healthyOnly, policy, loc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,9 +172,9 @@ func TestPropertyRetention(t *testing.T) {
 	}
 }
 
-func pinnedReason(s Snapshot) []Reason {
+func pinnedReason(s RetentionSnapshot) []KeepReason {
 	if s.Pinned {
-		return []Reason{ReasonPinned}
+		return []KeepReason{ReasonPinned}
 	}
 	return nil
 }

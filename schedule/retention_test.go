@@ -10,16 +10,16 @@ import (
 )
 
 // snap builds a healthy snapshot at an RFC 3339 time.
-func snap(t testing.TB, id, at string, tags ...string) Snapshot {
+func snap(t testing.TB, id, at string, tags ...string) RetentionSnapshot {
 	t.Helper()
-	return Snapshot{ID: id, Time: mustTime(t, at), Host: "h", Paths: []string{"/data"}, Tags: tags}
+	return RetentionSnapshot{ID: id, Time: mustTime(t, at), Host: "h", Paths: []string{"/data"}, Tags: tags}
 }
 
-func pinned(s Snapshot) Snapshot       { s.Pinned = true; return s }
-func verifyFailed(s Snapshot) Snapshot { s.VerifyFailed = true; return s }
+func pinned(s RetentionSnapshot) RetentionSnapshot       { s.Pinned = true; return s }
+func verifyFailed(s RetentionSnapshot) RetentionSnapshot { s.VerifyFailed = true; return s }
 
 // outcome writes decisions as "id:reason+reason" for kept and "id:-" for forgotten snapshots, newest first.
-func outcome(decisions []Decision) []string {
+func outcome(decisions []RetentionDecision) []string {
 	var out []string
 	for _, d := range decisions {
 		if !d.Keep {
@@ -150,23 +150,23 @@ func TestCalendarDurationBeforeIsCalendarArithmetic(t *testing.T) {
 func TestPolicyValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		policy        Policy
+		policy        RetentionPolicy
 		wantInMessage string // "" when the policy is valid
 	}{
-		{"daily only", Policy{Daily: 7}, ""},
-		{"the issue's default", Policy{Daily: 7, Weekly: 4, Monthly: 6}, ""},
-		{"the limits themselves", Policy{Daily: 366, Weekly: 260, Monthly: 120}, ""},
-		{"unlimited counts", Policy{Last: Unlimited, Daily: Unlimited, Weekly: Unlimited, Monthly: Unlimited, Yearly: Unlimited}, ""},
-		{"within only", Policy{Within: CalendarDuration{Days: 30}}, ""},
-		{"tag only", Policy{Tags: []string{"keep"}}, ""},
-		{"many hours and years have no limit", Policy{Hourly: 10000, Yearly: 1000, Last: 5000}, ""},
-		{"nothing", Policy{}, "retention policy keeps nothing: set at least one of last, hourly, daily, weekly, monthly, yearly, within or tag"},
-		{"too many days", Policy{Daily: 367}, "retention daily = 367 is out of range: allowed 0 to 366, or -1 for unlimited"},
-		{"too many weeks", Policy{Weekly: 261}, "retention weekly = 261 is out of range: allowed 0 to 260, or -1 for unlimited"},
-		{"too many months", Policy{Monthly: 121}, "retention monthly = 121 is out of range: allowed 0 to 120, or -1 for unlimited"},
-		{"below unlimited", Policy{Daily: 7, Last: -2}, "retention last = -2 is out of range: allowed 0 or more, or -1 for unlimited"},
-		{"negative within", Policy{Within: CalendarDuration{Days: -1}}, "retention within: duration -1d is out of range"},
-		{"empty tag", Policy{Tags: []string{" "}}, "retention tag is empty"},
+		{"daily only", RetentionPolicy{Daily: 7}, ""},
+		{"the issue's default", RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, ""},
+		{"the limits themselves", RetentionPolicy{Daily: 366, Weekly: 260, Monthly: 120}, ""},
+		{"unlimited counts", RetentionPolicy{Last: KeepUnlimited, Daily: KeepUnlimited, Weekly: KeepUnlimited, Monthly: KeepUnlimited, Yearly: KeepUnlimited}, ""},
+		{"within only", RetentionPolicy{Within: CalendarDuration{Days: 30}}, ""},
+		{"tag only", RetentionPolicy{Tags: []string{"keep"}}, ""},
+		{"many hours and years have no limit", RetentionPolicy{Hourly: 10000, Yearly: 1000, Last: 5000}, ""},
+		{"nothing", RetentionPolicy{}, "retention policy keeps nothing: set at least one of last, hourly, daily, weekly, monthly, yearly, within or tag"},
+		{"too many days", RetentionPolicy{Daily: 367}, "retention daily = 367 is out of range: allowed 0 to 366, or -1 for unlimited"},
+		{"too many weeks", RetentionPolicy{Weekly: 261}, "retention weekly = 261 is out of range: allowed 0 to 260, or -1 for unlimited"},
+		{"too many months", RetentionPolicy{Monthly: 121}, "retention monthly = 121 is out of range: allowed 0 to 120, or -1 for unlimited"},
+		{"below unlimited", RetentionPolicy{Daily: 7, Last: -2}, "retention last = -2 is out of range: allowed 0 or more, or -1 for unlimited"},
+		{"negative within", RetentionPolicy{Within: CalendarDuration{Days: -1}}, "retention within: duration -1d is out of range"},
+		{"empty tag", RetentionPolicy{Tags: []string{" "}}, "retention tag is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.policy.Validate()
@@ -182,15 +182,15 @@ func TestPolicyValidate(t *testing.T) {
 
 func TestPolicyString(t *testing.T) {
 	for _, tc := range []struct {
-		policy Policy
+		policy RetentionPolicy
 		want   string
 	}{
-		{Policy{Daily: 7, Weekly: 4, Monthly: 6}, "keep 7 daily, 4 weekly, 6 monthly snapshots"},
-		{Policy{Last: 3, Yearly: Unlimited}, "keep 3 last, all yearly snapshots"},
-		{Policy{Within: CalendarDuration{Years: 1, Months: 2}}, "keep all snapshots within 1y2m of the newest"},
-		{Policy{Hourly: 24, Within: CalendarDuration{Days: 30}, Tags: []string{"keep", "audit"}},
+		{RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, "keep 7 daily, 4 weekly, 6 monthly snapshots"},
+		{RetentionPolicy{Last: 3, Yearly: KeepUnlimited}, "keep 3 last, all yearly snapshots"},
+		{RetentionPolicy{Within: CalendarDuration{Years: 1, Months: 2}}, "keep all snapshots within 1y2m of the newest"},
+		{RetentionPolicy{Hourly: 24, Within: CalendarDuration{Days: 30}, Tags: []string{"keep", "audit"}},
 			"keep 24 hourly snapshots and all snapshots within 30d of the newest and all snapshots tagged keep or audit"},
-		{Policy{}, "keep nothing"},
+		{RetentionPolicy{}, "keep nothing"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if got := tc.policy.String(); got != tc.want {
@@ -204,8 +204,8 @@ func TestDecide(t *testing.T) {
 	berlin := mustZone(t, "Europe/Berlin")
 	newYork := mustZone(t, "America/New_York")
 	// week is one snapshot a day at noon UTC, Monday 2021-03-01 to Sunday 2021-03-07, and the Monday after.
-	week := func() []Snapshot {
-		var out []Snapshot
+	week := func() []RetentionSnapshot {
+		var out []RetentionSnapshot
 		for day := 1; day <= 8; day++ {
 			out = append(out, snap(t, fmt.Sprintf("d%d", day), fmt.Sprintf("2021-03-%02dT12:00:00Z", day)))
 		}
@@ -213,23 +213,23 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		policy    Policy
+		policy    RetentionPolicy
 		zone      *time.Location
-		snapshots []Snapshot
+		snapshots []RetentionSnapshot
 		want      []string // newest first
 	}{
 		{
 			name:      "last keeps the newest N",
-			policy:    Policy{Last: 3},
+			policy:    RetentionPolicy{Last: 3},
 			zone:      time.UTC,
 			snapshots: week(),
 			want:      []string{"d8:last+newest", "d7:last", "d6:last", "d5:-", "d4:-", "d3:-", "d2:-", "d1:-"},
 		},
 		{
 			name:   "hourly keeps the newest of each clock hour",
-			policy: Policy{Hourly: 2},
+			policy: RetentionPolicy{Hourly: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2022-03-15T09:05:00Z"), snap(t, "b", "2022-03-15T09:50:00Z"),
 				snap(t, "c", "2022-03-15T10:10:00Z"), snap(t, "d", "2022-03-15T10:40:00Z"),
 				snap(t, "e", "2022-03-15T11:00:00Z"),
@@ -238,9 +238,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "daily keeps the newest of each day in the zone",
-			policy: Policy{Daily: 2},
+			policy: RetentionPolicy{Daily: 2},
 			zone:   berlin,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				// 23:30 UTC is the next day in Berlin.
 				snap(t, "a", "2021-03-01T10:00:00Z"), snap(t, "b", "2021-03-01T23:30:00Z"),
 				snap(t, "c", "2021-03-02T08:00:00Z"), snap(t, "d", "2021-03-03T08:00:00Z"),
@@ -249,9 +249,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "daily counts the same instants differently in another zone",
-			policy: Policy{Daily: 2},
+			policy: RetentionPolicy{Daily: 2},
 			zone:   newYork,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T10:00:00Z"), snap(t, "b", "2021-03-01T23:30:00Z"),
 				snap(t, "c", "2021-03-02T08:00:00Z"), snap(t, "d", "2021-03-03T08:00:00Z"),
 			},
@@ -260,16 +260,16 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:      "weekly keeps the newest of each ISO week (Monday to Sunday)",
-			policy:    Policy{Weekly: 2},
+			policy:    RetentionPolicy{Weekly: 2},
 			zone:      time.UTC,
 			snapshots: week(),
 			want:      []string{"d8:weekly+newest", "d7:weekly", "d6:-", "d5:-", "d4:-", "d3:-", "d2:-", "d1:-"},
 		},
 		{
 			name:   "ISO week 53 spans the new year",
-			policy: Policy{Weekly: 2},
+			policy: RetentionPolicy{Weekly: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "dec28", "2020-12-28T12:00:00Z"), snap(t, "dec31", "2020-12-31T12:00:00Z"),
 				snap(t, "jan1", "2021-01-01T12:00:00Z"), snap(t, "jan3", "2021-01-03T12:00:00Z"),
 				snap(t, "jan4", "2021-01-04T12:00:00Z"),
@@ -278,9 +278,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "monthly keeps the newest of each month, month ends included",
-			policy: Policy{Monthly: 3},
+			policy: RetentionPolicy{Monthly: 3},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "jan31", "2024-01-31T23:59:00Z"), snap(t, "feb1", "2024-02-01T00:00:00Z"),
 				snap(t, "feb29", "2024-02-29T12:00:00Z"), snap(t, "mar1", "2024-03-01T00:00:00Z"),
 				snap(t, "mar31", "2024-03-31T23:59:59Z"),
@@ -289,9 +289,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "yearly keeps the newest of each year",
-			policy: Policy{Yearly: 2},
+			policy: RetentionPolicy{Yearly: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2019-06-01T00:00:00Z"), snap(t, "b", "2020-01-01T00:00:00Z"),
 				snap(t, "c", "2020-12-31T23:59:59Z"), snap(t, "d", "2021-01-01T00:00:00Z"),
 			},
@@ -299,9 +299,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a count larger than the buckets also keeps the oldest snapshot (restic)",
-			policy: Policy{Yearly: 5},
+			policy: RetentionPolicy{Yearly: 5},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2020-03-01T00:00:00Z"), snap(t, "b", "2020-06-01T00:00:00Z"),
 				snap(t, "c", "2020-09-01T00:00:00Z"), snap(t, "d", "2021-01-01T00:00:00Z"),
 			},
@@ -309,9 +309,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a used-up count does not keep the oldest",
-			policy: Policy{Yearly: 2},
+			policy: RetentionPolicy{Yearly: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2020-03-01T00:00:00Z"), snap(t, "c", "2020-09-01T00:00:00Z"),
 				snap(t, "d", "2021-01-01T00:00:00Z"),
 			},
@@ -319,16 +319,16 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:      "unlimited keeps every bucket",
-			policy:    Policy{Daily: Unlimited},
+			policy:    RetentionPolicy{Daily: KeepUnlimited},
 			zone:      time.UTC,
 			snapshots: week(),
 			want:      []string{"d8:daily+newest", "d7:daily", "d6:daily", "d5:daily", "d4:daily", "d3:daily", "d2:daily", "d1:daily"},
 		},
 		{
 			name:   "within is relative to the newest snapshot, not to now",
-			policy: Policy{Within: CalendarDuration{Days: 2}},
+			policy: RetentionPolicy{Within: CalendarDuration{Days: 2}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "old", "2021-03-01T12:00:00Z"), snap(t, "edge", "2021-03-03T12:00:00Z"),
 				snap(t, "inside", "2021-03-03T12:00:01Z"), snap(t, "newest", "2021-03-05T12:00:00Z"),
 			},
@@ -336,9 +336,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "within a month from March 31 reaches back to March 2 in a leap year",
-			policy: Policy{Within: CalendarDuration{Months: 1}},
+			policy: RetentionPolicy{Within: CalendarDuration{Months: 1}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "feb29", "2024-02-29T12:00:00Z"), snap(t, "mar1", "2024-03-01T12:00:00Z"),
 				snap(t, "mar2", "2024-03-02T12:00:00Z"), snap(t, "mar2b", "2024-03-02T12:00:01Z"),
 				snap(t, "mar31", "2024-03-31T12:00:00Z"),
@@ -347,9 +347,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "within counts days on the zone's calendar across a DST change",
-			policy: Policy{Within: CalendarDuration{Days: 1}},
+			policy: RetentionPolicy{Within: CalendarDuration{Days: 1}},
 			zone:   berlin,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				// 2021-03-28 12:00 CEST is 10:00 UTC; a day before is 2021-03-27 12:00 CET, 11:00 UTC: 23 hours.
 				snap(t, "before", "2021-03-27T10:59:00Z"), snap(t, "after", "2021-03-27T11:01:00Z"),
 				snap(t, "newest", "2021-03-28T10:00:00Z"),
@@ -358,9 +358,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "within reaching back to the first instant of the calendar still keeps",
-			policy: Policy{Within: CalendarDuration{Years: 2023, Months: 2, Days: 30, Hours: 12}},
+			policy: RetentionPolicy{Within: CalendarDuration{Years: 2023, Months: 2, Days: 30, Hours: 12}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				// 2024-03-31 12:00 less 2023y2m30d12h is 0001-01-01 00:00 UTC, Go's zero time.
 				snap(t, "a", "2021-03-01T12:00:00Z"), snap(t, "newest", "2024-03-31T12:00:00Z"),
 			},
@@ -368,9 +368,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "tag keeps a snapshot with any of the tags",
-			policy: Policy{Last: 1, Tags: []string{"keep", "audit"}},
+			policy: RetentionPolicy{Last: 1, Tags: []string{"keep", "audit"}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T12:00:00Z", "audit"), snap(t, "b", "2021-03-02T12:00:00Z", "other"),
 				snap(t, "c", "2021-03-03T12:00:00Z", "other", "keep"), snap(t, "d", "2021-03-04T12:00:00Z"),
 			},
@@ -378,9 +378,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "pinned snapshots are always kept and still count",
-			policy: Policy{Daily: 2},
+			policy: RetentionPolicy{Daily: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				pinned(snap(t, "a", "2021-03-01T12:00:00Z")), snap(t, "b", "2021-03-02T12:00:00Z"),
 				pinned(snap(t, "c", "2021-03-03T12:00:00Z")), snap(t, "d", "2021-03-04T12:00:00Z"),
 			},
@@ -388,9 +388,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "the newest is kept even when no rule keeps it",
-			policy: Policy{Tags: []string{"keep"}},
+			policy: RetentionPolicy{Tags: []string{"keep"}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T12:00:00Z", "keep"), snap(t, "b", "2021-03-02T12:00:00Z"),
 				snap(t, "c", "2021-03-03T12:00:00Z"),
 			},
@@ -398,18 +398,18 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a group whose only snapshot is old keeps it",
-			policy: Policy{Within: CalendarDuration{Days: 7}, Tags: []string{"keep"}},
+			policy: RetentionPolicy{Within: CalendarDuration{Days: 7}, Tags: []string{"keep"}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "only", "2015-01-01T00:00:00Z"),
 			},
 			want: []string{"only:within+newest"},
 		},
 		{
 			name:   "a failed verification is kept and does not push a healthy snapshot out",
-			policy: Policy{Daily: 2},
+			policy: RetentionPolicy{Daily: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T12:00:00Z"), snap(t, "b", "2021-03-02T12:00:00Z"),
 				verifyFailed(snap(t, "bad", "2021-03-03T12:00:00Z")), snap(t, "c", "2021-03-04T12:00:00Z"),
 			},
@@ -417,18 +417,18 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a failed verification in the same day does not take the day",
-			policy: Policy{Daily: 1, Last: 1},
+			policy: RetentionPolicy{Daily: 1, Last: 1},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-04T08:00:00Z"), verifyFailed(snap(t, "bad", "2021-03-04T20:00:00Z")),
 			},
 			want: []string{"bad:verify_failed", "a:last+daily+newest"},
 		},
 		{
 			name:   "a failed newest snapshot is not the newest nor the reference of within",
-			policy: Policy{Within: CalendarDuration{Days: 1}},
+			policy: RetentionPolicy{Within: CalendarDuration{Days: 1}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T12:00:00Z"), snap(t, "b", "2021-03-02T00:00:00Z"),
 				snap(t, "c", "2021-03-02T12:00:00Z"), verifyFailed(snap(t, "bad", "2021-03-09T12:00:00Z")),
 			},
@@ -436,27 +436,27 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a pinned failed snapshot says both",
-			policy: Policy{Last: 1},
+			policy: RetentionPolicy{Last: 1},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				pinned(verifyFailed(snap(t, "bad", "2021-03-01T12:00:00Z"))), snap(t, "a", "2021-03-02T12:00:00Z"),
 			},
 			want: []string{"a:last+newest", "bad:pinned+verify_failed"},
 		},
 		{
 			name:   "a group of failed snapshots keeps them all",
-			policy: Policy{Last: 1},
+			policy: RetentionPolicy{Last: 1},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				verifyFailed(snap(t, "x", "2021-03-01T12:00:00Z")), verifyFailed(snap(t, "y", "2021-03-02T12:00:00Z")),
 			},
 			want: []string{"y:verify_failed", "x:verify_failed"},
 		},
 		{
 			name:   "equal times are ordered by ID, the greater counting as newer",
-			policy: Policy{Last: 2},
+			policy: RetentionPolicy{Last: 2},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "b", "2021-03-02T12:00:00Z"), snap(t, "a", "2021-03-02T12:00:00Z"),
 				snap(t, "c", "2021-03-02T12:00:00Z"), snap(t, "z", "2021-03-01T12:00:00Z"),
 			},
@@ -464,9 +464,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a snapshot in the future is the newest and the reference of within",
-			policy: Policy{Daily: 1, Within: CalendarDuration{Days: 3}},
+			policy: RetentionPolicy{Daily: 1, Within: CalendarDuration{Days: 3}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2026-11-20T12:00:00Z"), snap(t, "b", "2026-11-30T12:00:00Z"),
 				snap(t, "future", "2031-01-01T00:00:00Z"),
 			},
@@ -474,9 +474,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "the repeated hour of an autumn change is one clock hour",
-			policy: Policy{Hourly: 2},
+			policy: RetentionPolicy{Hourly: 2},
 			zone:   berlin,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				// 02:30 CEST and 02:30 CET on 2021-10-31, then 03:30 CET.
 				snap(t, "first", "2021-10-31T00:30:00Z"), snap(t, "second", "2021-10-31T01:30:00Z"),
 				snap(t, "later", "2021-10-31T02:30:00Z"),
@@ -485,9 +485,9 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "the missing hour of a spring change leaves no gap in the count",
-			policy: Policy{Hourly: 2},
+			policy: RetentionPolicy{Hourly: 2},
 			zone:   newYork,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				// 00:30 EST, 01:30 EST, then 03:30 EDT on 2021-03-14: 02:00-03:00 does not exist.
 				snap(t, "a", "2021-03-14T05:30:00Z"), snap(t, "b", "2021-03-14T06:30:00Z"),
 				snap(t, "c", "2021-03-14T07:30:00Z"),
@@ -496,16 +496,16 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "every rule gives its reason in a fixed order",
-			policy: Policy{Last: 1, Hourly: 1, Daily: 1, Weekly: 1, Monthly: 1, Yearly: 1, Within: CalendarDuration{Hours: 1}, Tags: []string{"keep"}},
+			policy: RetentionPolicy{Last: 1, Hourly: 1, Daily: 1, Weekly: 1, Monthly: 1, Yearly: 1, Within: CalendarDuration{Hours: 1}, Tags: []string{"keep"}},
 			zone:   time.UTC,
-			snapshots: []Snapshot{
+			snapshots: []RetentionSnapshot{
 				pinned(snap(t, "a", "2021-03-02T12:00:00Z", "keep")),
 			},
 			want: []string{"a:last+hourly+daily+weekly+monthly+yearly+within+tag+pinned+newest"},
 		},
 		{
 			name:      "an empty group has no decisions",
-			policy:    Policy{Last: 1},
+			policy:    RetentionPolicy{Last: 1},
 			zone:      time.UTC,
 			snapshots: nil,
 			want:      nil,
@@ -513,15 +513,15 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			input := slices.Clone(tc.snapshots)
-			decisions, err := Decide(tc.snapshots, tc.policy, tc.zone)
+			decisions, err := DecideRetention(tc.snapshots, tc.policy, tc.zone)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := outcome(decisions); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("Decide:\n got  %v\n want %v", got, tc.want)
+				t.Fatalf("DecideRetention:\n got  %v\n want %v", got, tc.want)
 			}
 			if !reflect.DeepEqual(input, tc.snapshots) {
-				t.Fatalf("Decide changed its input")
+				t.Fatalf("DecideRetention changed its input")
 			}
 			kept := 0
 			for _, d := range decisions {
@@ -540,24 +540,24 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideRefusesWhatItCannotDecide(t *testing.T) {
-	snapshots := []Snapshot{snap(t, "a", "2021-03-01T12:00:00Z")}
+	snapshots := []RetentionSnapshot{snap(t, "a", "2021-03-01T12:00:00Z")}
 	for _, tc := range []struct {
 		name          string
-		policy        Policy
+		policy        RetentionPolicy
 		zone          *time.Location
 		wantInMessage string
 	}{
-		{"a policy that keeps nothing", Policy{}, time.UTC, "keeps nothing"},
-		{"an invalid policy", Policy{Monthly: 500}, time.UTC, "allowed 0 to 120"},
-		{"no zone", Policy{Last: 1}, nil, "needs a time zone"},
+		{"a policy that keeps nothing", RetentionPolicy{}, time.UTC, "keeps nothing"},
+		{"an invalid policy", RetentionPolicy{Monthly: 500}, time.UTC, "allowed 0 to 120"},
+		{"no zone", RetentionPolicy{Last: 1}, nil, "needs a time zone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			decisions, err := Decide(snapshots, tc.policy, tc.zone)
+			decisions, err := DecideRetention(snapshots, tc.policy, tc.zone)
 			if err == nil || !strings.Contains(err.Error(), tc.wantInMessage) || decisions != nil {
-				t.Fatalf("Decide = %v, %v; want no decisions and an error containing %q", decisions, err, tc.wantInMessage)
+				t.Fatalf("DecideRetention = %v, %v; want no decisions and an error containing %q", decisions, err, tc.wantInMessage)
 			}
-			if _, err := DecideGroups(snapshots, DefaultGroupBy, tc.policy, tc.zone); err == nil || !strings.Contains(err.Error(), tc.wantInMessage) {
-				t.Fatalf("DecideGroups = %v; want an error containing %q", err, tc.wantInMessage)
+			if _, err := DecideRetentionGroups(snapshots, DefaultGroupBy, tc.policy, tc.zone); err == nil || !strings.Contains(err.Error(), tc.wantInMessage) {
+				t.Fatalf("DecideRetentionGroups = %v; want an error containing %q", err, tc.wantInMessage)
 			}
 		})
 	}
@@ -602,7 +602,7 @@ func TestParseGroupBy(t *testing.T) {
 
 func TestGroupSnapshots(t *testing.T) {
 	at := mustTime(t, "2021-03-01T12:00:00Z")
-	snapshots := []Snapshot{
+	snapshots := []RetentionSnapshot{
 		{ID: "1", Time: at, Host: "db1", Paths: []string{"/var/lib", "/etc"}, Tags: []string{"nightly"}},
 		{ID: "2", Time: at, Host: "db1", Paths: []string{"/etc", "/var/lib"}},
 		{ID: "3", Time: at, Host: "web", Paths: []string{"/etc", "/var/lib"}, Tags: []string{"nightly"}},
@@ -660,7 +660,7 @@ func TestGroupSnapshots(t *testing.T) {
 }
 
 func TestDecideGroupsDecidesEachGroupOnItsOwn(t *testing.T) {
-	snapshots := []Snapshot{
+	snapshots := []RetentionSnapshot{
 		{ID: "db-old", Time: mustTime(t, "2021-03-01T12:00:00Z"), Host: "db", Paths: []string{"/srv"}},
 		{ID: "db-new", Time: mustTime(t, "2021-03-05T12:00:00Z"), Host: "db", Paths: []string{"/srv"}},
 		// The only snapshot of web is older than both of db's: it is its group's newest.
@@ -668,7 +668,7 @@ func TestDecideGroupsDecidesEachGroupOnItsOwn(t *testing.T) {
 		{ID: "db-etc", Time: mustTime(t, "2019-01-01T12:00:00Z"), Host: "db", Paths: []string{"/etc"}},
 		{ID: "db-etc-new", Time: mustTime(t, "2019-02-01T12:00:00Z"), Host: "db", Paths: []string{"/etc"}},
 	}
-	result, err := DecideGroups(snapshots, DefaultGroupBy, Policy{Last: 1}, time.UTC)
+	result, err := DecideRetentionGroups(snapshots, DefaultGroupBy, RetentionPolicy{Last: 1}, time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -682,6 +682,6 @@ func TestDecideGroupsDecidesEachGroupOnItsOwn(t *testing.T) {
 		`host "web" paths ["/srv"]`: {"web-only:last+newest"},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("DecideGroups = %v, want %v", got, want)
+		t.Fatalf("DecideRetentionGroups = %v, want %v", got, want)
 	}
 }
