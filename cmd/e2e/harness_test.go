@@ -29,6 +29,7 @@ const (
 	exitNoRepository  = 10
 	exitBusy          = 11
 	exitWrongPassword = 12
+	exitInterrupted   = 130
 )
 
 // commandTimeout bounds every run of the binary, so that a hang fails the
