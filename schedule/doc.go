@@ -2,7 +2,8 @@
 // schedule specs ("daily 02:00", "every 6h", "cron */15 9-17 * * mon-fri"),
 // computes their slots in an IANA time zone with fixed rules for daylight
 // saving changes, describes them for humans, counts missed slots, checks a
-// recovery point objective and postpones slots out of maintenance windows;
+// recovery point objective, postpones slots out of maintenance windows and
+// decides which snapshots a retention policy keeps (docs/RETENTION.md);
 // the scheduler's other calculations of time live here too.
 //
 // Everything here is a function of its inputs and of the time it is given.
