@@ -1,9 +1,11 @@
 package restore
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +44,7 @@ type FS interface {
 	// Lsetxattr sets an extended attribute.
 	Lsetxattr(name, attr string, value []byte) error
 	// Chmod sets the permission bits (with setuid, setgid and sticky) of
-	// something that is not a symlink.
+	// something that is not a symlink; a symlink is left as it is.
 	Chmod(name string, mode uint32) error
 	// SetMTime sets the access and modification times to mtime.
 	SetMTime(name string, mtime time.Time) error
@@ -126,9 +128,39 @@ func (OS) Lsetxattr(name, attr string, value []byte) error {
 	return unix.Lsetxattr(name, attr, value, 0)
 }
 
-// Chmod sets the permission bits.
+// Chmod sets the permission bits without following a symlink; a symlink
+// has no mode of its own on Linux, so for one nothing is done. It asks
+// fchmodat2 (Linux 6.6) not to follow; that answers EOPNOTSUPP for a
+// symlink, and so does an older kernel, which lacks it.
 func (OS) Chmod(name string, mode uint32) error {
-	return unix.Fchmodat(unix.AT_FDCWD, name, mode, 0)
+	err := unix.Fchmodat(unix.AT_FDCWD, name, mode, unix.AT_SYMLINK_NOFOLLOW)
+	if err != unix.EOPNOTSUPP {
+		return err
+	}
+	return chmodOpened(name, mode)
+}
+
+// chmodOpened sets the permission bits of what name is when it is opened
+// without following a symlink (O_PATH|O_NOFOLLOW): through
+// /proc/self/fd, which leads to the inode opened whatever the name holds
+// by then. It does nothing to a symlink; without /proc it fails.
+func chmodOpened(name string, mode uint32) error {
+	fd, err := unix.Open(name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil
+	}
+	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode); err != nil {
+		return fmt.Errorf("through /proc/self/fd: %w", err)
+	}
+	return nil
 }
 
 // SetMTime sets the access and modification times without following a

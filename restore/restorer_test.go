@@ -520,3 +520,71 @@ func TestVerifyFindsADifference(t *testing.T) {
 		t.Errorf("verify failures %v, %d verified; want /small only, 3 verified", res.VerifyFailures, res.Verified)
 	}
 }
+
+// A symlink swapped in for an entry just before its mode is set is not
+// followed: what it points to, outside the target, keeps its mode, and
+// the other entries get theirs as usual.
+func TestRestoreChmodDoesNotFollowASwappedSymlink(t *testing.T) {
+	tests := []struct {
+		name string
+		// victim says whether the Chmod of name is the one to swap.
+		victim func(target, name string) bool
+		// swap makes outside (a file or a folder of mode 0700) and puts
+		// a symlink to it at name.
+		swap func(name, outside string) error
+		// kept are the entries whose modes must be restored as usual.
+		kept map[string]os.FileMode
+	}{
+		{
+			"a file's temporary name, to a file outside",
+			func(target, name string) bool { return isTemp(name) && filepath.Dir(name) == target }, // small's
+			func(name, outside string) error {
+				return errors.Join(os.WriteFile(outside, []byte("outside"), 0o700), os.Remove(name), os.Symlink(outside, name))
+			},
+			map[string]os.FileMode{"d": 0o750, "d/f": 0o640},
+		},
+		{
+			"a folder, to a folder outside",
+			func(target, name string) bool { return name == filepath.Join(target, "d") },
+			func(name, outside string) error {
+				return errors.Join(os.Mkdir(outside, 0o700), os.Rename(name, outside+".moved"), os.Symlink(outside, name))
+			},
+			map[string]os.FileMode{"small": 0o640},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBuilder(t)
+			s := b.snapshot(b.dir("d", b.file("/d/f", []byte("in d"))), b.file("/small", []byte("small file")))
+			base := t.TempDir()
+			target, outside := filepath.Join(base, "target"), filepath.Join(base, "outside")
+			var swapped atomic.Bool
+			fsys := &faultFS{hook: func(op, name string, _ int64, _ int) error {
+				if op == "Chmod" && tt.victim(target, name) && swapped.CompareAndSwap(false, true) {
+					if err := tt.swap(name, outside); err != nil {
+						t.Errorf("swap %s for a symlink: %v", name, err)
+					}
+				}
+				return nil
+			}}
+			if _, err := run(t, b, s, restore.Options{Target: target, FS: fsys}); err != nil {
+				t.Fatal(err)
+			}
+			if !swapped.Load() {
+				t.Fatal("no entry was swapped for a symlink")
+			}
+			if fi, err := os.Stat(outside); err != nil {
+				t.Error(err)
+			} else if fi.Mode().Perm() != 0o700 {
+				t.Errorf("outside the target has mode %v, want -rwx------: the symlink was followed", fi.Mode().Perm())
+			}
+			for rel, want := range tt.kept {
+				if fi, err := os.Lstat(filepath.Join(target, rel)); err != nil {
+					t.Error(err)
+				} else if fi.Mode().Perm() != want {
+					t.Errorf("%s has mode %v, want %v", rel, fi.Mode().Perm(), want)
+				}
+			}
+		})
+	}
+}
