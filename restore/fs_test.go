@@ -1,6 +1,8 @@
 package restore
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,4 +85,52 @@ func mode(t *testing.T, p string) uint32 {
 	var st unix.Stat_t
 	mustDo(t, unix.Lstat(p, &st))
 	return st.Mode & 0o7777
+}
+
+// OpenBeneath opens a file below root, and refuses a symlink where the
+// file or a folder on the way should be, and a name that could leave root.
+func TestOpenBeneath(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	mustDo(t, os.MkdirAll(filepath.Join(root, "d", "e"), 0o700))
+	mustDo(t, os.WriteFile(filepath.Join(root, "d", "e", "f"), []byte("f"), 0o600))
+	mustDo(t, os.WriteFile(filepath.Join(base, "outside"), []byte("outside"), 0o600))
+	mustDo(t, os.Symlink(filepath.Join(root, "d"), filepath.Join(root, "dlink")))
+	mustDo(t, os.Symlink(filepath.Join(root, "d", "e", "f"), filepath.Join(root, "d", "flink")))
+	mustDo(t, os.Symlink(root, filepath.Join(base, "rootlink")))
+	tests := []struct {
+		name       string
+		root, file string
+		want       error // nil: the file opens and reads "f"
+	}{
+		{"a file below folders", root, "d/e/f", nil},
+		{"a root that is a symlink", filepath.Join(base, "rootlink"), "d/e/f", nil},
+		{"a symlink as the file", root, "d/flink", unix.ELOOP},
+		{"a symlink as a folder", root, "dlink/e/f", unix.ENOTDIR},
+		{"a parent element", root, "d/../../outside", unix.EINVAL},
+		{"an absolute name", root, "/d/e/f", unix.EINVAL},
+		{"a current-folder element", root, "d/./e/f", unix.EINVAL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := OS{}.OpenBeneath(tt.root, tt.file)
+			if tt.want != nil {
+				if !errors.Is(err, tt.want) {
+					t.Errorf("OpenBeneath returns %v, want %v", err, tt.want)
+				}
+				if f != nil {
+					f.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			data, err := io.ReadAll(f)
+			if err != nil || string(data) != "f" {
+				t.Errorf("read %q (%v), want f", data, err)
+			}
+		})
+	}
 }
