@@ -175,6 +175,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	if opts.Verify {
 		rs.restored = map[string]bool{}
 	}
+	caller := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for i := 0; i < opts.Workers; i++ {
@@ -185,13 +186,14 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	walkErr := rs.walk(ctx, s.Tree, &links)
 	close(rs.parts)
 	rs.fileWG.Wait()
-	// A worker's failure first: it cancels the walk, which then ends with
-	// the cancellation instead of the cause.
+	// A worker's failure cancels the walk, which then ends with the
+	// cancellation: the failure is what is returned, unless the caller
+	// cancelled.
+	if walkErr != nil && (rs.err == nil || caller.Err() != nil) {
+		return nil, walkErr
+	}
 	if rs.err != nil {
 		return nil, rs.err
-	}
-	if walkErr != nil {
-		return nil, walkErr
 	}
 	for _, l := range links {
 		if err := rs.restoreLink(ctx, l); err != nil {
