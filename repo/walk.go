@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 )
 
 // The one tree walker. ls, check, restore and restore --verify walk a
@@ -47,7 +46,8 @@ type WalkOptions struct {
 // handed to.
 type WalkEntry struct {
 	// Path is the entry's path in the snapshot: "/" for the root,
-	// "/a/b" below it. An unsafe name appears quoted ("/a/\"..\"").
+	// "/a/b" below it. An unsafe name appears quoted and uncleaned, as
+	// stored ("/a/\"..\"", "/\"x/../y\"").
 	Path string
 	// Node is the entry; nil for the root.
 	Node *Node
@@ -127,13 +127,13 @@ func (w *walker) tree(ctx context.Context, dir *WalkEntry, id ID, included bool)
 		n := &t.Nodes[i]
 		e = WalkEntry{Node: n}
 		if !ValidName(n.Name) {
-			e.Path, e.Unsafe = path.Join(dir.Path, fmt.Sprintf("%q", n.Name)), true
+			e.Path, e.Unsafe = childPath(dir.Path, fmt.Sprintf("%q", n.Name)), true
 			if err := w.node(&e); err != nil && err != SkipTree {
 				return err
 			}
 			continue
 		}
-		e.Path = path.Join(dir.Path, n.Name)
+		e.Path = childPath(dir.Path, n.Name)
 		selected, descend := w.selected(e.Path, included)
 		if !selected && !(descend && n.Type == NodeDir) {
 			continue
@@ -153,6 +153,17 @@ func (w *walker) tree(ctx context.Context, dir *WalkEntry, id ID, included bool)
 		return w.v.Leave(dir, id)
 	}
 	return nil
+}
+
+// childPath is the path of the entry called name in the folder at dir. It
+// joins without cleaning: a quoted unsafe name keeps every byte ("a/../b"
+// stays "/\"a/../b\"", where path.Join would make it "/b\""), and a valid
+// name has nothing to clean.
+func childPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
 }
 
 func (w *walker) node(e *WalkEntry) error {

@@ -345,3 +345,49 @@ func TestWalkUnsafeNames(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// The path of an unsafe name holds the name exactly as stored, quoted and
+// not cleaned: "a/../b" is shown as it is, not as the "/b\"" path.Join
+// would make of it, wherever the entry is.
+func TestWalkUnsafeNamesAreNotCleaned(t *testing.T) {
+	tests := []struct {
+		name    string
+		crafted string
+		inSub   bool // the entry is in the folder /sub, not in the root
+		want    string
+	}{
+		{"parent in the middle", "a/../b", false, `/"a/../b"`},
+		{"parent at the start", "../b", false, `/"../b"`},
+		{"parent at the end", "a/..", false, `/"a/.."`},
+		{"current folder and doubled slashes", "./a//b/.", false, `/"./a//b/."`},
+		{"parent in the middle, in a sub folder", "a/../b", true, `/sub/"a/../b"`},
+		{"parent of the sub folder", "../../etc", true, `/sub/"../../etc"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := initRepo(t, memory.New())
+			crafted := repo.Node{Name: tt.crafted, Type: repo.NodeFile}
+			var root repo.ID
+			if tt.inSub {
+				sub := saveTree(t, r, &repo.Tree{Nodes: []repo.Node{crafted}})
+				root = saveTree(t, r, &repo.Tree{Nodes: []repo.Node{{Name: "sub", Type: repo.NodeDir, Subtree: &sub}}})
+			} else {
+				root = saveTree(t, r, &repo.Tree{Nodes: []repo.Node{crafted}})
+			}
+			flush(t, r)
+			var unsafe []string
+			err := r.Walk(context.Background(), root, repo.WalkOptions{}, repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
+				if e.Unsafe {
+					unsafe = append(unsafe, e.Path)
+				}
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{tt.want}; !reflect.DeepEqual(unsafe, want) {
+				t.Errorf("unsafe entries at %q, want %q", unsafe, want)
+			}
+		})
+	}
+}

@@ -153,8 +153,9 @@ func linked(n repo.Node, ino uint64, links uint64) repo.Node {
 
 // faultFS is the OS with a hook called before every operation: an error
 // from it is the operation's result. op is the FS method ("Mkdir",
-// "Rename", ...), "WriteAt" for a write to a file being restored (at
-// offset off, n bytes), "Truncate" (to off), "Read" for a read of verify.
+// "Rename", ...) or "Open" for OpenBeneath (name is root/name), "WriteAt"
+// for a write to a file being restored (at offset off, n bytes),
+// "Truncate" (to off), "Read" for a read of verify.
 type faultFS struct {
 	restore.OS
 	hook hook
@@ -196,15 +197,16 @@ func (f *faultFS) OpenDirect(name string, file restore.File) restore.File {
 	return &faultFile{File: d, fs: f, name: name}
 }
 
-func (f *faultFS) Open(name string) (restore.ReadFile, error) {
-	if err := f.fault("Open", name, 0, 0); err != nil {
+func (f *faultFS) OpenBeneath(root, name string) (restore.ReadFile, error) {
+	full := filepath.Join(root, name)
+	if err := f.fault("Open", full, 0, 0); err != nil {
 		return nil, err
 	}
-	file, err := f.OS.Open(name)
+	file, err := f.OS.OpenBeneath(root, name)
 	if err != nil {
 		return nil, err
 	}
-	return &faultReader{ReadFile: file, fs: f, name: name}, nil
+	return &faultReader{ReadFile: file, fs: f, name: full}, nil
 }
 
 func (f *faultFS) Rename(oldname, newname string) error {

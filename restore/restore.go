@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -74,10 +75,14 @@ type restorer struct {
 	linkFirst map[inode]bool
 	placed    map[inode]placedFile
 	dirs      []dirMeta // folders whose metadata is set last, deepest first
-	fileWG    sync.WaitGroup
-	parts     chan filePart
-	errOnce   sync.Once
-	err       error
+	// restored holds the snapshot paths of the folders the restore made
+	// or found and of the files it put in place: what verify reads back.
+	// Nil without Verify.
+	restored map[string]bool
+	fileWG   sync.WaitGroup
+	parts    chan filePart
+	errOnce  sync.Once
+	err      error
 }
 
 type restoreFile struct {
@@ -167,6 +172,10 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		parts:     make(chan filePart, opts.Workers*4),
 	}
 	rs.result.OwnershipKept = rs.asRoot
+	if opts.Verify {
+		rs.restored = map[string]bool{}
+	}
+	caller := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for i := 0; i < opts.Workers; i++ {
@@ -177,7 +186,10 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	walkErr := rs.walk(ctx, s.Tree, &links)
 	close(rs.parts)
 	rs.fileWG.Wait()
-	if walkErr != nil {
+	// A worker's failure cancels the walk, which then ends with the
+	// cancellation: the failure is what is returned, unless the caller
+	// cancelled.
+	if walkErr != nil && (rs.err == nil || caller.Err() != nil) {
 		return nil, walkErr
 	}
 	if rs.err != nil {
@@ -208,6 +220,17 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 func (rs *restorer) skip(p, reason string) {
 	rs.mu.Lock()
 	rs.result.Skipped = append(rs.result.Skipped, repo.Skip{Path: p, Reason: reason})
+	rs.mu.Unlock()
+}
+
+// markRestored records that the entry at snapshot path p is in place, for
+// verify.
+func (rs *restorer) markRestored(p string) {
+	if rs.restored == nil {
+		return
+	}
+	rs.mu.Lock()
+	rs.restored[p] = true
 	rs.mu.Unlock()
 }
 
@@ -248,6 +271,7 @@ func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink)
 					rs.skip(e.Path, err.Error())
 					return repo.SkipTree
 				}
+				rs.markRestored(e.Path)
 				if node.Subtree == nil {
 					rs.skip(e.Path, "folder without content in the snapshot")
 				}
@@ -524,6 +548,7 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	rs.result.Files++
 	rs.result.Bytes += written
 	rs.mu.Unlock()
+	rs.markRestored(f.shown)
 	if f.node.Links > 1 {
 		rs.recordPlaced(f.restoreFile)
 	}
@@ -603,6 +628,7 @@ func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
 		rs.mu.Lock()
 		rs.result.Files++
 		rs.mu.Unlock()
+		rs.markRestored(l.shown)
 		return nil
 	}
 	err := rs.restoreWhole(ctx, restoreFile{node: l.node, target: l.target, shown: l.shown})
@@ -687,19 +713,26 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	return nil
 }
 
-// verify reads back every restored file and compares it, blob by blob,
-// with the IDs in the snapshot.
+// verify reads back every file the restore put in place and compares it,
+// blob by blob, with the IDs in the snapshot, which the walker gives. It
+// goes into no folder the restore did not make (one it refused, such as a
+// symlink in the way, holds nothing it restored) and reads through no
+// symlink in the target (FS.OpenBeneath).
 func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 	var failures []repo.Skip
-	skipped := map[string]bool{} // not restored: nothing to verify
-	for _, s := range rs.result.Skipped {
-		skipped[s.Path] = true
-	}
 	err := rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
-		if e.Unsafe || e.Node.Type != repo.NodeFile || skipped[e.Path] {
+		switch {
+		case e.Unsafe:
+			return nil // never restored; its quoted path may look like a real one
+		case !rs.restored[e.Path]:
+			if e.Node.Type == repo.NodeDir {
+				return repo.SkipTree
+			}
+			return nil
+		case e.Node.Type != repo.NodeFile:
 			return nil
 		}
-		if err := rs.verifyFile(rs.targetOf(e.Path), e.Node); err != nil {
+		if err := rs.verifyFile(e.Path, e.Node); err != nil {
 			failures = append(failures, repo.Skip{Path: e.Path, Reason: err.Error()})
 			return nil
 		}
@@ -716,8 +749,9 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 	return nil
 }
 
-func (rs *restorer) verifyFile(target string, node *repo.Node) error {
-	f, err := rs.fs.Open(target)
+// verifyFile compares the restored file at snapshot path p with node.
+func (rs *restorer) verifyFile(p string, node *repo.Node) error {
+	f, err := rs.fs.OpenBeneath(rs.root, strings.TrimPrefix(p, "/"))
 	if err != nil {
 		return err
 	}

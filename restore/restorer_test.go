@@ -343,7 +343,9 @@ func damageBlob(b *builder, id repo.ID) {
 
 // Nothing is written outside the target: not through a symlink in the
 // target where a folder or a file goes, not through names in a crafted
-// snapshot.
+// snapshot. Verify reads back only what was restored: not the files of a
+// folder that was refused, even where the symlink in its way leads to the
+// snapshot's very content.
 func TestRestoreStaysInsideTheTarget(t *testing.T) {
 	b := newBuilder(t)
 	sub := b.dir("sub", b.file("/sub/x", []byte("x")))
@@ -364,6 +366,13 @@ func TestRestoreStaysInsideTheTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "file"), []byte("precious"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// What the snapshot holds at /sub/x, to the nanosecond of its mtime.
+	if err := os.WriteFile(filepath.Join(outside, "x"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(outside, "x"), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
 	target := filepath.Join(base, "target")
 	if err := os.Mkdir(target, 0o700); err != nil {
 		t.Fatal(err)
@@ -374,25 +383,39 @@ func TestRestoreStaysInsideTheTarget(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "file"), filepath.Join(target, "file")); err != nil {
 		t.Fatal(err)
 	}
-	for _, overwrite := range []bool{false, true} {
-		res, err := run(t, b, s, restore.Options{Target: target, Overwrite: overwrite})
+	// In this order: the restores with overwrite replace the symlink at
+	// /file.
+	for _, c := range []struct {
+		name              string
+		overwrite, verify bool
+	}{
+		{"keep", false, false},
+		{"keep and verify", false, true},
+		{"overwrite", true, false},
+		{"overwrite and verify", true, true},
+	} {
+		overwrite := c.overwrite
+		res, err := run(t, b, s, restore.Options{Target: target, Overwrite: overwrite, Verify: c.verify})
 		if err != nil {
-			t.Fatal(err)
+			if res != nil {
+				t.Errorf("%s: verify failures %v", c.name, res.VerifyFailures)
+			}
+			t.Fatalf("%s: %v", c.name, err)
 		}
 		for p, want := range map[string]string{
 			`/"../escaped"`: "unsafe name", `/".."`: "unsafe name", `/"a/b"`: "unsafe name",
 			"/sub": "a symlink is in the way of a folder: not followed",
 		} {
 			if r := skipReason(res, p); !strings.Contains(r, want) {
-				t.Errorf("overwrite %v: %s skipped with %q, want %q", overwrite, p, r, want)
+				t.Errorf("%s: %s skipped with %q, want %q", c.name, p, r, want)
 			}
 		}
-		wantOutside := map[string]string{"file": "precious"}
+		wantOutside := map[string]string{"file": "precious", "x": "x"}
 		if got := tree(t, outside); !reflect.DeepEqual(got, wantOutside) {
-			t.Errorf("overwrite %v: outside the target is now %q, want %q", overwrite, got, wantOutside)
+			t.Errorf("%s: outside the target is now %q, want %q", c.name, got, wantOutside)
 		}
 		if got := tree(t, base); got["escaped"] != "" || got["a"] != "" {
-			t.Errorf("overwrite %v: a crafted name wrote beside the target: %q", overwrite, got)
+			t.Errorf("%s: a crafted name wrote beside the target: %q", c.name, got)
 		}
 		link, _ := os.Readlink(filepath.Join(target, "file"))
 		if overwrite {
@@ -402,6 +425,9 @@ func TestRestoreStaysInsideTheTarget(t *testing.T) {
 			sameContent(t, b, target, "file")
 		} else if link == "" || !strings.Contains(skipReason(res, "/file"), "exists") {
 			t.Errorf("without --overwrite the symlink at /file is replaced or not reported (%v)", res.Skipped)
+		}
+		if c.verify && res.Verified != res.Files {
+			t.Errorf("%s: verified %d files, restored %d", c.name, res.Verified, res.Files)
 		}
 		noTemps(t, target)
 	}
@@ -518,5 +544,144 @@ func TestVerifyFindsADifference(t *testing.T) {
 	}
 	if len(res.VerifyFailures) != 1 || res.VerifyFailures[0].Path != "/small" || res.Verified != 3 {
 		t.Errorf("verify failures %v, %d verified; want /small only, 3 verified", res.VerifyFailures, res.Verified)
+	}
+}
+
+// A symlink swapped in for an entry just before its mode is set is not
+// followed: what it points to, outside the target, keeps its mode, and
+// the other entries get theirs as usual.
+func TestRestoreChmodDoesNotFollowASwappedSymlink(t *testing.T) {
+	tests := []struct {
+		name string
+		// victim says whether the Chmod of name is the one to swap.
+		victim func(target, name string) bool
+		// swap makes outside (a file or a folder of mode 0700) and puts
+		// a symlink to it at name.
+		swap func(name, outside string) error
+		// kept are the entries whose modes must be restored as usual.
+		kept map[string]os.FileMode
+	}{
+		{
+			"a file's temporary name, to a file outside",
+			func(target, name string) bool { return isTemp(name) && filepath.Dir(name) == target }, // small's
+			func(name, outside string) error {
+				return errors.Join(os.WriteFile(outside, []byte("outside"), 0o700), os.Remove(name), os.Symlink(outside, name))
+			},
+			map[string]os.FileMode{"d": 0o750, "d/f": 0o640},
+		},
+		{
+			"a folder, to a folder outside",
+			func(target, name string) bool { return name == filepath.Join(target, "d") },
+			func(name, outside string) error {
+				return errors.Join(os.Mkdir(outside, 0o700), os.Rename(name, outside+".moved"), os.Symlink(outside, name))
+			},
+			map[string]os.FileMode{"small": 0o640},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBuilder(t)
+			s := b.snapshot(b.dir("d", b.file("/d/f", []byte("in d"))), b.file("/small", []byte("small file")))
+			base := t.TempDir()
+			target, outside := filepath.Join(base, "target"), filepath.Join(base, "outside")
+			var swapped atomic.Bool
+			fsys := &faultFS{hook: func(op, name string, _ int64, _ int) error {
+				if op == "Chmod" && tt.victim(target, name) && swapped.CompareAndSwap(false, true) {
+					if err := tt.swap(name, outside); err != nil {
+						t.Errorf("swap %s for a symlink: %v", name, err)
+					}
+				}
+				return nil
+			}}
+			if _, err := run(t, b, s, restore.Options{Target: target, FS: fsys}); err != nil {
+				t.Fatal(err)
+			}
+			if !swapped.Load() {
+				t.Fatal("no entry was swapped for a symlink")
+			}
+			if fi, err := os.Stat(outside); err != nil {
+				t.Error(err)
+			} else if fi.Mode().Perm() != 0o700 {
+				t.Errorf("outside the target has mode %v, want -rwx------: the symlink was followed", fi.Mode().Perm())
+			}
+			for rel, want := range tt.kept {
+				if fi, err := os.Lstat(filepath.Join(target, rel)); err != nil {
+					t.Error(err)
+				} else if fi.Mode().Perm() != want {
+					t.Errorf("%s has mode %v, want %v", rel, fi.Mode().Perm(), want)
+				}
+			}
+		})
+	}
+}
+
+// Verify reads no file through a symlink in the target: a folder the
+// restore made, swapped for a symlink to a copy of itself just before it
+// is read back, makes its files fail verify instead of passing.
+func TestVerifyDoesNotReadThroughASymlink(t *testing.T) {
+	b := newBuilder(t)
+	s := sample(b)
+	base := t.TempDir()
+	target, moved := filepath.Join(base, "target"), filepath.Join(base, "moved")
+	d := filepath.Join(target, "d")
+	var swapped atomic.Bool
+	fsys := &faultFS{hook: func(op, name string, _ int64, _ int) error {
+		if op == "Open" && filepath.Dir(name) == d && swapped.CompareAndSwap(false, true) {
+			if err := errors.Join(os.Rename(d, moved), os.Symlink(moved, d)); err != nil {
+				t.Errorf("swap %s for a symlink: %v", d, err)
+			}
+		}
+		return nil
+	}}
+	res, err := run(t, b, s, restore.Options{Target: target, Verify: true, FS: fsys})
+	if !errors.Is(err, restore.ErrVerifyFailed) {
+		t.Fatalf("restore returns %v, want ErrVerifyFailed", err)
+	}
+	var failed []string
+	for _, f := range res.VerifyFailures {
+		failed = append(failed, f.Path)
+	}
+	if want := []string{"/d/f", "/d/g"}; !reflect.DeepEqual(failed, want) || res.Verified != 2 {
+		t.Errorf("verify failures %v, %d verified; want %q, 2 verified (big and small)", res.VerifyFailures, res.Verified, want)
+	}
+}
+
+// failingRepo fails the load of one blob; its walk waits, at the entry
+// hold, until the restore is cancelled.
+type failingRepo struct {
+	*repo.Repository
+	fail repo.ID
+	hold string
+}
+
+var errLoad = errors.New("injected load failure")
+
+func (r *failingRepo) LoadBlobTo(ctx context.Context, id repo.ID, buf *repo.BlobBuffer) ([]byte, error) {
+	if id == r.fail {
+		return nil, errLoad
+	}
+	return r.Repository.LoadBlobTo(ctx, id, buf)
+}
+
+func (r *failingRepo) Walk(ctx context.Context, root repo.ID, opts repo.WalkOptions, v repo.WalkVisitor) error {
+	node := v.Node
+	v.Node = func(e *repo.WalkEntry) error {
+		if e.Path == r.hold {
+			<-ctx.Done()
+		}
+		return node(e)
+	}
+	return r.Repository.Walk(ctx, root, opts, v)
+}
+
+// A failure a file worker meets is what the restore returns, not the
+// cancellation of the walk that it causes.
+func TestRestoreReturnsTheWorkersFailure(t *testing.T) {
+	b := newBuilder(t)
+	s := b.snapshot(b.file("/a", []byte("fails to load")), b.file("/z", []byte("queued after the failure")))
+	r := &failingRepo{Repository: b.r, fail: b.r.BlobID([]byte("fails to load")), hold: "/z"}
+	_, err := restore.Run(context.Background(), r, s, restore.Options{Target: t.TempDir()})
+	if !errors.Is(err, errLoad) {
+		t.Errorf("restore returns %v, want the failure to load /a", err)
 	}
 }

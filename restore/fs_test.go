@@ -1,0 +1,136 @@
+package restore
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Chmod sets the mode of what is at a name and never that of what a
+// symlink there points to, both as the program does it (fchmodat2 where
+// the kernel has it) and as it does on a kernel without fchmodat2
+// (chmodOpened).
+func TestChmodDoesNotFollowASymlink(t *testing.T) {
+	chmods := []struct {
+		name  string
+		chmod func(name string, mode uint32) error
+	}{
+		{"OS.Chmod", OS{}.Chmod},
+		{"without fchmodat2", chmodOpened},
+	}
+	tests := []struct {
+		name string
+		// make puts an entry at p; a symlink points to pointee.
+		make func(t *testing.T, p, pointee string)
+		// pointee says that p is a symlink: what it points to must keep
+		// its mode 0600.
+		pointee bool
+	}{
+		{"a file", func(t *testing.T, p, _ string) { mustWrite(t, p) }, false},
+		{"a folder", func(t *testing.T, p, _ string) { mustDo(t, os.Mkdir(p, 0o600)) }, false},
+		{"a FIFO", func(t *testing.T, p, _ string) { mustDo(t, unix.Mkfifo(p, 0o600)) }, false},
+		{"a symlink to a file", func(t *testing.T, p, pointee string) {
+			mustWrite(t, pointee)
+			mustDo(t, os.Symlink(pointee, p))
+		}, true},
+		{"a symlink to a folder", func(t *testing.T, p, pointee string) {
+			mustDo(t, os.Mkdir(pointee, 0o600))
+			mustDo(t, os.Symlink(pointee, p))
+		}, true},
+	}
+	for _, c := range chmods {
+		for _, tt := range tests {
+			t.Run(c.name+"/"+tt.name, func(t *testing.T) {
+				dir := t.TempDir()
+				p, pointee := filepath.Join(dir, "entry"), filepath.Join(dir, "pointee")
+				tt.make(t, p, pointee)
+				if err := c.chmod(p, 0o4751); err != nil {
+					t.Fatalf("chmod: %v", err)
+				}
+				if tt.pointee {
+					if got := mode(t, pointee); got != 0o600 {
+						t.Errorf("what the symlink points to has mode %o, want 600: the symlink was followed", got)
+					}
+					return
+				}
+				if got := mode(t, p); got != 0o4751 {
+					t.Errorf("mode %o, want 4751", got)
+				}
+			})
+		}
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustWrite makes a file of mode 0600 (whatever the umask) at p.
+func mustWrite(t *testing.T, p string) {
+	t.Helper()
+	mustDo(t, os.WriteFile(p, []byte("content"), 0o600))
+	mustDo(t, os.Chmod(p, 0o600))
+}
+
+// mode returns the permission, setuid, setgid and sticky bits of p.
+func mode(t *testing.T, p string) uint32 {
+	t.Helper()
+	var st unix.Stat_t
+	mustDo(t, unix.Lstat(p, &st))
+	return st.Mode & 0o7777
+}
+
+// OpenBeneath opens a file below root, and refuses a symlink where the
+// file or a folder on the way should be, and a name that could leave root.
+func TestOpenBeneath(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	mustDo(t, os.MkdirAll(filepath.Join(root, "d", "e"), 0o700))
+	mustDo(t, os.WriteFile(filepath.Join(root, "d", "e", "f"), []byte("f"), 0o600))
+	mustDo(t, os.WriteFile(filepath.Join(base, "outside"), []byte("outside"), 0o600))
+	mustDo(t, os.Symlink(filepath.Join(root, "d"), filepath.Join(root, "dlink")))
+	mustDo(t, os.Symlink(filepath.Join(root, "d", "e", "f"), filepath.Join(root, "d", "flink")))
+	mustDo(t, os.Symlink(root, filepath.Join(base, "rootlink")))
+	tests := []struct {
+		name       string
+		root, file string
+		want       error // nil: the file opens and reads "f"
+	}{
+		{"a file below folders", root, "d/e/f", nil},
+		{"a root that is a symlink", filepath.Join(base, "rootlink"), "d/e/f", nil},
+		{"a symlink as the file", root, "d/flink", unix.ELOOP},
+		{"a symlink as a folder", root, "dlink/e/f", unix.ENOTDIR},
+		{"a parent element", root, "d/../../outside", unix.EINVAL},
+		{"an absolute name", root, "/d/e/f", unix.EINVAL},
+		{"a current-folder element", root, "d/./e/f", unix.EINVAL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := OS{}.OpenBeneath(tt.root, tt.file)
+			if tt.want != nil {
+				if !errors.Is(err, tt.want) {
+					t.Errorf("OpenBeneath returns %v, want %v", err, tt.want)
+				}
+				if f != nil {
+					f.Close()
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			data, err := io.ReadAll(f)
+			if err != nil || string(data) != "f" {
+				t.Errorf("read %q (%v), want f", data, err)
+			}
+		})
+	}
+}
