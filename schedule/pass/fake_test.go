@@ -88,10 +88,13 @@ func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dea
 		}
 		if next := retry(*r); next != nil {
 			queued, err := s.queue(*next)
-			if err != nil {
+			switch {
+			case errors.Is(err, errJobRemoved):
+			case err != nil:
 				return nil, nil, err
+			default:
+				retries = append(retries, queued)
 			}
-			retries = append(retries, queued)
 		}
 	}
 	return out, retries, nil
@@ -257,19 +260,30 @@ func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run
 	r.Figures, r.Snapshots, r.HeldReason = run.Figures, run.Snapshots, ""
 	if next != nil {
 		queued, err := s.queue(*next)
-		if err != nil {
+		switch {
+		case errors.Is(err, errJobRemoved):
+			// Recorded, with no next run: next.ID stays 0.
+		case err != nil:
 			return false, err
+		default:
+			*next = queued
 		}
-		*next = queued
 	}
 	return true, nil
 }
 
-// queue stores a new queued run, keeping one active run per job.
+// errJobRemoved: a job removed from the configuration gets no new runs.
+var errJobRemoved = errors.New("job was removed from the configuration")
+
+// queue stores a new queued run, keeping one active run per job and
+// refusing a removed job.
 func (s *fakeStore) queue(r Run) (Run, error) {
 	j, ok := s.jobs[r.Job]
 	if !ok {
 		return Run{}, ErrUnknownJob
+	}
+	if j.deleted {
+		return Run{}, errJobRemoved
 	}
 	if s.active(r.Job) != nil {
 		return Run{}, ErrActive
