@@ -182,6 +182,7 @@ func TestObserversHearReclaimsAndClaims(t *testing.T) {
 type logRecorder struct {
 	mu       sync.Mutex
 	messages []string
+	errors   []string                 // the messages logged at level error
 	waiting  map[string]chan struct{} // by message, until it is logged
 }
 
@@ -206,6 +207,9 @@ func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.messages = append(l.messages, r.Message)
+	if r.Level >= slog.LevelError {
+		l.errors = append(l.errors, r.Message)
+	}
 	if c, ok := l.waiting[r.Message]; ok {
 		close(c)
 		delete(l.waiting, r.Message)
@@ -434,6 +438,71 @@ func TestRunEventsTellOneEnd(t *testing.T) {
 			}
 			if got := rec.seen(); !slices.Equal(got, c.want) {
 				t.Errorf("events %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// errorsLogged returns the messages logged at level error.
+func (l *logRecorder) errorsLogged() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errors)
+}
+
+// A run the pass gives up is logged once, as an error, whichever way it
+// was lost, and told to the observers once.
+func TestLostRunsAreLoggedOnce(t *testing.T) {
+	cases := []struct {
+		name   string
+		setUp  func(t *testing.T, f *fixture)
+		reason string
+	}{
+		{"taken away while running", func(t *testing.T, f *fixture) {
+			f.exec.do = func(ctx context.Context, _ JobDef, run Run) (Result, error) {
+				f.store.reclaimNow(run.ID, at(2*h))
+				waitDone(t, ctx)
+				return Result{}, nil
+			}
+		}, LostReclaimed},
+		{"heartbeats not recorded", func(t *testing.T, f *fixture) {
+			f.pass.Heartbeat, f.pass.StaleAfter = 5*time.Millisecond, 60*time.Millisecond
+			f.store.mu.Lock()
+			f.store.beatErr = errors.New("database is locked")
+			f.store.mu.Unlock()
+			f.exec.do = func(ctx context.Context, _ JobDef, _ Run) (Result, error) {
+				waitDone(t, ctx)
+				return Result{}, nil
+			}
+		}, LostNoHeartbeat},
+		{"taken away before its result was written", func(t *testing.T, f *fixture) {
+			f.pass.Heartbeat, f.pass.StaleAfter = time.Hour, 3*time.Hour // no heartbeat sees it
+			f.exec.do = func(_ context.Context, _ JobDef, run Run) (Result, error) {
+				f.store.reclaimNow(run.ID, at(2*h))
+				return Result{}, nil
+			}
+		}, LostBeforeRecorded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, manual(t, "daten"))
+			f.run(at(0))
+			rec := &recordingObserver{}
+			f.pass.Observers = []Observer{rec.observer()}
+			logs := newLogRecorder()
+			f.pass.Logger = slog.New(logs)
+			c.setUp(t, f)
+			f.queued("daten", "normal", at(h))
+			sum := f.run(at(h))
+			if len(sum.Lost) != 1 || sum.Lost[0].Reason != c.reason {
+				t.Errorf("summary lost %+v, want the run with reason %q", sum.Lost, c.reason)
+			}
+			if got := logs.errorsLogged(); len(got) != 1 {
+				t.Errorf("the lost run was logged %d times as an error, want once: %q", len(got), got)
+			}
+			want := []string{"started daten", "lost daten: " + c.reason}
+			if got := rec.seen(); !slices.Equal(got, want) {
+				t.Errorf("events %q, want %q", got, want)
 			}
 		})
 	}
