@@ -297,7 +297,8 @@ var ended = map[string]bool{
 // Message, Figures (with their Counters) and Snapshots, and queues next (nil: none) in the same
 // transaction. It reports false, changing nothing, when the run is not
 // running under owner. The schema refuses a succeeded run with skipped
-// files and a failed run without a class. A removed job gets no next run.
+// files and a failed run without a class. A removed job gets no next run
+// (next is left as it was, its ID 0).
 func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.Run) (bool, error) {
 	if !ended[run.Status] {
 		return false, fmt.Errorf("finish run %d: status %q is not an end state", run.ID, run.Status)

@@ -32,15 +32,21 @@ type outcome struct {
 }
 
 // execute runs the started runs concurrently and records their results.
-// It returns when they have all ended, or ShutdownWait after ctx ends.
+// It returns when they have all ended, or ShutdownWait after ctx ends. Each
+// run's events reach the observers through its runEvents; a run still
+// executing when the pass stops waiting is reported lost before execute
+// returns, and none of its later events reaches an observer.
 func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 	if len(sum.Started) == 0 {
 		return nil
 	}
 	outcomes := make(chan outcome, len(sum.Started)) // never blocks a run
+	events := map[int64]*runEvents{}
 	var wg sync.WaitGroup
 	for _, r := range sum.Started {
-		wg.Go(func() { outcomes <- p.runOne(ctx, r) })
+		ev := p.startEvents(r)
+		events[r.ID] = ev
+		wg.Go(func() { outcomes <- p.runOne(ctx, r, ev) })
 	}
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
@@ -58,33 +64,45 @@ func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 
 	ended := map[int64]bool{}
 	var errs []error
+	take := func(o outcome) {
+		ended[o.run.ID] = true
+		switch {
+		case o.err != nil:
+			errs = append(errs, o.err)
+			sum.Warnings = append(sum.Warnings, o.err.Error())
+		case o.lost != "":
+			sum.Lost = append(sum.Lost, LostRun{Run: o.run, Reason: o.lost})
+		default:
+			sum.Finished = append(sum.Finished, o.run)
+			if o.next != nil {
+				sum.Requeued = append(sum.Requeued, *o.next)
+			}
+		}
+	}
 	for done := false; !done; {
 		select {
 		case o := <-outcomes:
-			ended[o.run.ID] = true
-			switch {
-			case o.err != nil:
-				errs = append(errs, o.err)
-				sum.Warnings = append(sum.Warnings, o.err.Error())
-			case o.lost != "":
-				sum.Lost = append(sum.Lost, LostRun{Run: o.run, Reason: o.lost})
-			default:
-				sum.Finished = append(sum.Finished, o.run)
-				if o.next != nil {
-					sum.Requeued = append(sum.Requeued, *o.next)
-				}
-			}
+			take(o)
 		default:
 			done = true
 		}
 	}
 	for _, r := range sum.Started {
-		if !ended[r.ID] {
-			msg := fmt.Sprintf("run %d of job %s did not stop within %s of the shutdown: it is left to orphan reclaim", r.ID, r.Job, p.shutdownWait())
-			p.log().Warn(msg)
-			sum.Warnings = append(sum.Warnings, msg)
-			sum.Abandoned = append(sum.Abandoned, r)
+		if ended[r.ID] {
+			continue
 		}
+		if !events[r.ID].abandon() {
+			// It ended just now and its observers were told: its
+			// outcome follows at once.
+			for !ended[r.ID] {
+				take(<-outcomes)
+			}
+			continue
+		}
+		msg := fmt.Sprintf("run %d of job %s did not stop within %s of the shutdown: it is left to orphan reclaim", r.ID, r.Job, p.shutdownWait())
+		p.log().Warn(msg)
+		sum.Warnings = append(sum.Warnings, msg)
+		sum.Abandoned = append(sum.Abandoned, r)
 	}
 	byID := func(a, b Run) int { return cmp.Compare(a.ID, b.ID) }
 	slices.SortFunc(sum.Finished, byID)
@@ -94,8 +112,8 @@ func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 }
 
 // runOne executes one run with its heartbeat and records its result,
-// telling the observers as it goes.
-func (p *Pass) runOne(ctx context.Context, run Run) outcome {
+// telling the observers through ev as it goes.
+func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 	def, _ := p.def(run.Job) // admission only starts runs of known jobs
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -107,17 +125,14 @@ func (p *Pass) runOne(ctx context.Context, run Run) outcome {
 		p.beat(runCtx, run, cancel, &cancelled, &lost)
 	}()
 
-	p.log().Info("run started", "run", run.ID, "job", run.Job, "kind", run.Kind, "trigger", run.Trigger, "attempt", run.Attempt)
-	p.observeStarted(run)
-	progress := &progressReporter{p: p, run: run}
-	res, err := p.executeRun(runCtx, def, run, progress.report)
-	progress.stop()
+	res, err := p.executeRun(runCtx, def, run, ev.progress)
+	ev.executed()
 	cancel()
 	<-beating
 
 	if why := lost.Load(); why != nil {
 		l := LostRun{Run: run, Reason: *why}
-		p.observeLost(l)
+		ev.end("lost", func() { p.observeLost(l) })
 		return outcome{run: run, lost: l.Reason}
 	}
 	final, next := p.result(run, res, err, cancelled.Load(), ctx.Err() != nil)
@@ -127,19 +142,32 @@ func (p *Pass) runOne(ctx context.Context, run Run) outcome {
 	ok, ferr := p.finish(wctx, final, run.Owner, next)
 	switch {
 	case ferr != nil:
+		l := LostRun{Run: run, Reason: LostNotRecorded}
+		ev.end("lost", func() { p.observeLost(l) })
 		return outcome{run: run, err: fmt.Errorf("record run %d of job %s: %w", run.ID, run.Job, ferr)}
 	case !ok:
 		l := LostRun{Run: run, Reason: LostBeforeRecorded}
-		p.observeLost(l)
+		p.logLost(l)
+		ev.end("lost", func() { p.observeLost(l) })
 		return outcome{run: run, lost: l.Reason}
 	}
 	p.log().Info("run ended", "run", final.ID, "job", final.Job, "kind", final.Kind, "status", final.Status,
 		"class", final.ErrorClass, "code", final.ErrorCode, "message", final.Message)
-	p.observeFinished(final)
-	if next != nil {
+	switch {
+	case next == nil:
+	case next.ID == 0:
+		// The store queues nothing for a job removed from the configuration.
+		p.log().Info("run not queued again: its job was removed from the configuration", "job", next.Job, "trigger", next.Trigger)
+		next = nil
+	default:
 		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
-		p.observeQueued(*next)
 	}
+	ev.end(final.Status, func() {
+		p.observeFinished(final)
+		if next != nil {
+			p.observeQueued(*next)
+		}
+	})
 	return outcome{run: final, next: next}
 }
 
@@ -210,6 +238,7 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 			return
 		case HeartbeatLost:
 			why := LostReclaimed
+			p.logLost(LostRun{Run: run, Reason: why})
 			lost.Store(&why)
 			cancel()
 			return

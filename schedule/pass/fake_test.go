@@ -15,14 +15,15 @@ import (
 // one active run per job, fencing by owner, no succeeded run with skipped
 // objects, no held run without a reason, and no write on a done context.
 type fakeStore struct {
-	mu       sync.Mutex
-	jobs     map[string]*storedJob
-	runs     []*Run // by ID
-	lastID   int64
-	cancels  map[int64]bool   // runs a user asked to cancel
-	finishes map[int64]int    // Finish calls per run
-	beatErr  error            // returned by every Heartbeat while set
-	now      func() time.Time // when a user's cancellation ends a queued run
+	mu        sync.Mutex
+	jobs      map[string]*storedJob
+	runs      []*Run // by ID
+	lastID    int64
+	cancels   map[int64]bool   // runs a user asked to cancel
+	finishes  map[int64]int    // Finish calls per run
+	beatErr   error            // returned by every Heartbeat while set
+	finishErr error            // returned by every Finish while set, nothing written
+	now       func() time.Time // when a user's cancellation ends a queued run
 }
 
 type storedJob struct {
@@ -88,10 +89,13 @@ func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dea
 		}
 		if next := retry(*r); next != nil {
 			queued, err := s.queue(*next)
-			if err != nil {
+			switch {
+			case errors.Is(err, errJobRemoved):
+			case err != nil:
 				return nil, nil, err
+			default:
+				retries = append(retries, queued)
 			}
-			retries = append(retries, queued)
 		}
 	}
 	return out, retries, nil
@@ -240,6 +244,9 @@ func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finishes[run.ID]++
+	if s.finishErr != nil {
+		return false, s.finishErr
+	}
 	r := s.run(run.ID)
 	if r == nil || r.Status != StatusRunning || r.Owner != owner {
 		return false, nil
@@ -257,19 +264,30 @@ func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run
 	r.Figures, r.Snapshots, r.HeldReason = run.Figures, run.Snapshots, ""
 	if next != nil {
 		queued, err := s.queue(*next)
-		if err != nil {
+		switch {
+		case errors.Is(err, errJobRemoved):
+			// Recorded, with no next run: next.ID stays 0.
+		case err != nil:
 			return false, err
+		default:
+			*next = queued
 		}
-		*next = queued
 	}
 	return true, nil
 }
 
-// queue stores a new queued run, keeping one active run per job.
+// errJobRemoved: a job removed from the configuration gets no new runs.
+var errJobRemoved = errors.New("job was removed from the configuration")
+
+// queue stores a new queued run, keeping one active run per job and
+// refusing a removed job.
 func (s *fakeStore) queue(r Run) (Run, error) {
 	j, ok := s.jobs[r.Job]
 	if !ok {
 		return Run{}, ErrUnknownJob
+	}
+	if j.deleted {
+		return Run{}, errJobRemoved
 	}
 	if s.active(r.Job) != nil {
 		return Run{}, ErrActive
@@ -384,6 +402,14 @@ func (s *fakeStore) add(t *testing.T, r Run) Run {
 	s.run(stored.ID).Status = status
 	stored.Status = status
 	return stored
+}
+
+// remove soft-deletes job, as a process that reloads a configuration
+// without it does.
+func (s *fakeStore) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[name].deleted = true
 }
 
 func (s *fakeStore) job(t *testing.T, name string) Job {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recordingObserver writes down every event as a line: "started 3 a".
@@ -172,5 +174,336 @@ func TestObserversHearReclaimsAndClaims(t *testing.T) {
 	s, e := indexOf(t, events, "started hourly"), indexOf(t, events, "finished hourly succeeded")
 	if !(r < retry && retry < q && q < s && s < e) {
 		t.Errorf("events out of the pass's order: %q", events)
+	}
+}
+
+// logRecorder is a slog handler that writes down each message and closes
+// the channel of a message waited for (logged) when it is first logged.
+type logRecorder struct {
+	mu       sync.Mutex
+	messages []string
+	errors   []string                 // the messages logged at level error
+	waiting  map[string]chan struct{} // by message, until it is logged
+}
+
+func newLogRecorder() *logRecorder {
+	return &logRecorder{waiting: map[string]chan struct{}{}}
+}
+
+// logged returns a channel closed when message is next logged.
+func (l *logRecorder) logged(message string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := make(chan struct{})
+	l.waiting[message] = c
+	return c
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.messages = append(l.messages, r.Message)
+	if r.Level >= slog.LevelError {
+		l.errors = append(l.errors, r.Message)
+	}
+	if c, ok := l.waiting[r.Message]; ok {
+		close(c)
+		delete(l.waiting, r.Message)
+	}
+	return nil
+}
+
+// count returns how many times message was logged.
+func (l *logRecorder) count(message string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.messages {
+		if m == message {
+			n++
+		}
+	}
+	return n
+}
+
+// oneEndPerStart fails the test unless every started run in events has
+// exactly one finished or lost event, after it.
+func oneEndPerStart(t *testing.T, events []string) {
+	t.Helper()
+	ends := map[string]int{}
+	for i, e := range events {
+		job, ok := strings.CutPrefix(e, "started ")
+		if !ok {
+			continue
+		}
+		for _, later := range events[i+1:] {
+			if strings.HasPrefix(later, "finished "+job+" ") || strings.HasPrefix(later, "lost "+job+": ") {
+				ends[job]++
+			}
+		}
+		if ends[job] != 1 {
+			t.Errorf("run of %s started with %d finished or lost events after it, want 1: %q", job, ends[job], events)
+		}
+	}
+}
+
+// A run's result queues the next run only for a job still in the
+// configuration: for a job removed while its run executes, the store
+// queues nothing, and the pass neither tells the observers of a queued run
+// nor lists one in the summary, and logs that none was queued.
+func TestObserversHearOnlyRunsThatWereQueued(t *testing.T) {
+	cases := []struct {
+		name       string
+		removed    bool
+		wantEvents []string
+	}{
+		{"a kept job's retry is queued and told", false,
+			[]string{"started daten", "finished daten failed", "queued daten backup retry"}},
+		{"a removed job gets no retry, and none is told", true,
+			[]string{"started daten", "finished daten failed"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, manual(t, "daten"))
+			rec := &recordingObserver{}
+			f.pass.Observers = []Observer{rec.observer()}
+			logs := newLogRecorder()
+			f.pass.Logger = slog.New(logs)
+			f.run(at(0))
+			f.exec.do = func(context.Context, JobDef, Run) (Result, error) {
+				if c.removed {
+					f.store.remove("daten") // serve reloaded a configuration without it
+				}
+				return Result{}, &ClassError{Class: ClassNetwork, Code: "NET", Err: errors.New("link down")}
+			}
+			first := f.queued("daten", "normal", at(h))
+			sum := f.run(at(h))
+
+			if got := rec.seen(); !slices.Equal(got, c.wantEvents) {
+				t.Errorf("events %q, want %q", got, c.wantEvents)
+			}
+			wantRun(t, f.store.get(first.ID), StatusFailed, ClassNetwork, "NET")
+			wantQueued := 1
+			if c.removed {
+				wantQueued = 0
+			}
+			if n := len(f.store.runsOf("daten")) - 1; n != wantQueued {
+				t.Errorf("%d runs queued with the result, want %d", n, wantQueued)
+			}
+			if len(sum.Requeued) != wantQueued {
+				t.Errorf("summary requeued %+v, want %d runs", sum.Requeued, wantQueued)
+			}
+			for _, r := range sum.Requeued {
+				if r.ID == 0 {
+					t.Errorf("summary lists a requeued run that was never queued: %+v", r)
+				}
+			}
+			if n := logs.count("run queued again"); n != wantQueued {
+				t.Errorf("%q logged %d times, want %d", "run queued again", n, wantQueued)
+			}
+			if n := logs.count("run not queued again: its job was removed from the configuration"); n != 1-wantQueued {
+				t.Errorf("the job's removal was logged %d times, want %d", n, 1-wantQueued)
+			}
+		})
+	}
+}
+
+// A run whose result cannot be written is reported lost, with a reason
+// saying so, once: the observers hear Started then Lost, never Finished.
+func TestObserversHearRunsWhoseResultCouldNotBeWritten(t *testing.T) {
+	f := newFixture(t, manual(t, "daten"))
+	rec := &recordingObserver{}
+	f.pass.Observers = []Observer{rec.observer()}
+	f.run(at(0))
+	f.store.mu.Lock()
+	f.store.finishErr = errors.New("disk I/O error")
+	f.store.mu.Unlock()
+	first := f.queued("daten", "normal", at(h))
+	f.clock.Set(at(h))
+	sum, err := f.pass.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Errorf("pass error %v, want the store's", err)
+	}
+	want := []string{"started daten", "lost daten: " + LostNotRecorded}
+	if got := rec.seen(); !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if len(sum.Finished) != 0 || len(sum.Warnings) != 1 {
+		t.Errorf("summary: finished %d, warnings %q; want the failure to record as the one warning", len(sum.Finished), sum.Warnings)
+	}
+	if got := f.store.get(first.ID); got.Status != StatusRunning {
+		t.Errorf("run is %s, want it left running for orphan reclaim", got.Status)
+	}
+}
+
+// A run still executing when the pass stops waiting at shutdown is
+// reported lost before Run returns; what it reports and records after that
+// (it may still end while the process lives) reaches no observer.
+func TestObserversHearNothingAfterRunReturns(t *testing.T) {
+	const lateEnd = "run ended after the pass stopped waiting for it at shutdown: observers are not told"
+	f := newFixture(t, manual(t, "stuck"), manual(t, "quick"))
+	f.pass.ShutdownWait = time.Millisecond // how long does not matter: stuck runs until released
+	rec := &recordingObserver{}
+	f.pass.Observers = []Observer{rec.observer()}
+	logs := newLogRecorder()
+	lateEnded := logs.logged(lateEnd)
+	f.pass.Logger = slog.New(logs)
+	f.run(at(0))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	var stuckDone sync.WaitGroup
+	stuckDone.Add(1)
+	f.pass.Executor = funcExecutor(func(runCtx context.Context, job JobDef, run Run, progress func(Progress)) (Result, error) {
+		if job.Name == "quick" {
+			return Result{}, nil
+		}
+		defer stuckDone.Done()
+		progress(Progress{Current: "source /a", Figures: Figures{Files: 1}})
+		cancel()  // SIGTERM
+		<-release // ignores its context
+		progress(Progress{Current: "too late"})
+		return Result{}, &ClassError{Class: ClassTransient, Err: runCtx.Err()}
+	})
+	stuck := f.queued("stuck", "normal", at(h))
+	f.queued("quick", "normal", at(h))
+	f.clock.Set(at(h))
+	sum, err := f.pass.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atReturn := rec.seen()
+	indexOf(t, atReturn, "progress stuck source /a files=1")
+	if s, l := indexOf(t, atReturn, "started stuck"), indexOf(t, atReturn, "lost stuck: "+LostAbandoned); s > l {
+		t.Errorf("stuck's events out of order: %q", atReturn)
+	}
+	oneEndPerStart(t, atReturn)
+	if len(sum.Abandoned) != 1 || sum.Abandoned[0].ID != stuck.ID {
+		t.Errorf("summary abandoned %+v, want run %d", sum.Abandoned, stuck.ID)
+	}
+
+	close(release)
+	stuckDone.Wait()
+	<-lateEnded // stuck's end was recorded and not passed on
+	if got := rec.seen(); !slices.Equal(got, atReturn) {
+		t.Errorf("events reached the observers after Run returned: %q", got[len(atReturn):])
+	}
+	// The process lived on, so the result was written after all.
+	wantRun(t, f.store.get(stuck.ID), StatusInterrupted, ClassCancelled, CodeInterrupted)
+}
+
+// runEvents passes on one Finished or Lost per run, and no Progress once
+// the executor returned or the run ended; the pass's giving a run up at
+// shutdown and the run's own end exclude each other.
+func TestRunEventsTellOneEnd(t *testing.T) {
+	cases := []struct {
+		name        string
+		steps       func(e *runEvents) bool // reports what abandon returned, if called
+		wantAbandon bool
+		want        []string
+	}{
+		{"an ended run is not abandoned", func(e *runEvents) bool {
+			e.progress(Progress{Current: "/a"})
+			e.executed()
+			e.progress(Progress{Current: "late"})
+			e.end(StatusSucceeded, func() { e.p.observeFinished(Run{Job: "j", Status: StatusSucceeded}) })
+			return e.abandon()
+		}, false, []string{"progress j /a files=0", "finished j succeeded"}},
+		{"an abandoned run tells nothing more", func(e *runEvents) bool {
+			e.progress(Progress{Current: "/a"})
+			abandoned := e.abandon()
+			e.progress(Progress{Current: "late"})
+			e.executed()
+			e.end(StatusSucceeded, func() { e.p.observeFinished(Run{Job: "j", Status: StatusSucceeded}) })
+			return abandoned
+		}, true, []string{"progress j /a files=0", "lost j: " + LostAbandoned}},
+		{"a lost run is not abandoned", func(e *runEvents) bool {
+			e.executed()
+			e.end("lost", func() { e.p.observeLost(LostRun{Run: Run{Job: "j"}, Reason: LostReclaimed}) })
+			return e.abandon()
+		}, false, []string{"lost j: " + LostReclaimed}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := &recordingObserver{}
+			p := &Pass{Observers: []Observer{rec.observer()}}
+			e := &runEvents{p: p, run: Run{Job: "j"}, executing: true}
+			if got := c.steps(e); got != c.wantAbandon {
+				t.Errorf("abandon returned %v, want %v", got, c.wantAbandon)
+			}
+			if got := rec.seen(); !slices.Equal(got, c.want) {
+				t.Errorf("events %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// errorsLogged returns the messages logged at level error.
+func (l *logRecorder) errorsLogged() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errors)
+}
+
+// A run the pass gives up is logged once, as an error, whichever way it
+// was lost, and told to the observers once.
+func TestLostRunsAreLoggedOnce(t *testing.T) {
+	cases := []struct {
+		name   string
+		setUp  func(t *testing.T, f *fixture)
+		reason string
+	}{
+		{"taken away while running", func(t *testing.T, f *fixture) {
+			f.exec.do = func(ctx context.Context, _ JobDef, run Run) (Result, error) {
+				f.store.reclaimNow(run.ID, at(2*h))
+				waitDone(t, ctx)
+				return Result{}, nil
+			}
+		}, LostReclaimed},
+		{"heartbeats not recorded", func(t *testing.T, f *fixture) {
+			f.pass.Heartbeat, f.pass.StaleAfter = 5*time.Millisecond, 60*time.Millisecond
+			f.store.mu.Lock()
+			f.store.beatErr = errors.New("database is locked")
+			f.store.mu.Unlock()
+			f.exec.do = func(ctx context.Context, _ JobDef, _ Run) (Result, error) {
+				waitDone(t, ctx)
+				return Result{}, nil
+			}
+		}, LostNoHeartbeat},
+		{"taken away before its result was written", func(t *testing.T, f *fixture) {
+			f.pass.Heartbeat, f.pass.StaleAfter = time.Hour, 3*time.Hour // no heartbeat sees it
+			f.exec.do = func(_ context.Context, _ JobDef, run Run) (Result, error) {
+				f.store.reclaimNow(run.ID, at(2*h))
+				return Result{}, nil
+			}
+		}, LostBeforeRecorded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, manual(t, "daten"))
+			f.run(at(0))
+			rec := &recordingObserver{}
+			f.pass.Observers = []Observer{rec.observer()}
+			logs := newLogRecorder()
+			f.pass.Logger = slog.New(logs)
+			c.setUp(t, f)
+			f.queued("daten", "normal", at(h))
+			sum := f.run(at(h))
+			if len(sum.Lost) != 1 || sum.Lost[0].Reason != c.reason {
+				t.Errorf("summary lost %+v, want the run with reason %q", sum.Lost, c.reason)
+			}
+			if got := logs.errorsLogged(); len(got) != 1 {
+				t.Errorf("the lost run was logged %d times as an error, want once: %q", len(got), got)
+			}
+			want := []string{"started daten", "lost daten: " + c.reason}
+			if got := rec.seen(); !slices.Equal(got, want) {
+				t.Errorf("events %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -154,7 +154,9 @@ func (p *Pass) NextRun(def JobDef, after time.Time) (time.Time, error) {
 // is queued again as a new run with the same trigger, attempt and slot
 // (an interruption is not a failure, so it uses up no retry), to start
 // after the restart. Runs that do not stop within ShutdownWait are left
-// to orphan reclaim, with a warning. A cancelled pass is not an error.
+// to orphan reclaim, with a warning, and reported to the observers as lost
+// (LostAbandoned) before Run returns; no observer hears of them again. A
+// cancelled pass is not an error.
 func (p *Pass) Run(ctx context.Context) (Summary, error) {
 	var sum Summary
 	if err := p.check(); err != nil {

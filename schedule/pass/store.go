@@ -26,8 +26,9 @@ type Store interface {
 
 	// Reclaim ends every running run whose heartbeat is before staleBefore,
 	// or whose runner dead reports as gone, as failed with class transient
-	// and code ORPHANED, and queues the run retry returns for it (nil: none).
-	// It returns the ended runs and the retries it queued, as stored.
+	// and code ORPHANED, and queues the run retry returns for it (nil: none;
+	// a job removed from the configuration gets none). It returns the ended
+	// runs and the retries it queued, as stored.
 	Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(runner string) bool, retry func(Run) *Run) (reclaimed, retries []Run, err error)
 
 	// ClaimDue hands plan every job that is not paused or deleted, whose
@@ -54,7 +55,9 @@ type Store interface {
 
 	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots)
 	// if owner still holds it, and queues next (nil: none) with it, filling
-	// in next as stored (its ID above all). It reports false, changing
+	// in next as stored (its ID above all). A job removed from the
+	// configuration gets no next run: the end is stored, Finish reports
+	// true and next.ID stays 0. It reports false, changing
 	// nothing, when the run was taken away. An error matching ErrStoreBusy
 	// means that nothing was written and the call may be made again.
 	Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error)

@@ -46,6 +46,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"CancelRun", testCancel},
 		{"FinishRecordsTheResultAndQueuesTheNextRun", testFinish},
 		{"Reclaim", testReclaim},
+		{"ARemovedJobGetsNoNextRunOrRetry", testRemovedJobGetsNoNextRun},
 		{"RunsKeepTheirKind", testKinds},
 	}
 	for _, c := range cases {
@@ -554,6 +555,51 @@ func testReclaim(t *testing.T, s Store) {
 	}
 	if r := mustRun(t, s, runs["fresh"].ID); r.Status != pass.StatusRunning {
 		t.Errorf("fresh run: %s", r.Status)
+	}
+}
+
+// A job removed from the configuration while its runs execute gets no new
+// run: Finish records the result, reports true and leaves next.ID at 0;
+// Reclaim ends the orphan without queueing the retry it was handed.
+func testRemovedJobGetsNoNextRun(t *testing.T, s Store) {
+	ctx := context.Background()
+	syncManual(t, s, map[string][]string{"finished": nil, "orphaned": nil})
+	finished := queue(t, s, "finished", t0)
+	orphaned := queue(t, s, "orphaned", t0)
+	start(t, s, t0, "tok")
+	syncManual(t, s, map[string][]string{}) // both jobs removed while running
+	end := t0.Add(time.Hour)
+
+	fin := pass.Run{ID: finished.ID, Status: pass.StatusFailed, EndedAt: end, ErrorClass: pass.ClassNetwork, Message: "link down"}
+	next := &pass.Run{Job: "finished", JobID: finished.JobID, Trigger: pass.TriggerRetry, Attempt: 2, Status: pass.StatusQueued,
+		ScheduledAt: finished.ScheduledAt, QueuedAt: end, NotBefore: end}
+	if ok, err := s.Finish(ctx, fin, "tok", next); !ok || err != nil {
+		t.Fatalf("finish a run of a removed job: %v, %v; want its result recorded", ok, err)
+	}
+	if next.ID != 0 {
+		t.Errorf("Finish filled in a next run %d for a removed job", next.ID)
+	}
+	if got := mustRun(t, s, finished.ID); got.Status != pass.StatusFailed {
+		t.Errorf("the removed job's run was not recorded: %+v", got)
+	}
+
+	var retried []string
+	reclaimed, retries, err := s.Reclaim(ctx, end, end, nil, func(r pass.Run) *pass.Run {
+		retried = append(retried, r.Job)
+		return &pass.Run{Job: r.Job, JobID: r.JobID, Trigger: pass.TriggerRetry, Attempt: r.Attempt + 1, Status: pass.StatusQueued,
+			ScheduledAt: r.ScheduledAt, QueuedAt: end, NotBefore: end}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids(reclaimed), []int64{orphaned.ID}) {
+		t.Errorf("reclaimed %v, want the removed job's orphan %d", ids(reclaimed), orphaned.ID)
+	}
+	if len(retries) != 0 {
+		t.Errorf("Reclaim queued retries %+v for a removed job (retry asked for %v)", retries, retried)
+	}
+	if queued := admitState(t, s).Queued; len(queued) != 0 {
+		t.Errorf("runs queued for removed jobs: %+v", queued)
 	}
 }
 
