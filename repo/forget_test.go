@@ -327,41 +327,41 @@ func (c *crashing) abandonLocks() {
 }
 
 // A forget that dies at any of its writes leaves a repository that the
-// next forget completes: the result equals that of a forget that was
-// never interrupted, and nothing the policy keeps is lost on the way.
+// next forget completes: once all victims are marked, each is marked or
+// removed at every moment, the next forget removes the marked ones whatever
+// its own plan, and with the same plan the result equals that of a forget
+// that was never interrupted; nothing the policy keeps is lost on the way.
 func TestForgetCompletesAfterACrashAtEveryStep(t *testing.T) {
 	ctx := context.Background()
 	const perGroup, keep = 4, 1
 	plan := repo.ForgetOptions{Plan: keepNewest(keep), GroupKey: byHost}
+	nothing := repo.ForgetOptions{Plan: forgetIDs(), GroupKey: byHost}
 
-	clean := memory.New()
-	if _, err := repoWithSnapshots(t, clean, perGroup).Forget(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
-	want := stateOf(t, clean)
-	kept := want.snapshots
-
-	// Count the writes of an uninterrupted forget.
+	// An uninterrupted forget: its result, its victims and its writes.
 	counter := &crashing{Backend: memory.New()}
 	r := repoWithSnapshots(t, counter, perGroup)
 	counter.mu.Lock()
 	made := counter.n
 	counter.mu.Unlock()
-	if _, err := r.Forget(ctx, plan); err != nil {
+	res, err := r.Forget(ctx, plan)
+	if err != nil {
 		t.Fatal(err)
 	}
 	counter.mu.Lock()
 	writes := counter.n - made
 	counter.mu.Unlock()
-	// Marks, removals of records and of marks, for 3 victims of each group.
-	if wantWrites := 3 * 2 * (perGroup - keep); writes < wantWrites {
-		t.Fatalf("an uninterrupted forget made %d writes, want at least %d", writes, wantWrites)
+	victims := res.Forgotten
+	want := stateOf(t, counter.Backend)
+	// A mark, the removal of the record and of the mark, for each victim.
+	if len(victims) != 2*(perGroup-keep) || writes != 3*len(victims) {
+		t.Fatalf("an uninterrupted forget removed %v in %d writes, want %d victims in 3 writes each", victims, writes, 2*(perGroup-keep))
 	}
 
 	for at := 1; at <= writes; at++ {
 		t.Run(fmt.Sprintf("dies at write %d", at), func(t *testing.T) {
 			mem := memory.New()
 			repoWithSnapshots(t, mem, perGroup)
+			all := stateOf(t, mem).snapshots
 			be := &crashing{Backend: mem}
 			r := openRepo(t, be)
 			be.mu.Lock()
@@ -371,25 +371,48 @@ func TestForgetCompletesAfterACrashAtEveryStep(t *testing.T) {
 				t.Fatalf("forget that dies: %v, want it to fail", err)
 			}
 			mid := stateOf(t, mem)
-			for _, id := range kept {
+			var removed []string
+			for _, id := range all {
+				if !slices.Contains(mid.snapshots, id) {
+					removed = append(removed, id)
+				}
+			}
+			for _, id := range want.snapshots {
 				if !slices.Contains(mid.snapshots, id) {
 					t.Fatalf("after the crash, snapshot %s that the policy keeps is gone: %v", id, mid)
 				}
+			}
+			if at <= len(victims) {
+				if len(removed) != 0 || len(mid.marks) != at-1 {
+					t.Fatalf("died while marking: removed %v, marks %v; want no removal and %d marks", removed, mid.marks, at-1)
+				}
+			} else if covered := slices.Sorted(slices.Values(append(slices.Clone(mid.marks), removed...))); !slices.Equal(slices.Compact(covered), victims) {
+				t.Fatalf("died after marking: marks %v and removed %v, want every victim %v marked or removed", mid.marks, removed, victims)
 			}
 			if len(mid.locks) != 1 {
 				t.Fatalf("the dead forget left locks %v, want its one", mid.locks)
 			}
 			be.abandonLocks()
 
-			res, err := openRepo(t, mem).Forget(ctx, plan)
+			// A forget with a plan of its own completes the marks first.
+			res, err := openRepo(t, mem).Forget(ctx, nothing)
 			if err != nil {
 				t.Fatalf("the next forget: %v", err)
 			}
-			if got := stateOf(t, mem); !sameState(got, want) {
-				t.Errorf("after the next forget: %v, want %v", got, want)
+			after := stateOf(t, mem)
+			wantLeft := slices.DeleteFunc(slices.Clone(mid.snapshots), func(id string) bool { return slices.Contains(mid.marks, id) })
+			if !slices.Equal(after.snapshots, wantLeft) || len(after.marks) != 0 || len(after.locks) != 0 {
+				t.Errorf("after the next forget: %v, want snapshots %v and no marks or locks", after, wantLeft)
 			}
-			if len(mid.marks) > 0 && len(res.Completed) == 0 {
-				t.Errorf("the crash left marks %v, but the next forget reports none completed: %+v", mid.marks, res)
+			if !slices.Equal(res.Completed, mid.marks) {
+				t.Errorf("the next forget completed %v, want the marked %v", res.Completed, mid.marks)
+			}
+			// The same plan again ends where an uninterrupted forget did.
+			if _, err := openRepo(t, mem).Forget(ctx, plan); err != nil {
+				t.Fatal(err)
+			}
+			if got := stateOf(t, mem); !sameState(got, want) {
+				t.Errorf("after the plan ran again: %v, want %v", got, want)
 			}
 		})
 	}
