@@ -427,3 +427,38 @@ func TestForgetCompletesAnInterruptedOne(t *testing.T) {
 	}
 	f.restoresAll(t)
 }
+
+// TestForgetTimeZone: calendar buckets are counted in the local zone (TZ).
+// 1 Nov 2026 12:00 and 23:30 UTC and 2 Nov 00:30 UTC are two days in UTC but
+// one day (1 Nov) in New York, so --keep-daily 2 lets a different snapshot
+// go: in UTC the oldest (its day's count is used up), in New York the
+// middle one (the oldest stays: the count was not used up).
+func TestForgetTimeZone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	mkdirAll(t, src, 0o755)
+	writeFile(t, filepath.Join(src, "a"), "a\n", 0o644)
+	var ids []string
+	for _, at := range []string{"2026-11-01T12:00:00Z", "2026-11-01T23:30:00Z", "2026-11-02T00:30:00Z"} {
+		ids = append(ids, e.backup(exitOK, "--time", at, src).SnapshotID)
+	}
+	cases := []struct {
+		zone string
+		gone string
+	}{
+		{"UTC", ids[0]},
+		{"America/New_York", ids[1]},
+	}
+	for _, tc := range cases {
+		t.Run(tc.zone, func(t *testing.T) {
+			res := e.runEnv([]string{"TZ=" + tc.zone}, "forget", "--json", "--dry-run", "--keep-daily", "2")
+			var out forgetReport
+			decodeJSON(t, res, &out)
+			if !slices.Equal(out.Forgotten, []string{tc.gone}) {
+				t.Errorf("TZ=%s: would forget %v, want %s", tc.zone, out.Forgotten, tc.gone)
+			}
+		})
+	}
+}
