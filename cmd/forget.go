@@ -320,7 +320,11 @@ func printForget(p *printer, out *forgetJSON) {
 		if key == "" {
 			key = "all snapshots"
 		}
-		p.Printf("\n%s: keep %d, forget %d\n", key, len(g.Keep), len(g.Remove))
+		if out.Policy == "" {
+			p.Printf("\n%s: forget %d\n", key, len(g.Remove))
+		} else {
+			p.Printf("\n%s: keep %d, forget %d\n", key, len(g.Keep), len(g.Remove))
+		}
 		p.Printf("%-8s  %-19s  %-6s  %s\n", "ID", "Time", "Action", "Reasons")
 		rows := append(slices.Clone(g.Keep), g.Remove...)
 		slices.SortStableFunc(rows, func(a, b forgetSnapshotJSON) int { return b.Time.Compare(a.Time) })
