@@ -13,6 +13,7 @@ func commands() []*cli.Command {
 		checkCommand(),
 		pinCommand(),
 		unpinCommand(),
+		forgetCommand(),
 		keyCommand(),
 		scheduleCommand(),
 		configCommand(),

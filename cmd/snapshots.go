@@ -42,6 +42,8 @@ type snapshotJSON struct {
 	Summary   repo.SnapshotSummary `json:"summary"`
 	Pinned    bool                 `json:"pinned"`
 	PinReason string               `json:"pin_reason"`
+	// Forgetting: an interrupted forget marked it; the next forget removes it unless it is pinned.
+	Forgetting bool `json:"forgetting"`
 }
 
 func runSnapshots(c *cli.Context) error {
@@ -56,6 +58,10 @@ func runSnapshots(c *cli.Context) error {
 		return err
 	}
 	pins, err := snapshotPins(c.Context, r, p)
+	if err != nil {
+		return err
+	}
+	forgetting, err := r.ForgettingIDs(c.Context)
 	if err != nil {
 		return err
 	}
@@ -77,6 +83,7 @@ func runSnapshots(c *cli.Context) error {
 		if pin, ok := pins[s.ID]; ok {
 			j.Pinned, j.PinReason = true, pin.Reason
 		}
+		j.Forgetting = slices.Contains(forgetting, s.ID)
 		out = append(out, j)
 	}
 	if p.jsonOut {
@@ -91,6 +98,9 @@ func runSnapshots(c *cli.Context) error {
 		status := "complete"
 		if s.Summary.Partial {
 			status = "partial"
+		}
+		if out[i].Forgetting {
+			status = "forgetting"
 		}
 		pin := ""
 		line := strings.Join(s.Paths, ", ")

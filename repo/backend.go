@@ -11,13 +11,14 @@ type FileType string
 
 // The kinds of objects in a repository.
 const (
-	ConfigFile   FileType = "config"    // the one encrypted repository config, named "config"
-	KeyFile      FileType = "keys"      // one per password, holding the wrapped master key
-	PackFile     FileType = "data"      // packs of encrypted blobs, named by their BLAKE3 hash
-	IndexFile    FileType = "index"     // sorted lists of blobs and the packs that hold them
-	SnapshotFile FileType = "snapshots" // one record per snapshot, named by its ID
-	LockFile     FileType = "locks"     // one per process that works on the repository
-	PinFile      FileType = "pins"      // one per pinned snapshot, named by its ID
+	ConfigFile   FileType = "config"     // the one encrypted repository config, named "config"
+	KeyFile      FileType = "keys"       // one per password, holding the wrapped master key
+	PackFile     FileType = "data"       // packs of encrypted blobs, named by their BLAKE3 hash
+	IndexFile    FileType = "index"      // sorted lists of blobs and the packs that hold them
+	SnapshotFile FileType = "snapshots"  // one record per snapshot, named by its ID
+	LockFile     FileType = "locks"      // one per process that works on the repository
+	PinFile      FileType = "pins"       // one per pinned snapshot, named by its ID
+	ForgetFile   FileType = "forgetting" // one per snapshot being forgotten, named by its ID
 )
 
 // Handle names one object of a repository.

@@ -69,9 +69,9 @@ func runHelper(role string) int {
 }
 
 // holdExclusiveLock takes an exclusive lock on the repository named by
-// NIGHTJAR_REPOSITORY, prints "locked" and sleeps until it is killed. No
-// command of the CLI takes an exclusive lock yet (prune will), so the test
-// takes one through the repository package, as prune will.
+// NIGHTJAR_REPOSITORY, prints "locked" and sleeps until it is killed. The
+// only command that takes an exclusive lock (forget) lets it go as soon as
+// it is done, so the test takes one through the repository package.
 func holdExclusiveLock() int {
 	ctx := context.Background()
 	be, err := local.Open(os.Getenv("NIGHTJAR_REPOSITORY"))
