@@ -75,6 +75,9 @@ func runCheck(c *cli.Context) error {
 		if out.DanglingPins == nil {
 			out.DanglingPins = []string{}
 		}
+		if out.Forgetting == nil {
+			out.Forgetting = []string{}
+		}
 		if err := p.JSON(out); err != nil {
 			return err
 		}
@@ -86,6 +89,9 @@ func runCheck(c *cli.Context) error {
 	}
 	if report.UnindexedPacks > 0 {
 		p.Printf("%d packs are not indexed yet (left by an interrupted backup; the next backup reuses them)\n", report.UnindexedPacks)
+	}
+	if n := len(report.Forgetting); n > 0 {
+		p.Warnf("%d snapshots are marked by a forget that was interrupted: the next nightjar forget removes them (or keeps those pinned since)", n)
 	}
 	for _, id := range report.DanglingPins {
 		p.Warnf("pin of snapshot %s: the snapshot no longer exists (remove the pin with nightjar unpin %s)", id, id)

@@ -47,6 +47,7 @@ type CheckReport struct {
 	BytesRead      int64     `json:"bytes_read"`
 	UnindexedPacks int       `json:"unindexed_packs"` // left by interrupted backups: adopted by the next backup or removed by prune
 	DanglingPins   []string  `json:"dangling_pins"`   // pins of snapshots that no longer exist: a warning, not damage
+	Forgetting     []string  `json:"forgetting"`      // snapshots an interrupted forget marked: the next forget removes them (a warning)
 	Problems       []Problem `json:"problems"`
 }
 
@@ -103,6 +104,11 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	if err := c.checkPins(ctx); err != nil {
 		return nil, fmt.Errorf("check pins: %w", err)
 	}
+	forgetting, err := c.r.ForgettingIDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check forget marks: %w", err)
+	}
+	c.report.Forgetting = forgetting
 	for _, p := range c.problems {
 		c.report.Problems = append(c.report.Problems, *p)
 	}

@@ -409,6 +409,23 @@ func TestForgetCompletesAnInterruptedOne(t *testing.T) {
 	if line := snapshotLine(t, e.expect(exitOK, "snapshots").Stdout, f.ids[3]); !strings.Contains(line, "forgetting") {
 		t.Errorf("snapshots shows a marked snapshot as %q, want forgetting", line)
 	}
+	// check warns of the marks (exit 0: they lose nothing) and names them.
+	checkMarks := func(want []string) {
+		t.Helper()
+		var ck struct {
+			OK         bool     `json:"ok"`
+			Forgetting []string `json:"forgetting"`
+		}
+		res := e.run("check", "--json")
+		decodeJSON(t, res, &ck)
+		if res.Code != exitOK || !ck.OK || !slices.Equal(ck.Forgetting, want) {
+			t.Errorf("check: want exit 0, ok and forgetting %q:\n%s", want, res)
+		}
+		if warned := strings.Contains(res.Stderr, "interrupted"); warned != (len(want) > 0) {
+			t.Errorf("check warned of an interrupted forget: %v, want %v:\n%s", warned, len(want) > 0, res)
+		}
+	}
+	checkMarks(slices.Sorted(slices.Values([]string{f.ids[2], f.ids[3]})))
 	dry := e.forget(exitOK, "--keep-last", "10", "--dry-run")
 	if !slices.Equal(dry.Completed, []string{f.ids[3]}) || len(dry.Forgotten) != 0 {
 		t.Errorf("dry run: %+v, want only %s completed", dry, f.ids[3])
@@ -420,6 +437,7 @@ func TestForgetCompletesAnInterruptedOne(t *testing.T) {
 	if left := objects(t, marks); len(left) != 0 {
 		t.Errorf("marks left: %v", left)
 	}
+	checkMarks([]string{})
 	want := slices.DeleteFunc(slices.Clone(f.ids), func(id string) bool { return id == f.ids[3] })
 	slices.Sort(want)
 	if left := e.snapshotIDs(); !slices.Equal(left, want) {
