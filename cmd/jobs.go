@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -12,7 +13,12 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
+	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/jobs"
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -101,6 +107,66 @@ func openJobs(c *cli.Context, p *printer) (*scheduler, error) {
 	return s, nil
 }
 
+// runJobRetention shows what the job's retention would do now, as
+// forget --dry-run shows it, over the snapshots the job made on this host.
+func runJobRetention(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	now, err := clock(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(c, now())
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(cfg.Jobs, func(j config.Job) bool { return j.Def.Name == name })
+	if i < 0 {
+		return usageError{fmt.Errorf("job %s: %w", name, db.ErrUnknownJob)}
+	}
+	def := cfg.Jobs[i].Def
+	if !def.Retention.Enabled {
+		if err := p.JSON(&forgetJSON{DryRun: true, Policy: "off", Groups: []forgetGroupJSON{}, Forgotten: []string{}, Completed: []string{}, KeptPinned: []string{}}); err != nil {
+			return err
+		}
+		p.Printf("job %s has retention = \"off\": its snapshots are never forgotten by it\n", name)
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	rc := cfg.Repositories[def.Repository]
+	be, err := backend.Open(c.Context, configLocation(rc))
+	if err != nil {
+		return fmt.Errorf("open repository %s: %w", def.Repository, err)
+	}
+	r, err := repo.Open(c.Context, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(c.Context, rc) }})
+	if err != nil {
+		return fmt.Errorf("open repository %s: %w", def.Repository, err)
+	}
+	defer r.Close()
+	out, err := forget(c.Context, r, forgetOptions{
+		policy:  def.Retention.Policy,
+		groupBy: schedule.DefaultGroupBy,
+		dryRun:  true,
+		zone:    def.Schedule.Location(),
+		only:    jobs.MadeByJob(name, host, def.Sources),
+	})
+	if err != nil {
+		return err
+	}
+	if p.jsonOut {
+		return p.JSON(out)
+	}
+	p.Printf("job %s: only its own snapshots (tag %s, host %s, its source paths)\n", name, jobs.JobTag(name), host)
+	printForget(p, out)
+	return nil
+}
+
 func jobCommand() *cli.Command {
 	flags := func(extra ...cli.Flag) []cli.Flag { return append(append(configFlags(), atFlag()), extra...) }
 	return &cli.Command{
@@ -114,6 +180,8 @@ func jobCommand() *cli.Command {
 			{Name: "pause", Usage: "stop claiming a job's slots", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobPause)},
 			{Name: "resume", Usage: "claim a job's slots again, from its next slot after now", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobResume)},
 			{Name: "explain", Usage: "say why a job is or is not running now", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobExplain)},
+			{Name: "retention", Usage: "say which of a job's snapshots its retention keeps, and why, and which it forgets (changes nothing, takes no lock)", ArgsUsage: "NAME",
+				Flags: flags(jsonFlag()), Action: runJobRetention},
 		},
 	}
 }

@@ -91,7 +91,7 @@ func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run,
 		}
 		opts := backup.Options{
 			Paths:      []string{src.Path},
-			Tags:       append(append([]string{}, tags...), "job:"+job.Name),
+			Tags:       append(append([]string{}, tags...), JobTag(job.Name)),
 			Excludes:   src.Exclude,
 			Limiter:    limiter,
 			SnapshotID: id,
