@@ -349,6 +349,9 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return codedError{code: ExitBusy, err: fmt.Errorf("run %d is held: %s", run.ID, held), silent: true}
 	}
 	p.Printf("run %d of job %s: %s\n", ended.ID, name, describeRun(ended))
+	if err := awaitFollowUp(c, p, s, ended); err != nil {
+		return err
+	}
 	switch ended.Status {
 	case pass.StatusSucceeded:
 		return nil
@@ -356,6 +359,35 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return codedError{code: ExitPartial, err: fmt.Errorf("run %d: %s", ended.ID, ended.Message), silent: true}
 	}
 	return codedError{code: ExitFailure, err: fmt.Errorf("run %d: %s", ended.ID, ended.Status), silent: true}
+}
+
+// awaitFollowUp runs the retention run a succeeded backup run queued with
+// its result, so that job run --wait leaves the job as a scheduled backup
+// would: with its retention done and no run still queued. A failed or held
+// retention run is a warning: the exit code stays the backup's.
+func awaitFollowUp(c *cli.Context, p *printer, s *scheduler, ended pass.Run) error {
+	if ended.Kind != pass.KindBackup || ended.Status != pass.StatusSucceeded {
+		return nil
+	}
+	info, err := s.db.JobByName(c.Context, ended.Job)
+	if err != nil {
+		return jobError(err)
+	}
+	if info.Active == nil || info.Active.Kind != pass.KindRetention || info.Active.Status != pass.StatusQueued {
+		return nil
+	}
+	follow, held, err := awaitRun(c, p, s, info.Active.ID)
+	switch {
+	case err != nil:
+		return err
+	case held != "":
+		p.Warnf("retention run %d of job %s is queued but held: %s", follow.ID, ended.Job, held)
+	case follow.Status != pass.StatusSucceeded:
+		p.Warnf("retention run %d of job %s: %s", follow.ID, ended.Job, describeRun(follow))
+	default:
+		p.Printf("run %d of job %s (retention): %s\n", follow.ID, ended.Job, describeRun(follow))
+	}
+	return nil
 }
 
 // awaitPoll is how often job run --wait looks at a run another process is

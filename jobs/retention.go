@@ -1,12 +1,69 @@
 package jobs
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/schedule"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
+
+// Counters of a retention run.
+const (
+	CounterSnapshotsKept      = "snapshots_kept"      // the job's snapshots the policy keeps
+	CounterSnapshotsForgotten = "snapshots_forgotten" // removed by this run, with those of an interrupted forget it completed
+	CounterKeptPinned         = "kept_pinned"         // chosen, but found pinned after marking, and kept
+)
+
+// retentionRun forgets the job's snapshots its retention policy does not
+// keep, by repo.Forget: it takes the repository's exclusive lock by trying
+// (a busy repository is class busy, and retried), and touches only the
+// snapshots the job made on this host (MadeByJob). Prune is not built: the
+// data of the forgotten snapshots stays.
+func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
+	var res pass.Result
+	if !job.Retention.Enabled {
+		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "RETENTION_OFF", Err: fmt.Errorf("job %s has retention = \"off\"", job.Name)}
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return res, Classify(fmt.Errorf("host name: %w", err))
+	}
+	r, err := e.Open(ctx, job.Repository)
+	if err != nil {
+		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+	}
+	defer r.Close()
+	progress(pass.Progress{Current: "forget by " + job.Retention.Policy.String()})
+	plan := RetentionPlan{Policy: job.Retention.Policy, GroupBy: schedule.DefaultGroupBy, Zone: job.Schedule.Location(), Consider: MadeByJob(job.Name, host, job.Sources)}
+	kept := 0
+	decide := func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
+		groups, victims, err := plan.Decide(snaps, pinned)
+		kept = 0
+		for _, g := range groups {
+			for _, d := range g.Decisions {
+				if d.Keep {
+					kept++
+				}
+			}
+		}
+		return victims, err
+	}
+	out, err := r.Forget(ctx, repo.ForgetOptions{Plan: decide, GroupKey: plan.GroupKey})
+	if err != nil {
+		return res, Classify(err)
+	}
+	res.Figures.Counters = map[string]int64{
+		CounterSnapshotsKept:      int64(kept),
+		CounterSnapshotsForgotten: int64(len(out.Forgotten) + len(out.Completed)),
+		CounterKeptPinned:         int64(len(out.KeptPinned)),
+	}
+	return res, nil
+}
 
 // RetentionPlan is a retention policy applied to the snapshots a filter
 // lets it consider, grouped as `nightjar forget` groups them. Both

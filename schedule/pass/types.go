@@ -24,7 +24,8 @@ const (
 // The kinds of issue 13 (verify, retention, prune, drill) are added here
 // as they are built (see docs/ARCHITECTURE.md, "Adding a run kind").
 const (
-	KindBackup = "backup" // snapshots of the job's sources
+	KindBackup    = "backup"    // snapshots of the job's sources
+	KindRetention = "retention" // forget the job's snapshots its retention policy does not keep
 )
 
 // Triggers: why a run exists.
