@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/schedule"
 )
@@ -54,6 +55,7 @@ type forgetOptions struct {
 	groupBy schedule.GroupBy
 	dryRun  bool
 	zone    *time.Location
+	only    func(*repo.Snapshot) bool // set: the snapshots considered, instead of hosts, tags and paths
 }
 
 // forgetArgs reads and checks forget's command line; every problem is a
@@ -129,14 +131,13 @@ func (o forgetOptions) considered(s *repo.Snapshot) bool {
 	return true
 }
 
-func retentionSnapshot(s *repo.Snapshot, pinned map[string]bool) schedule.RetentionSnapshot {
-	return schedule.RetentionSnapshot{ID: s.ID, Time: s.Time, Host: s.Hostname, Paths: s.Paths, Tags: s.Tags, Pinned: pinned[s.ID]}
-}
-
-// groupKey is the retention group of s, which repo.Forget uses to refuse
-// the removal of a group's newest snapshot.
-func (o forgetOptions) groupKey(s *repo.Snapshot) string {
-	return schedule.GroupSnapshots([]schedule.RetentionSnapshot{retentionSnapshot(s, nil)}, o.groupBy)[0].Key
+// plan is the policy as jobs.RetentionPlan applies it.
+func (o forgetOptions) plan() jobs.RetentionPlan {
+	consider := o.only
+	if consider == nil {
+		consider = o.considered
+	}
+	return jobs.RetentionPlan{Policy: o.policy, GroupBy: o.groupBy, Zone: o.zone, Consider: consider}
 }
 
 // forgetSnapshotJSON is one snapshot in forget's output.
@@ -200,7 +201,7 @@ func forget(ctx context.Context, r *repo.Repository, opts forgetOptions) (*forge
 	} else {
 		out.Policy = opts.policy.String()
 	}
-	fo := repo.ForgetOptions{Plan: plan, GroupKey: opts.groupKey}
+	fo := repo.ForgetOptions{Plan: plan, GroupKey: opts.plan().GroupKey}
 	var res *repo.ForgetResult
 	var err error
 	if opts.dryRun {
@@ -219,17 +220,10 @@ func forget(ctx context.Context, r *repo.Repository, opts forgetOptions) (*forge
 // decisions in out.
 func (o forgetOptions) retentionPlan(out *forgetJSON) repo.ForgetPlan {
 	return func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
-		var considered []schedule.RetentionSnapshot
-		for _, s := range snaps {
-			if o.considered(s) {
-				considered = append(considered, retentionSnapshot(s, pinned))
-			}
-		}
-		groups, err := schedule.DecideRetentionGroups(considered, o.groupBy, o.policy, o.zone)
+		groups, victims, err := o.plan().Decide(snaps, pinned)
 		if err != nil {
 			return nil, err
 		}
-		var victims []string
 		for _, g := range groups {
 			gj := forgetGroupJSON{Key: g.Key, Keep: []forgetSnapshotJSON{}, Remove: []forgetSnapshotJSON{}}
 			for _, d := range g.Decisions {
@@ -242,7 +236,6 @@ func (o forgetOptions) retentionPlan(out *forgetJSON) repo.ForgetPlan {
 					continue
 				}
 				gj.Remove = append(gj.Remove, sj)
-				victims = append(victims, d.Snapshot.ID)
 			}
 			out.Groups = append(out.Groups, gj)
 		}
@@ -283,14 +276,14 @@ func (o forgetOptions) namedPlan(out *forgetJSON) repo.ForgetPlan {
 				continue
 			}
 			victims = append(victims, s.ID)
-			key := o.groupKey(s)
+			key := o.plan().GroupKey(s)
 			i, ok := byGroup[key]
 			if !ok {
 				i = len(out.Groups)
 				byGroup[key] = i
 				out.Groups = append(out.Groups, forgetGroupJSON{Key: key, Keep: []forgetSnapshotJSON{}, Remove: []forgetSnapshotJSON{}})
 			}
-			out.Groups[i].Remove = append(out.Groups[i].Remove, forgetSnapshot(retentionSnapshot(s, pinned)))
+			out.Groups[i].Remove = append(out.Groups[i].Remove, forgetSnapshot(jobs.RetentionSnapshot(s, pinned)))
 		}
 		if len(pinnedNamed) > 0 {
 			return nil, fmt.Errorf("snapshot %s is pinned: unpin it first to forget it (nothing was forgotten)", strings.Join(pinnedNamed, ", "))

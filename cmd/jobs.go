@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -12,7 +13,12 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
+	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/jobs"
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -101,6 +107,66 @@ func openJobs(c *cli.Context, p *printer) (*scheduler, error) {
 	return s, nil
 }
 
+// runJobRetention shows what the job's retention would do now, as
+// forget --dry-run shows it, over the snapshots the job made on this host.
+func runJobRetention(c *cli.Context) error {
+	p := newPrinter(c)
+	name, err := jobArg(c)
+	if err != nil {
+		return err
+	}
+	now, err := clock(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(c, now())
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(cfg.Jobs, func(j config.Job) bool { return j.Def.Name == name })
+	if i < 0 {
+		return usageError{fmt.Errorf("job %s: %w", name, db.ErrUnknownJob)}
+	}
+	def := cfg.Jobs[i].Def
+	if !def.Retention.Enabled {
+		if err := p.JSON(&forgetJSON{DryRun: true, Policy: "off", Groups: []forgetGroupJSON{}, Forgotten: []string{}, Completed: []string{}, KeptPinned: []string{}}); err != nil {
+			return err
+		}
+		p.Printf("job %s has retention = \"off\": its snapshots are never forgotten by it\n", name)
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	rc := cfg.Repositories[def.Repository]
+	be, err := backend.Open(c.Context, configLocation(rc))
+	if err != nil {
+		return fmt.Errorf("open repository %s: %w", def.Repository, err)
+	}
+	r, err := repo.Open(c.Context, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(c.Context, rc) }})
+	if err != nil {
+		return fmt.Errorf("open repository %s: %w", def.Repository, err)
+	}
+	defer r.Close()
+	out, err := forget(c.Context, r, forgetOptions{
+		policy:  def.Retention.Policy,
+		groupBy: schedule.DefaultGroupBy,
+		dryRun:  true,
+		zone:    def.Schedule.Location(),
+		only:    jobs.MadeByJob(name, host, def.Sources),
+	})
+	if err != nil {
+		return err
+	}
+	if p.jsonOut {
+		return p.JSON(out)
+	}
+	p.Printf("job %s: only its own snapshots (tag %s, host %s, its source paths)\n", name, jobs.JobTag(name), host)
+	printForget(p, out)
+	return nil
+}
+
 func jobCommand() *cli.Command {
 	flags := func(extra ...cli.Flag) []cli.Flag { return append(append(configFlags(), atFlag()), extra...) }
 	return &cli.Command{
@@ -114,6 +180,8 @@ func jobCommand() *cli.Command {
 			{Name: "pause", Usage: "stop claiming a job's slots", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobPause)},
 			{Name: "resume", Usage: "claim a job's slots again, from its next slot after now", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobResume)},
 			{Name: "explain", Usage: "say why a job is or is not running now", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobExplain)},
+			{Name: "retention", Usage: "say which of a job's snapshots its retention keeps, and why, and which it forgets (changes nothing, takes no lock)", ArgsUsage: "NAME",
+				Flags: flags(jsonFlag()), Action: runJobRetention},
 		},
 	}
 }
@@ -281,6 +349,9 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return codedError{code: ExitBusy, err: fmt.Errorf("run %d is held: %s", run.ID, held), silent: true}
 	}
 	p.Printf("run %d of job %s: %s\n", ended.ID, name, describeRun(ended))
+	if err := awaitFollowUp(c, p, s, ended); err != nil {
+		return err
+	}
 	switch ended.Status {
 	case pass.StatusSucceeded:
 		return nil
@@ -288,6 +359,35 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return codedError{code: ExitPartial, err: fmt.Errorf("run %d: %s", ended.ID, ended.Message), silent: true}
 	}
 	return codedError{code: ExitFailure, err: fmt.Errorf("run %d: %s", ended.ID, ended.Status), silent: true}
+}
+
+// awaitFollowUp runs the retention run a succeeded backup run queued with
+// its result, so that job run --wait leaves the job as a scheduled backup
+// would: with its retention done and no run still queued. A failed or held
+// retention run is a warning: the exit code stays the backup's.
+func awaitFollowUp(c *cli.Context, p *printer, s *scheduler, ended pass.Run) error {
+	if ended.Kind != pass.KindBackup || ended.Status != pass.StatusSucceeded {
+		return nil
+	}
+	info, err := s.db.JobByName(c.Context, ended.Job)
+	if err != nil {
+		return jobError(err)
+	}
+	if info.Active == nil || info.Active.Kind != pass.KindRetention || info.Active.Status != pass.StatusQueued {
+		return nil
+	}
+	follow, held, err := awaitRun(c, p, s, info.Active.ID)
+	switch {
+	case err != nil:
+		return err
+	case held != "":
+		p.Warnf("retention run %d of job %s is queued but held: %s", follow.ID, ended.Job, held)
+	case follow.Status != pass.StatusSucceeded:
+		p.Warnf("retention run %d of job %s: %s", follow.ID, ended.Job, describeRun(follow))
+	default:
+		p.Printf("run %d of job %s (retention): %s\n", follow.ID, ended.Job, describeRun(follow))
+	}
+	return nil
 }
 
 // awaitPoll is how often job run --wait looks at a run another process is

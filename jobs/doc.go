@@ -1,8 +1,10 @@
 // Package jobs runs the runs the scheduler hands it: Executor implements
-// pass.Executor and dispatches each run on its kind (backup now; verify,
-// retention, prune and drill as they come) to the engine that does the
+// pass.Executor and dispatches each run on its kind (backup and retention
+// now; verify, prune and drill as they come) to the engine that does the
 // work, and Classify gives every error the class that decides its retry
-// and the exit code.
+// and the exit code. RetentionPlan is the one place where a retention
+// policy is applied to a repository's snapshots (for forget, job retention
+// and retention runs).
 //
 // It must never write SQL (the pass records results through its Store) nor
 // know the repository's format: it reaches repositories through package

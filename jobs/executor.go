@@ -49,6 +49,8 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 	switch run.Kind {
 	case pass.KindBackup:
 		return e.backupRun(ctx, job, run, progress)
+	case pass.KindRetention:
+		return e.retentionRun(ctx, job, progress)
 	}
 	return pass.Result{}, &pass.ClassError{Class: pass.ClassConfig, Code: CodeUnknownKind,
 		Err: fmt.Errorf("run %d of job %s has kind %q, which this nightjar cannot run: upgrade nightjar", run.ID, job.Name, run.Kind)}
@@ -91,7 +93,7 @@ func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run,
 		}
 		opts := backup.Options{
 			Paths:      []string{src.Path},
-			Tags:       append(append([]string{}, tags...), "job:"+job.Name),
+			Tags:       append(append([]string{}, tags...), JobTag(job.Name)),
 			Excludes:   src.Exclude,
 			Limiter:    limiter,
 			SnapshotID: id,

@@ -140,6 +140,7 @@ type rawJob struct {
 	Retry      *rawRetry   `toml:"retry"`
 	Tags       []string    `toml:"tags"`
 	Source     []rawSource `toml:"source"`
+	Retention  any         `toml:"retention"` // "off" or a table of rules
 }
 
 type rawRetry struct {
@@ -245,6 +246,9 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 		if reported[strings.Join(k, ".")] {
 			continue
 		}
+		if len(k) > 2 && k[0] == "job" && k[1] == "retention" {
+			continue // a job's retention table is checked by retention, key by key
+		}
 		reported[strings.Join(k, ".")] = true
 		keys := l.lines.find(strings.Join(k, "."))
 		if len(keys) == 0 {
@@ -280,7 +284,7 @@ func allowedKeys(k toml.Key) string {
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude"},
 		"top":        {"scheduler", "repository", "window", "job"},
@@ -443,6 +447,7 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 			}
 		}
 		def.DependsOn = raw.DependsOn
+		def.Retention = l.retention(key+".retention", raw.Retention)
 		for _, tag := range raw.Tags {
 			if tag == "" || strings.ContainsAny(tag, ",\n") {
 				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
@@ -467,6 +472,82 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		}
 		cfg.Jobs = append(cfg.Jobs, job)
 	}
+}
+
+// DefaultRetention is the retention of a job that names none (issue 13).
+var DefaultRetention = schedule.RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}
+
+// retentionKeys are the rules a job's retention table may set.
+var retentionKeys = []string{"last", "hourly", "daily", "weekly", "monthly", "yearly", "within"}
+
+// retention reads a job's retention: absent is DefaultRetention, "off" turns
+// it off, a table sets the rules it names (the others are 0: off).
+func (l *loader) retention(key string, raw any) pass.RetentionDef {
+	switch v := raw.(type) {
+	case nil:
+		return pass.RetentionDef{Enabled: true, Policy: DefaultRetention}
+	case string:
+		if v != "off" {
+			l.addf(key, "%q is not allowed: want \"off\" or a table such as { daily = 7, weekly = 4, monthly = 6 }", v)
+		}
+		return pass.RetentionDef{}
+	case map[string]any:
+		return l.retentionTable(key, v)
+	default:
+		l.addf(key, "want \"off\" or a table such as { daily = 7, weekly = 4, monthly = 6 }")
+		return pass.RetentionDef{}
+	}
+}
+
+func (l *loader) retentionTable(key string, table map[string]any) pass.RetentionDef {
+	var p schedule.RetentionPolicy
+	counts := map[string]*int{"last": &p.Last, "hourly": &p.Hourly, "daily": &p.Daily, "weekly": &p.Weekly, "monthly": &p.Monthly, "yearly": &p.Yearly}
+	names := make([]string, 0, len(table))
+	for name := range table {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	ok := true
+	for _, name := range names {
+		value := table[name]
+		if name == "within" {
+			text, isText := value.(string)
+			if !isText {
+				l.addf(key, "within: want a duration such as \"30d\" or \"1y2m\"")
+				ok = false
+				continue
+			}
+			d, err := schedule.ParseCalendarDuration(text)
+			if err != nil {
+				l.addf(key, "within: %v", err)
+				ok = false
+				continue
+			}
+			p.Within = d
+			continue
+		}
+		count, known := counts[name]
+		if !known {
+			l.addf(key, "unknown key %q (allowed here: %s)", name, strings.Join(retentionKeys, ", "))
+			ok = false
+			continue
+		}
+		n, isInt := value.(int64)
+		if !isInt {
+			l.addf(key, "%s: want a whole number of snapshots (-1: all)", name)
+			ok = false
+			continue
+		}
+		*count = int(n)
+	}
+	if !ok {
+		return pass.RetentionDef{}
+	}
+	if err := p.Validate(); err != nil {
+		l.addf(key, "%v", err)
+		return pass.RetentionDef{}
+	}
+	return pass.RetentionDef{Enabled: true, Policy: p}
 }
 
 func declared(repos map[string]Repository) string {

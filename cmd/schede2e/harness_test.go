@@ -97,8 +97,13 @@ create_if_missing = true
 ` + repoExtra + "\n"
 }
 
-// job is a [[job]] table with one source per path.
+// job is a [[job]] table with one source per path. Its retention is off
+// unless extra sets one, so that tests of other features see only the
+// runs they make (retention runs have tests of their own).
 func job(name, schedule, extra string, sources ...string) string {
+	if !strings.Contains(extra, "retention") {
+		extra += "\nretention = \"off\""
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n[[job]]\nname = %q\nrepository = \"main\"\nschedule = %q\n%s\n", name, schedule, extra)
 	for _, s := range sources {

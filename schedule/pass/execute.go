@@ -159,6 +159,8 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 		// The store queues nothing for a job removed from the configuration.
 		p.log().Info("run not queued again: its job was removed from the configuration", "job", next.Job, "trigger", next.Trigger)
 		next = nil
+	case next.Kind != final.Kind:
+		p.log().Info("run queued after the backup", "job", next.Job, "kind", next.Kind, "backup_run", final.ID)
 	default:
 		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
 	}
@@ -305,7 +307,35 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 		return r, nil
 	}
 	r.Status = StatusSucceeded
-	return r, nil
+	return r, p.afterBackup(r, now)
+}
+
+// afterBackup returns the run queued with a succeeded backup run's result:
+// the job's retention, when it has one (nil: none). A failed or partial
+// backup never starts retention. Queued in the same Finish as the result,
+// it needs no second active run of the job; its trigger is schedule (it is
+// scheduled work) and its held reason names the backup run.
+func (p *Pass) afterBackup(r Run, now time.Time) *Run {
+	if r.Kind != KindBackup {
+		return nil
+	}
+	def, ok := p.def(r.Job)
+	if !ok || !def.Retention.Enabled {
+		return nil
+	}
+	return &Run{
+		JobID:       r.JobID,
+		Job:         r.Job,
+		Kind:        KindRetention,
+		Trigger:     TriggerSchedule, // the schema's triggers are fixed: this one needs no migration
+		Attempt:     1,
+		Priority:    def.Priority,
+		ScheduledAt: now,
+		NotBefore:   now,
+		QueuedAt:    now,
+		Status:      StatusQueued,
+		HeldReason:  fmt.Sprintf("waiting: retention after backup run %d", r.ID),
+	}
 }
 
 // requeue returns the run that replaces one interrupted by shutdown: the

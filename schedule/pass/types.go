@@ -24,7 +24,8 @@ const (
 // The kinds of issue 13 (verify, retention, prune, drill) are added here
 // as they are built (see docs/ARCHITECTURE.md, "Adding a run kind").
 const (
-	KindBackup = "backup" // snapshots of the job's sources
+	KindBackup    = "backup"    // snapshots of the job's sources
+	KindRetention = "retention" // forget the job's snapshots its retention policy does not keep
 )
 
 // Triggers: why a run exists.
@@ -72,7 +73,14 @@ type JobDef struct {
 	DependsOn  []string          // job names
 	CatchUp    schedule.CatchUp
 	Retry      RetryPolicy
-	Backup     BackupDef // what a run of kind backup does
+	Backup     BackupDef    // what a run of kind backup does
+	Retention  RetentionDef // what a run of kind retention does
+}
+
+// RetentionDef is the part of a job that only its retention runs use.
+type RetentionDef struct {
+	Enabled bool                     // false: retention = "off", no retention runs
+	Policy  schedule.RetentionPolicy // which of the job's snapshots stay; calendar buckets in the schedule's zone
 }
 
 // BackupDef is the part of a job that only its backup runs use.

@@ -1,0 +1,126 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/schedule"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// Counters of a retention run.
+const (
+	CounterSnapshotsKept      = "snapshots_kept"      // the job's snapshots the policy keeps
+	CounterSnapshotsForgotten = "snapshots_forgotten" // removed by this run, with those of an interrupted forget it completed
+	CounterKeptPinned         = "kept_pinned"         // chosen, but found pinned after marking, and kept
+)
+
+// retentionRun forgets the job's snapshots its retention policy does not
+// keep, by repo.Forget: it takes the repository's exclusive lock by trying
+// (a busy repository is class busy, and retried), and touches only the
+// snapshots the job made on this host (MadeByJob). Prune is not built: the
+// data of the forgotten snapshots stays.
+func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
+	var res pass.Result
+	if !job.Retention.Enabled {
+		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "RETENTION_OFF", Err: fmt.Errorf("job %s has retention = \"off\"", job.Name)}
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return res, Classify(fmt.Errorf("host name: %w", err))
+	}
+	r, err := e.Open(ctx, job.Repository)
+	if err != nil {
+		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+	}
+	defer r.Close()
+	progress(pass.Progress{Current: "forget by " + job.Retention.Policy.String()})
+	plan := RetentionPlan{Policy: job.Retention.Policy, GroupBy: schedule.DefaultGroupBy, Zone: job.Schedule.Location(), Consider: MadeByJob(job.Name, host, job.Sources)}
+	kept := 0
+	decide := func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
+		groups, victims, err := plan.Decide(snaps, pinned)
+		kept = 0
+		for _, g := range groups {
+			for _, d := range g.Decisions {
+				if d.Keep {
+					kept++
+				}
+			}
+		}
+		return victims, err
+	}
+	out, err := r.Forget(ctx, repo.ForgetOptions{Plan: decide, GroupKey: plan.GroupKey})
+	if err != nil {
+		return res, Classify(err)
+	}
+	res.Figures.Counters = map[string]int64{
+		CounterSnapshotsKept:      int64(kept),
+		CounterSnapshotsForgotten: int64(len(out.Forgotten) + len(out.Completed)),
+		CounterKeptPinned:         int64(len(out.KeptPinned)),
+	}
+	return res, nil
+}
+
+// RetentionPlan is a retention policy applied to the snapshots a filter
+// lets it consider, grouped as `nightjar forget` groups them. Both
+// `nightjar forget`, `nightjar job retention` and the retention runs decide
+// through it.
+type RetentionPlan struct {
+	Policy   schedule.RetentionPolicy
+	GroupBy  schedule.GroupBy
+	Zone     *time.Location            // where calendar buckets are counted
+	Consider func(*repo.Snapshot) bool // the snapshots the policy may touch; nil: all
+}
+
+// Decide returns the decisions on each group of the considered snapshots
+// and the IDs of the snapshots that go.
+func (p RetentionPlan) Decide(snaps []*repo.Snapshot, pinned map[string]bool) ([]schedule.GroupDecisions, []string, error) {
+	var considered []schedule.RetentionSnapshot
+	for _, s := range snaps {
+		if p.Consider == nil || p.Consider(s) {
+			considered = append(considered, RetentionSnapshot(s, pinned))
+		}
+	}
+	groups, err := schedule.DecideRetentionGroups(considered, p.GroupBy, p.Policy, p.Zone)
+	if err != nil {
+		return nil, nil, err
+	}
+	var victims []string
+	for _, g := range groups {
+		for _, d := range g.Decisions {
+			if !d.Keep {
+				victims = append(victims, d.Snapshot.ID)
+			}
+		}
+	}
+	return groups, victims, nil
+}
+
+// GroupKey is the retention group of s, which repo.Forget uses to refuse
+// the removal of a group's newest snapshot.
+func (p RetentionPlan) GroupKey(s *repo.Snapshot) string {
+	return schedule.GroupSnapshots([]schedule.RetentionSnapshot{RetentionSnapshot(s, nil)}, p.GroupBy)[0].Key
+}
+
+// RetentionSnapshot is what the policy knows of s.
+func RetentionSnapshot(s *repo.Snapshot, pinned map[string]bool) schedule.RetentionSnapshot {
+	return schedule.RetentionSnapshot{ID: s.ID, Time: s.Time, Host: s.Hostname, Paths: s.Paths, Tags: s.Tags, Pinned: pinned[s.ID]}
+}
+
+// JobTag is the tag every snapshot of a job's backup runs carries.
+func JobTag(job string) string { return "job:" + job }
+
+// MadeByJob reports whether a snapshot is one the job's backups made on
+// host: tagged with JobTag, of host, and of exactly one of the job's
+// sources. A job's retention considers those only, never another job's,
+// another host's or a command-line backup's.
+func MadeByJob(job, host string, sources []string) func(*repo.Snapshot) bool {
+	return func(s *repo.Snapshot) bool {
+		return s.Hostname == host && slices.Contains(s.Tags, JobTag(job)) &&
+			len(s.Paths) == 1 && slices.Contains(sources, s.Paths[0])
+	}
+}
