@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -317,23 +314,7 @@ func TestForgetBusy(t *testing.T) {
 	e := f.e
 	before := e.snapshotIDs()
 
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	helper := exec.CommandContext(ctx, os.Args[0])
-	helper.Env = append(e.environ(nil), helperEnv+"=hold-exclusive-lock")
-	var stderr strings.Builder
-	helper.Stderr = &stderr
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "locked" {
-		t.Fatalf("helper did not take the lock: %q %v\n%s", line, err, stderr.String())
-	}
+	helper := e.holdExclusiveLock()
 	res := e.run("forget", "--keep-last", "1")
 	if res.Code != exitBusy {
 		t.Errorf("forget beside an exclusive lock: exit %d, want %d:\n%s", res.Code, exitBusy, res)

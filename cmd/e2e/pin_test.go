@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -200,23 +197,7 @@ func TestPinBusy(t *testing.T) {
 	e.expect(exitOK, "pin", pinned)
 	pinsBefore := e.pins()
 
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	defer cancel()
-	helper := exec.CommandContext(ctx, os.Args[0])
-	helper.Env = append(e.environ(nil), helperEnv+"=hold-exclusive-lock")
-	var stderr strings.Builder
-	helper.Stderr = &stderr
-	out, err := helper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "locked" {
-		t.Fatalf("helper did not take the lock: %q %v\n%s", line, err, stderr.String())
-	}
+	e.holdExclusiveLock()
 
 	pinFiles := filepath.Join(e.repo, "pins")
 	before := objects(t, pinFiles)

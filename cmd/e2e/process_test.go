@@ -72,6 +72,32 @@ func (e *env) start(args ...string) *background {
 	return bg
 }
 
+// holdExclusiveLock starts this test binary as a helper process that takes
+// the repository's exclusive lock and holds it until it is killed, and
+// returns once the lock is held. The process is killed when the test ends.
+func (e *env) holdExclusiveLock() *exec.Cmd {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	helper := exec.CommandContext(ctx, os.Args[0])
+	helper.Env = append(e.environ(nil), helperEnv+"=hold-exclusive-lock")
+	var stderr strings.Builder
+	helper.Stderr = &stderr
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		cancel()
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = helper.Process.Kill(); _ = helper.Wait(); cancel() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || strings.TrimSpace(line) != "locked" {
+		e.t.Fatalf("helper did not take the lock: %q %v\n%s", line, err, stderr.String())
+	}
+	return helper
+}
+
 func (bg *background) running() bool {
 	select {
 	case <-bg.done:
@@ -260,24 +286,7 @@ func TestLocking(t *testing.T) {
 		e := *e
 		e.t = t
 		before := len(e.snapshots())
-		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-		defer cancel()
-		helper := exec.CommandContext(ctx, os.Args[0])
-		helper.Env = append(e.environ(nil), helperEnv+"=hold-exclusive-lock")
-		var stderr strings.Builder
-		helper.Stderr = &stderr
-		out, err := helper.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := helper.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = helper.Process.Kill(); _ = helper.Wait() }()
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil || strings.TrimSpace(line) != "locked" {
-			t.Fatalf("helper did not take the lock: %q %v\n%s", line, err, stderr.String())
-		}
+		helper := e.holdExclusiveLock()
 
 		for _, args := range [][]string{{"check"}, {"backup", src}} {
 			res := e.run(args...)
