@@ -20,12 +20,14 @@ const (
 	StatusInterrupted    = "interrupted" // by shutdown: queued again
 )
 
-// Kinds: what a run does. Every run has one; the Executor dispatches on it.
-// The kinds of issue 13 (verify, retention, prune, drill) are added here
-// as they are built (see docs/ARCHITECTURE.md, "Adding a run kind").
+// Kinds: what a run does. Every run has one; the Executor dispatches on it
+// (see docs/ARCHITECTURE.md, "Adding a run kind").
 const (
 	KindBackup    = "backup"    // snapshots of the job's sources
-	KindRetention = "retention" // forget the job's snapshots its retention policy does not keep
+	KindVerify    = "verify"    // checks the snapshots a backup made, structurally or by reading every chunk
+	KindRetention = "retention" // forget the job's snapshots its retention policy does not keep, then prune
+	KindPrune     = "prune"     // a repository's maintenance: prune on its own schedule
+	KindDrill     = "drill"     // restores the job's newest snapshot into a temporary folder and compares it
 )
 
 // Triggers: why a run exists.
