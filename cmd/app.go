@@ -48,8 +48,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageError{err}
 		},
-		Commands: commands(),
-		Action:   unknownCommand(cli.ShowAppHelp),
+		// A flag given twice gives two values, and a value keeps its
+		// commas: patterns and paths may hold them. Tag flags split
+		// their lists themselves (tagLists), as restic does.
+		DisableSliceFlagSeparator: true,
+		Commands:                  commands(),
+		Action:                    unknownCommand(cli.ShowAppHelp),
 	}
 	setUsageErrors(app.Commands)
 	return app

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -71,4 +72,31 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 		}
 	}
 	return nil
+}
+
+// tagLists reads a repeatable tag flag as restic does: each value is a
+// comma-separated list of tags (spaces around a tag are trimmed, empty
+// ones dropped), and a value with no tag gives no list.
+func tagLists(values []string) [][]string {
+	var lists [][]string
+	for _, value := range values {
+		var list []string
+		for _, tag := range strings.Split(value, ",") {
+			if tag = strings.TrimSpace(tag); tag != "" {
+				list = append(list, tag)
+			}
+		}
+		if len(list) > 0 {
+			lists = append(lists, list)
+		}
+	}
+	return lists
+}
+
+// hasAllTagsOfAny reports whether tags hold every tag of at least one of
+// lists: restic's meaning of a repeated --tag a,b filter.
+func hasAllTagsOfAny(tags []string, lists [][]string) bool {
+	return slices.ContainsFunc(lists, func(list []string) bool {
+		return !slices.ContainsFunc(list, func(t string) bool { return !slices.Contains(tags, t) })
+	})
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ func backupCommand() *cli.Command {
 		Usage:     "make a snapshot of files and folders",
 		ArgsUsage: "PATH...",
 		Flags: append(repoFlags(),
-			&cli.StringSliceFlag{Name: "tag", Usage: "add `TAG` to the snapshot (repeatable)"},
+			&cli.StringSliceFlag{Name: "tag", Usage: "add `TAG[,TAG...]` to the snapshot (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out paths matching `PATTERN` (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude-file", Usage: "read exclude patterns from `FILE`, one per line"},
 			&cli.StringFlag{Name: "bandwidth", Usage: "limit reading to `RATE` such as 50MB, 50MB/s, 400Mbit or 512KiB"},
@@ -59,7 +60,7 @@ func runBackup(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return usageError{errors.New("backup needs at least one PATH")}
 	}
-	opts := backup.Options{Paths: c.Args().Slice(), Tags: c.StringSlice("tag"), Parent: c.String("parent"), Version: version}
+	opts := backup.Options{Paths: c.Args().Slice(), Tags: slices.Concat(tagLists(c.StringSlice("tag"))...), Parent: c.String("parent"), Version: version}
 	// Everything the user typed is checked before the repository is opened.
 	patterns := c.StringSlice("exclude")
 	for _, file := range c.StringSlice("exclude-file") {

@@ -32,7 +32,7 @@ func forgetCommand() *cli.Command {
 			count("keep-monthly", "the newest snapshot of each of the N newest months that have one"),
 			count("keep-yearly", "the newest snapshot of each of the N newest years that have one"),
 			&cli.StringFlag{Name: "keep-within", Usage: "keep every snapshot newer than `DURATION` (such as 30d, 1y2m) before its group's newest"},
-			&cli.StringSliceFlag{Name: "keep-tag", Usage: "keep every snapshot with `TAG` (repeatable: any of them)"},
+			&cli.StringSliceFlag{Name: "keep-tag", Usage: "keep every snapshot with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "host", Usage: "only consider snapshots of `HOST` (repeatable: any of them)"},
 			&cli.StringSliceFlag{Name: "tag", Usage: "only consider snapshots with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only consider snapshots that include `PATH` (repeatable: all of them)"},
@@ -74,15 +74,7 @@ func forgetArgs(c *cli.Context) (forgetOptions, error) {
 	for i, q := range opts.paths {
 		opts.paths[i] = path.Clean(q)
 	}
-	for _, list := range c.StringSlice("tag") {
-		var tags []string
-		for _, t := range strings.Split(list, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				tags = append(tags, t)
-			}
-		}
-		opts.tags = append(opts.tags, tags)
-	}
+	opts.tags = tagLists(c.StringSlice("tag"))
 	by, err := schedule.ParseGroupBy(c.String("group-by"))
 	if err != nil {
 		return forgetOptions{}, usageError{err}
@@ -91,7 +83,7 @@ func forgetArgs(c *cli.Context) (forgetOptions, error) {
 	p := schedule.RetentionPolicy{
 		Last: c.Int("keep-last"), Hourly: c.Int("keep-hourly"), Daily: c.Int("keep-daily"),
 		Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly"), Yearly: c.Int("keep-yearly"),
-		Tags: c.StringSlice("keep-tag"),
+		Tags: tagLists(c.StringSlice("keep-tag")),
 	}
 	if w := c.String("keep-within"); w != "" {
 		if p.Within, err = schedule.ParseCalendarDuration(w); err != nil {
@@ -118,9 +110,7 @@ func (o forgetOptions) considered(s *repo.Snapshot) bool {
 	if len(o.hosts) > 0 && !slices.Contains(o.hosts, s.Hostname) {
 		return false
 	}
-	if len(o.tags) > 0 && !slices.ContainsFunc(o.tags, func(all []string) bool {
-		return !slices.ContainsFunc(all, func(t string) bool { return !slices.Contains(s.Tags, t) })
-	}) {
+	if len(o.tags) > 0 && !hasAllTagsOfAny(s.Tags, o.tags) {
 		return false
 	}
 	for _, q := range o.paths {

@@ -21,7 +21,7 @@ func snapshotsCommand() *cli.Command {
 		Usage:     "list snapshots",
 		ArgsUsage: " ",
 		Flags: append(repoFlags(),
-			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG` (repeatable: any of them)"},
+			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots of `PATH` (repeatable: any of them)"},
 			jsonFlag(),
 		),
@@ -65,11 +65,11 @@ func runSnapshots(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tags, paths := c.StringSlice("tag"), c.StringSlice("path")
+	tags, paths := tagLists(c.StringSlice("tag")), c.StringSlice("path")
 	out := []snapshotJSON{}
 	var shown []*repo.Snapshot
 	for _, s := range snaps {
-		if len(tags) > 0 && !slices.ContainsFunc(tags, func(t string) bool { return slices.Contains(s.Tags, t) }) {
+		if len(tags) > 0 && !hasAllTagsOfAny(s.Tags, tags) {
 			continue
 		}
 		if len(paths) > 0 && !slices.ContainsFunc(paths, func(q string) bool { return slices.Contains(s.Paths, path.Clean(q)) }) {

@@ -32,21 +32,37 @@ type RetentionPolicy struct {
 	Monthly int              // the same for calendar months
 	Yearly  int              // the same for calendar years
 	Within  CalendarDuration // every snapshot newer than this before the group's newest
-	Tags    []string         // every snapshot carrying any of these tags
+	Tags    [][]string       // every snapshot carrying all the tags of any of these lists (restic's --keep-tag a,b)
 }
 
-// Validate checks the counts against their ranges and refuses a policy that keeps nothing.
+// Validate checks a policy as restic checks forget's flags: every count is
+// 0 or more, or KeepUnlimited, and a policy that keeps nothing is refused.
 func (p RetentionPolicy) Validate() error {
+	return p.validate(false)
+}
+
+// ValidateForJob checks a job's policy: as Validate, and the daily,
+// weekly and monthly counts within MaxKeepDaily, MaxKeepWeekly and
+// MaxKeepMonthly, so that no job keeps an unbounded or unreasonable
+// history by a typo; unlimited is more than the limit and refused too.
+func (p RetentionPolicy) ValidateForJob() error {
+	return p.validate(true)
+}
+
+func (p RetentionPolicy) validate(limited bool) error {
 	for _, rule := range p.counts() {
-		if rule.count < KeepUnlimited || (rule.max > 0 && rule.count > rule.max) {
+		if !limited {
+			rule.max = 0
+		}
+		if rule.count < KeepUnlimited || (rule.max > 0 && (rule.count > rule.max || rule.count == KeepUnlimited)) {
 			return fmt.Errorf("retention %s = %d is out of range: allowed %s", rule.name, rule.count, rule.allowed())
 		}
 	}
 	if err := p.Within.validate(); err != nil {
 		return fmt.Errorf("retention within: %w", err)
 	}
-	for _, tag := range p.Tags {
-		if strings.TrimSpace(tag) == "" {
+	for _, list := range p.Tags {
+		if len(list) == 0 || slices.ContainsFunc(list, func(tag string) bool { return strings.TrimSpace(tag) == "" }) {
 			return errors.New("retention tag is empty: name a tag such as keep or monthly-audit")
 		}
 	}
@@ -75,7 +91,11 @@ func (p RetentionPolicy) String() string {
 		text = joinClause(text, "all snapshots within "+p.Within.String()+" of the newest")
 	}
 	if len(p.Tags) > 0 {
-		text = joinClause(text, "all snapshots tagged "+strings.Join(p.Tags, " or "))
+		lists := make([]string, len(p.Tags))
+		for i, list := range p.Tags {
+			lists[i] = strings.Join(list, " and ")
+		}
+		text = joinClause(text, "all snapshots tagged "+strings.Join(lists, " or "))
 	}
 	if text == "" {
 		return "keep nothing"
@@ -104,13 +124,13 @@ type countRule struct {
 	name   string
 	reason KeepReason
 	count  int
-	max    int                               // the largest count allowed; 0 for no limit
+	max    int                               // the largest count a job may give (ValidateForJob); 0 for no limit
 	bucket func(at time.Time, index int) int // equal for snapshots that share a bucket
 }
 
 func (r countRule) allowed() string {
 	if r.max > 0 {
-		return fmt.Sprintf("0 to %d, or -1 for unlimited", r.max)
+		return fmt.Sprintf("0 to %d", r.max)
 	}
 	return "0 or more, or -1 for unlimited"
 }
@@ -337,7 +357,7 @@ func DecideRetention(snapshots []RetentionSnapshot, p RetentionPolicy, loc *time
 		if useWithin && s.Time.After(cutoff) {
 			reasons = append(reasons, ReasonWithin)
 		}
-		if hasAnyTag(s.Tags, p.Tags) {
+		if hasAllTagsOfAny(s.Tags, p.Tags) {
 			reasons = append(reasons, ReasonTag)
 		}
 		decisions[i].Reasons = reasons
@@ -357,11 +377,10 @@ func DecideRetention(snapshots []RetentionSnapshot, p RetentionPolicy, loc *time
 	return decisions, nil
 }
 
-func hasAnyTag(tags, wanted []string) bool {
-	for _, tag := range tags {
-		if slices.Contains(wanted, tag) {
-			return true
-		}
-	}
-	return false
+// hasAllTagsOfAny reports whether tags hold every tag of at least one of
+// lists.
+func hasAllTagsOfAny(tags []string, lists [][]string) bool {
+	return slices.ContainsFunc(lists, func(list []string) bool {
+		return !slices.ContainsFunc(list, func(t string) bool { return !slices.Contains(tags, t) })
+	})
 }

@@ -161,10 +161,10 @@ func TestRetentionGolden(t *testing.T) {
 		{"yearly-3", RetentionPolicy{Yearly: 3}, history},
 		{"yearly-10", RetentionPolicy{Yearly: 10}, history},
 		{"default-7d-4w-6m", RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, history},
-		{"combined", RetentionPolicy{Last: 3, Hourly: 5, Daily: 7, Weekly: 5, Monthly: 13, Yearly: 3, Tags: []string{"audit"}}, history},
+		{"combined", RetentionPolicy{Last: 3, Hourly: 5, Daily: 7, Weekly: 5, Monthly: 13, Yearly: 3, Tags: [][]string{{"audit"}}}, history},
 		{"within-1m", RetentionPolicy{Within: CalendarDuration{Months: 1}}, history},
 		{"within-2y5m7d3h", RetentionPolicy{Within: CalendarDuration{Years: 2, Months: 5, Days: 7, Hours: 3}}, history},
-		{"tag-keep", RetentionPolicy{Tags: []string{"keep"}}, history},
+		{"tag-keep", RetentionPolicy{Tags: [][]string{{"keep"}}}, history},
 		{"future-daily-3-within-1m", RetentionPolicy{Daily: 3, Within: CalendarDuration{Months: 1}}, withFuture},
 		{"only-old-daily-7-within-30d", RetentionPolicy{Daily: 7, Within: CalendarDuration{Days: 30}}, onlyOld},
 	} {

@@ -104,7 +104,7 @@ func TestPropertyRetention(t *testing.T) {
 		loc := zones[round%len(zones)]
 		n := []int{1, 2, 3, 7, 30, KeepUnlimited}[rng.IntN(6)]
 		within := CalendarDuration{Months: rng.IntN(3), Days: rng.IntN(10), Hours: 1 + rng.IntN(30)}
-		policy := RetentionPolicy{Last: n, Hourly: n, Daily: n, Weekly: n, Monthly: n, Yearly: n, Within: within, Tags: []string{"keep"}}
+		policy := RetentionPolicy{Last: n, Hourly: n, Daily: n, Weekly: n, Monthly: n, Yearly: n, Within: within, Tags: [][]string{{"keep"}}}
 		name := fmt.Sprintf("round %d (%d snapshots, %s, count %d, within %s)", round, len(history), loc, n, within)
 
 		decisions, err := DecideRetention(history, policy, loc)

@@ -149,32 +149,48 @@ func TestCalendarDurationBeforeIsCalendarArithmetic(t *testing.T) {
 
 func TestPolicyValidate(t *testing.T) {
 	for _, tc := range []struct {
-		name          string
-		policy        RetentionPolicy
-		wantInMessage string // "" when the policy is valid
+		name    string
+		policy  RetentionPolicy
+		command string // Validate's message, "" when valid (forget's flags: restic's ranges)
+		job     string // ValidateForJob's message, "" when valid (a job's limits)
 	}{
-		{"daily only", RetentionPolicy{Daily: 7}, ""},
-		{"the issue's default", RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, ""},
-		{"the limits themselves", RetentionPolicy{Daily: 366, Weekly: 260, Monthly: 120}, ""},
-		{"unlimited counts", RetentionPolicy{Last: KeepUnlimited, Daily: KeepUnlimited, Weekly: KeepUnlimited, Monthly: KeepUnlimited, Yearly: KeepUnlimited}, ""},
-		{"within only", RetentionPolicy{Within: CalendarDuration{Days: 30}}, ""},
-		{"tag only", RetentionPolicy{Tags: []string{"keep"}}, ""},
-		{"many hours and years have no limit", RetentionPolicy{Hourly: 10000, Yearly: 1000, Last: 5000}, ""},
-		{"nothing", RetentionPolicy{}, "retention policy keeps nothing: set at least one of last, hourly, daily, weekly, monthly, yearly, within or tag"},
-		{"too many days", RetentionPolicy{Daily: 367}, "retention daily = 367 is out of range: allowed 0 to 366, or -1 for unlimited"},
-		{"too many weeks", RetentionPolicy{Weekly: 261}, "retention weekly = 261 is out of range: allowed 0 to 260, or -1 for unlimited"},
-		{"too many months", RetentionPolicy{Monthly: 121}, "retention monthly = 121 is out of range: allowed 0 to 120, or -1 for unlimited"},
-		{"below unlimited", RetentionPolicy{Daily: 7, Last: -2}, "retention last = -2 is out of range: allowed 0 or more, or -1 for unlimited"},
-		{"negative within", RetentionPolicy{Within: CalendarDuration{Days: -1}}, "retention within: duration -1d is out of range"},
-		{"empty tag", RetentionPolicy{Tags: []string{" "}}, "retention tag is empty"},
+		{"daily only", RetentionPolicy{Daily: 7}, "", ""},
+		{"the issue's default", RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, "", ""},
+		{"the limits themselves", RetentionPolicy{Daily: 366, Weekly: 260, Monthly: 120}, "", ""},
+		{"unlimited counts without a limit", RetentionPolicy{Last: KeepUnlimited, Hourly: KeepUnlimited, Yearly: KeepUnlimited}, "", ""},
+		{"within only", RetentionPolicy{Within: CalendarDuration{Days: 30}}, "", ""},
+		{"tag only", RetentionPolicy{Tags: [][]string{{"keep"}}}, "", ""},
+		{"many hours and years have no limit", RetentionPolicy{Hourly: 10000, Yearly: 1000, Last: 5000}, "", ""},
+		{"nothing", RetentionPolicy{},
+			"retention policy keeps nothing: set at least one of last, hourly, daily, weekly, monthly, yearly, within or tag",
+			"retention policy keeps nothing"},
+		{"too many days", RetentionPolicy{Daily: 367}, "", "retention daily = 367 is out of range: allowed 0 to 366"},
+		{"too many weeks", RetentionPolicy{Weekly: 261}, "", "retention weekly = 261 is out of range: allowed 0 to 260"},
+		{"too many months", RetentionPolicy{Monthly: 121}, "", "retention monthly = 121 is out of range: allowed 0 to 120"},
+		{"unlimited days", RetentionPolicy{Daily: KeepUnlimited}, "", "retention daily = -1 is out of range: allowed 0 to 366"},
+		{"unlimited weeks", RetentionPolicy{Weekly: KeepUnlimited}, "", "retention weekly = -1 is out of range: allowed 0 to 260"},
+		{"unlimited months", RetentionPolicy{Monthly: KeepUnlimited}, "", "retention monthly = -1 is out of range: allowed 0 to 120"},
+		{"below unlimited", RetentionPolicy{Daily: 7, Last: -2},
+			"retention last = -2 is out of range: allowed 0 or more, or -1 for unlimited",
+			"retention last = -2 is out of range: allowed 0 or more, or -1 for unlimited"},
+		{"negative within", RetentionPolicy{Within: CalendarDuration{Days: -1}},
+			"retention within: duration -1d is out of range", "retention within: duration -1d is out of range"},
+		{"empty tag", RetentionPolicy{Tags: [][]string{{" "}}}, "retention tag is empty", "retention tag is empty"},
+		{"empty tag list", RetentionPolicy{Tags: [][]string{{}}}, "retention tag is empty", "retention tag is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.policy.Validate()
-			switch {
-			case tc.wantInMessage == "" && err != nil:
-				t.Fatalf("Validate() = %v, want nil", err)
-			case tc.wantInMessage != "" && (err == nil || !strings.Contains(err.Error(), tc.wantInMessage)):
-				t.Fatalf("Validate() = %v, want a message containing %q", err, tc.wantInMessage)
+			for _, v := range []struct {
+				name     string
+				validate func() error
+				want     string
+			}{{"Validate", tc.policy.Validate, tc.command}, {"ValidateForJob", tc.policy.ValidateForJob, tc.job}} {
+				err := v.validate()
+				switch {
+				case v.want == "" && err != nil:
+					t.Errorf("%s() = %v, want nil", v.name, err)
+				case v.want != "" && (err == nil || !strings.Contains(err.Error(), v.want)):
+					t.Errorf("%s() = %v, want a message containing %q", v.name, err, v.want)
+				}
 			}
 		})
 	}
@@ -188,8 +204,10 @@ func TestPolicyString(t *testing.T) {
 		{RetentionPolicy{Daily: 7, Weekly: 4, Monthly: 6}, "keep 7 daily, 4 weekly, 6 monthly snapshots"},
 		{RetentionPolicy{Last: 3, Yearly: KeepUnlimited}, "keep 3 last, all yearly snapshots"},
 		{RetentionPolicy{Within: CalendarDuration{Years: 1, Months: 2}}, "keep all snapshots within 1y2m of the newest"},
-		{RetentionPolicy{Hourly: 24, Within: CalendarDuration{Days: 30}, Tags: []string{"keep", "audit"}},
+		{RetentionPolicy{Hourly: 24, Within: CalendarDuration{Days: 30}, Tags: [][]string{{"keep"}, {"audit"}}},
 			"keep 24 hourly snapshots and all snapshots within 30d of the newest and all snapshots tagged keep or audit"},
+		{RetentionPolicy{Last: 1, Tags: [][]string{{"keep", "audit"}, {"legal"}}},
+			"keep 1 last snapshots and all snapshots tagged keep and audit or legal"},
 		{RetentionPolicy{}, "keep nothing"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
@@ -368,13 +386,24 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "tag keeps a snapshot with any of the tags",
-			policy: RetentionPolicy{Last: 1, Tags: []string{"keep", "audit"}},
+			policy: RetentionPolicy{Last: 1, Tags: [][]string{{"keep"}, {"audit"}}},
 			zone:   time.UTC,
 			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T12:00:00Z", "audit"), snap(t, "b", "2021-03-02T12:00:00Z", "other"),
 				snap(t, "c", "2021-03-03T12:00:00Z", "other", "keep"), snap(t, "d", "2021-03-04T12:00:00Z"),
 			},
 			want: []string{"d:last+newest", "c:tag", "b:-", "a:tag"},
+		},
+		{
+			name:   "a tag list keeps only a snapshot with all of its tags",
+			policy: RetentionPolicy{Last: 1, Tags: [][]string{{"keep", "audit"}, {"legal"}}},
+			zone:   time.UTC,
+			snapshots: []RetentionSnapshot{
+				snap(t, "a", "2021-03-01T12:00:00Z", "audit"), snap(t, "b", "2021-03-02T12:00:00Z", "audit", "keep"),
+				snap(t, "c", "2021-03-03T12:00:00Z", "keep", "other"), snap(t, "d", "2021-03-04T12:00:00Z", "legal"),
+				snap(t, "e", "2021-03-05T12:00:00Z"),
+			},
+			want: []string{"e:last+newest", "d:tag", "c:-", "b:tag", "a:-"},
 		},
 		{
 			name:   "pinned snapshots are always kept and still count",
@@ -388,7 +417,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "the newest is kept even when no rule keeps it",
-			policy: RetentionPolicy{Tags: []string{"keep"}},
+			policy: RetentionPolicy{Tags: [][]string{{"keep"}}},
 			zone:   time.UTC,
 			snapshots: []RetentionSnapshot{
 				snap(t, "a", "2021-03-01T12:00:00Z", "keep"), snap(t, "b", "2021-03-02T12:00:00Z"),
@@ -398,7 +427,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "a group whose only snapshot is old keeps it",
-			policy: RetentionPolicy{Within: CalendarDuration{Days: 7}, Tags: []string{"keep"}},
+			policy: RetentionPolicy{Within: CalendarDuration{Days: 7}, Tags: [][]string{{"keep"}}},
 			zone:   time.UTC,
 			snapshots: []RetentionSnapshot{
 				snap(t, "only", "2015-01-01T00:00:00Z"),
@@ -496,7 +525,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:   "every rule gives its reason in a fixed order",
-			policy: RetentionPolicy{Last: 1, Hourly: 1, Daily: 1, Weekly: 1, Monthly: 1, Yearly: 1, Within: CalendarDuration{Hours: 1}, Tags: []string{"keep"}},
+			policy: RetentionPolicy{Last: 1, Hourly: 1, Daily: 1, Weekly: 1, Monthly: 1, Yearly: 1, Within: CalendarDuration{Hours: 1}, Tags: [][]string{{"keep"}}},
 			zone:   time.UTC,
 			snapshots: []RetentionSnapshot{
 				pinned(snap(t, "a", "2021-03-02T12:00:00Z", "keep")),
@@ -548,7 +577,7 @@ func TestDecideRefusesWhatItCannotDecide(t *testing.T) {
 		wantInMessage string
 	}{
 		{"a policy that keeps nothing", RetentionPolicy{}, time.UTC, "keeps nothing"},
-		{"an invalid policy", RetentionPolicy{Monthly: 500}, time.UTC, "allowed 0 to 120"},
+		{"an invalid policy", RetentionPolicy{Monthly: -5}, time.UTC, "allowed 0 or more, or -1 for unlimited"},
 		{"no zone", RetentionPolicy{Last: 1}, nil, "needs a time zone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -543,7 +543,7 @@ func (l *loader) retentionTable(key string, table map[string]any) pass.Retention
 	if !ok {
 		return pass.RetentionDef{}
 	}
-	if err := p.Validate(); err != nil {
+	if err := p.ValidateForJob(); err != nil {
 		l.addf(key, "%v", err)
 		return pass.RetentionDef{}
 	}

@@ -56,6 +56,7 @@ func TestRetentionRejected(t *testing.T) {
 		{name: "too many weeks", line: "retention = { weekly = 261 }", want: []string{"retention weekly = 261 is out of range: allowed 0 to 260"}},
 		{name: "too many months", line: "retention = { monthly = 121 }", want: []string{"retention monthly = 121 is out of range: allowed 0 to 120"}},
 		{name: "below unlimited", line: "retention = { last = -2 }", want: []string{"retention last = -2 is out of range"}},
+		{name: "unlimited days are over the limit", line: "retention = { daily = -1 }", want: []string{"retention daily = -1 is out of range: allowed 0 to 366"}},
 		{name: "keeps nothing", line: "retention = { daily = 0 }", want: []string{"keeps nothing"}},
 		{name: "empty table keeps nothing", line: "retention = {}", want: []string{"keeps nothing"}},
 		{name: "unknown rule", line: "retention = { dayly = 7 }", want: []string{`unknown key "dayly"`, "last, hourly, daily, weekly, monthly, yearly, within"}},

@@ -284,7 +284,7 @@ func TestForgetFlags(t *testing.T) {
 		{"no policy", nil, nil, exitUsage, "keeps nothing"},
 		{"zero counts", nil, []string{"--keep-last", "0", "--keep-daily", "0"}, exitUsage, "keeps nothing"},
 		{"prune", nil, []string{"--keep-last", "1", "--prune"}, exitUsage, "prune is not available yet"},
-		{"daily out of range", nil, []string{"--keep-daily", "367"}, exitUsage, "allowed"},
+		{"count out of range", nil, []string{"--keep-daily", "-2"}, exitUsage, "allowed 0 or more, or -1 for unlimited"},
 		{"bad within", nil, []string{"--keep-within", "3 fortnights"}, exitUsage, "keep-within"},
 		{"bad group-by", nil, []string{"--keep-last", "1", "--group-by", "user"}, exitUsage, "group-by"},
 		{"no repository", []string{"NIGHTJAR_REPOSITORY=" + filepath.Join(e.dir, "none")}, []string{"--keep-last", "1"}, exitNoRepository, "no repository"},
