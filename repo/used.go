@@ -107,6 +107,13 @@ func (u *usage) sorter() *extsort.Sorter {
 	return s
 }
 
+// recordSorter is sorter for records of size bytes.
+func (u *usage) recordSorter(size int) *extsort.Sorter {
+	s := extsort.New(extsort.Options{Dir: u.opts.TempDir, MemoryBudget: u.opts.MemoryBudget, MaxOpen: sorterMaxOpen, RecordSize: size})
+	u.sorters = append(u.sorters, s)
+	return s
+}
+
 // close removes the files of every sorter and reports what failed.
 func (u *usage) close() error {
 	var errs []error
