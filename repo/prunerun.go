@@ -118,21 +118,19 @@ func (r *Repository) Prune(ctx context.Context, opts PruneOptions) (*PruneResult
 			p.res.ForgetsCompleted = done
 		}
 	} else {
-		preview, err := r.PreviewForget(ctx, ForgetOptions{
-			Plan:     func([]*Snapshot, map[string]bool) ([]string, error) { return nil, nil },
-			GroupKey: func(*Snapshot) string { return "" },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("prune: %w", err)
-		}
-		p.res.ForgetsCompleted = preview.Completed
+		// As Forget would: the marked snapshots that are not pinned go.
 		pending, err := r.ForgettingIDs(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("prune: %w", err)
 		}
+		pinned, err := r.pinnedSet(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("prune: %w", err)
+		}
 		for _, id := range pending {
-			if !slices.Contains(preview.KeptPinned, id) {
+			if !pinned[id] {
 				completing[id] = true
+				p.res.ForgetsCompleted = append(p.res.ForgetsCompleted, id)
 			}
 		}
 	}
