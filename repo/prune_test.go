@@ -654,3 +654,36 @@ func TestParseUnusedLimit(t *testing.T) {
 		})
 	}
 }
+
+// A write session never writes an index file of more than 65,536 blobs,
+// however many blobs one pack holds: prune decodes one index file at a
+// time, so their size bounds its memory.
+func TestIndexFilesAreCapped(t *testing.T) {
+	ctx := context.Background()
+	const blobs, limit = 70_000, 1 << 16
+	be := memory.New()
+	r := initRepo(t, be)
+	w := writer(t, r)
+	for i := range blobs {
+		data := fmt.Appendf(nil, "tiny blob %d", i)
+		if _, err := w.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, r) // the packs are small: all 70,000 blobs wait for this flush
+	total := 0
+	files := names(t, be, repo.IndexFile)
+	for _, name := range files {
+		got, _, err := r.ReadIndexFile(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > limit {
+			t.Errorf("index file %s lists %d blobs, more than %d", name, len(got), limit)
+		}
+		total += len(got)
+	}
+	if total != blobs || len(files) != 2 {
+		t.Errorf("%d index files list %d blobs, want 2 listing %d", len(files), total, blobs)
+	}
+}
