@@ -687,3 +687,37 @@ func TestIndexFilesAreCapped(t *testing.T) {
 		t.Errorf("%d index files list %d blobs, want 2 listing %d", len(files), total, blobs)
 	}
 }
+
+// A used blob stored in two packs keeps one copy: the other counts as
+// unused, and prune frees it like any unused blob.
+func TestPruneKeepsOneCopyOfADuplicatedBlob(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	f := newPruneFixture(t, mem)
+	// A repository value that knows no index stores a blob of keep again.
+	again, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+	before := names(t, mem, repo.PackFile)
+	saveBlob(t, again, f.files["used-keep-0"])
+	flush(t, again)
+	f.packs["dup"] = onlyNewPack(t, mem, before)
+
+	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlobsUnused == 0 || res.PacksDeleted+res.PacksRepacked == 0 {
+		t.Errorf("prune %+v: want the extra copy unused and its pack, or the original's, deleted or repacked", res)
+	}
+	f.assertSound(t, false)
+	after, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.BlobsUnused != 0 || after.BlobsUsed != res.BlobsUsed {
+		t.Errorf("after prune: %d blobs used, %d unused; want %d used and none unused", after.BlobsUsed, after.BlobsUnused, res.BlobsUsed)
+	}
+}

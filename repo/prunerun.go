@@ -63,12 +63,10 @@ type pruneRun struct {
 	// indexFiles are the index files read, sorted, with the packs each
 	// lists.
 	indexFiles []indexFileInfo
-	// sorters makes the external sorters of the run and removes their
-	// files.
-	sorters *usage
 	// copies are the used blobs (one copy each) by pack, then offset: the
 	// blobs a repack copies, of the packs it chooses.
 	copies *extsort.Sorter
+	rec    [blobRecordSize]byte // count's record
 }
 
 type indexFileInfo struct {
@@ -156,32 +154,38 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 	if err := p.listPacks(ctx); err != nil {
 		return err
 	}
-	reader, err := p.r.shadow()
-	if err != nil {
-		return err
-	}
-	defer reader.closeShadow()
 	u := &usage{opts: UsageOptions{TempDir: p.opts.TempDir}}
 	defer u.close()
-	p.sorters = u
-	records, err := p.readIndex(ctx, reader)
-	if err != nil {
-		return err
+	p.copies = u.recordSorter(blobRecordSize)
+	hooks := usageHooks{
+		usage: u,
+		phase: func(name string) { p.progress(name, 0, 0) },
+		indexFile: func(name string, packs []ID, done, total int) {
+			p.progress("index", int64(done), int64(total))
+			p.indexFiles = append(p.indexFiles, indexFileInfo{name: name, packs: packs})
+			for _, pk := range packs {
+				p.pack(pk).indexed = true
+			}
+		},
 	}
-	p.progress("walk", 0, int64(len(snaps)))
-	used := u.sorter()
-	if _, err := reader.walkUsed(ctx, snaps, u, used); err != nil {
-		var te *SnapshotTreeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("snapshot %s: %w: %w", strings.Join(te.Snapshots, ", "), ErrInvalidManifest, err)
+	var g usedGroup
+	_, err = p.r.blobUsage(ctx, snaps, u.opts, hooks, func(b BlobUse) error {
+		if b.ID != g.id || !g.started {
+			if err := g.check(); err != nil {
+				return err
+			}
+			g = usedGroup{id: b.ID, pack: b.Pack, used: b.Used, started: true}
 		}
-		return err
+		return p.count(b, &g)
+	})
+	if err == nil {
+		err = g.check()
 	}
-	usedIDs, err := used.Sorted()
+	var te *SnapshotTreeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("snapshot %s: %w: %w", strings.Join(te.Snapshots, ", "), ErrInvalidManifest, err)
+	}
 	if err != nil {
-		return fmt.Errorf("sort the used blobs: %w", err)
-	}
-	if err := p.join(ctx, usedIDs, records); err != nil {
 		return err
 	}
 	p.progress("plan", 0, 0)
@@ -249,100 +253,40 @@ func (p *pruneRun) pack(id ID) *packFigures {
 	return f
 }
 
-// readIndex streams the index files: it records which packs each lists,
-// indexes the tree blobs in reader (for the walk: trees are far fewer
-// than data blobs) and returns every entry sorted by blob, then pack.
-func (p *pruneRun) readIndex(ctx context.Context, reader *Repository) (*extsort.Iterator, error) {
-	names, err := p.r.sortedIndexFileNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.res.IndexFiles = len(names)
-	entries := p.sorters.recordSorter(blobRecordSize)
-	var trees []IndexedBlob
-	rec := make([]byte, blobRecordSize)
-	err = p.r.eachIndexFile(ctx, names, func(name string, f indexFile) error {
-		p.progress("index", int64(len(p.indexFiles)), int64(len(names)))
-		p.indexFiles = append(p.indexFiles, indexFileInfo{name: name, packs: f.Packs})
-		for _, pk := range f.Packs {
-			p.pack(pk).indexed = true
-		}
-		trees = trees[:0]
-		for _, b := range f.Blobs {
-			if b.Type == TreeBlob {
-				trees = append(trees, b)
-			}
-			if err := entries.AddRecord(byBlobRecord(rec, b)); err != nil {
-				return fmt.Errorf("sort the index: %w", err)
-			}
-		}
-		reader.idx.add(trees)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	it, err := entries.Sorted()
-	if err != nil {
-		return nil, fmt.Errorf("sort the index: %w", err)
-	}
-	return it, nil
+// usedGroup is the entries of one blob that prune has counted so far.
+type usedGroup struct {
+	id      ID
+	pack    ID // of its first entry
+	used    bool
+	kept    bool // a copy counts as the used one
+	started bool
 }
 
-// join walks the sorted used IDs beside the index entries (sorted by blob,
-// then pack) and counts each entry used or unused in its pack. Of a used
-// blob indexed in several packs, one copy counts as used: the first in a
-// pack that exists; the other copies are unused bytes of their packs. The
-// copy that counts goes to p.copies, by pack.
-func (p *pruneRun) join(ctx context.Context, used, entries *extsort.Iterator) error {
-	p.copies = p.sorters.recordSorter(blobRecordSize)
-	rec := make([]byte, blobRecordSize)
-	haveUsed := used.Next()
-	haveEntry := entries.Next()
-	for n := 0; haveEntry; n++ {
-		if n%cancelCheck == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		first := fromBlobRecord(entries.Record())
-		id := first.ID
-		if haveUsed && before(used.ID(), id) {
-			return fmt.Errorf("blob %s: %w", ID(used.ID()), ErrBlobMissing)
-		}
-		isUsed := haveUsed && used.ID() == [32]byte(id)
-		if isUsed {
-			haveUsed = used.Next()
-		}
-		kept := false
-		for b := first; ; {
-			f := p.pack(b.Pack)
-			if isUsed && !kept && f.size >= 0 {
-				kept = true
-				f.usedBlobs++
-				f.usedBytes += int64(b.Length)
-				if err := p.copies.AddRecord(byPackRecord(rec, b)); err != nil {
-					return fmt.Errorf("sort the blobs to copy: %w", err)
-				}
-			} else {
-				f.unusedBlobs++
-				f.unusedBytes += int64(b.Length)
-			}
-			if haveEntry = entries.Next(); !haveEntry || entries.ID() != [32]byte(id) {
-				break
-			}
-			b = fromBlobRecord(entries.Record())
-		}
-		if isUsed && !kept {
-			return fmt.Errorf("blob %s is used but its pack %s is missing: run nightjar check", id.Short(), first.Pack.Short())
-		}
+// check fails for a used blob none of whose copies is in a pack that
+// exists.
+func (g *usedGroup) check() error {
+	if g.started && g.used && !g.kept {
+		return fmt.Errorf("blob %s is used but its pack %s is missing: run nightjar check", g.id.Short(), g.pack.Short())
 	}
-	if err := entries.Err(); err != nil {
-		return fmt.Errorf("read the sorted index: %w", err)
+	return nil
+}
+
+// count adds an index entry to its pack's figures. Of a used blob indexed
+// in several packs, one copy counts as used: the first in a pack that
+// exists (entries come by pack ID); the other copies are unused bytes of
+// their packs. The copy that counts goes to p.copies, by pack.
+func (p *pruneRun) count(b BlobUse, g *usedGroup) error {
+	f := p.pack(b.Pack)
+	if !b.Used || g.kept || f.size < 0 {
+		f.unusedBlobs++
+		f.unusedBytes += int64(b.Length)
+		return nil
 	}
-	if err := used.Err(); err != nil {
-		return fmt.Errorf("read the sorted used blobs: %w", err)
-	}
-	if haveUsed {
-		return fmt.Errorf("blob %s: %w", ID(used.ID()), ErrBlobMissing)
+	g.kept = true
+	f.usedBlobs++
+	f.usedBytes += int64(b.Length)
+	if err := p.copies.AddRecord(byPackRecord(p.rec[:], b.IndexedBlob)); err != nil {
+		return fmt.Errorf("sort the blobs to copy: %w", err)
 	}
 	return nil
 }

@@ -11,8 +11,8 @@
 #                           without a repository (see there why)
 #   repository REAL_BLOBS   usedblobs (main.go) on a generated local repository
 #                           of REAL_BLOBS data blobs (default 1,000,000): the
-#                           whole BlobUsage, tree walk included, plus the
-#                           repository's in-memory index, which LoadIndex builds
+#                           whole BlobUsage, tree walk and streamed index
+#                           included (no LoadIndex)
 #   prune REAL_BLOBS        usedblobs -prune on the same repository: forget
 #                           snapshot "old" (a tenth of the blobs become unused),
 #                           then the whole Prune, which streams the index instead
