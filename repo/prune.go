@@ -172,6 +172,9 @@ type PruneResult struct {
 	LeftoverBytesDeleted int64 `json:"leftover_bytes_deleted"` // their sizes
 	LeftoversKept        int   `json:"leftovers_kept"`         // packs no index listed, too young (or of unknown age): kept
 	LeftoverBytesKept    int64 `json:"leftover_bytes_kept"`    // their sizes
+	TempFilesDeleted     int   `json:"temp_files_deleted"`     // temporary files of killed writes, old enough: deleted
+	TempBytesDeleted     int64 `json:"temp_bytes_deleted"`     // their sizes
+	TempFilesKept        int   `json:"temp_files_kept"`        // temporary files too young: kept
 
 	BytesFreed         int64 `json:"bytes_freed"`          // sizes of all packs deleted (wholly unused, repacked, leftovers)
 	UnusedLeft         int64 `json:"unused_left"`          // unused bytes that stay in packs kept

@@ -721,3 +721,37 @@ func TestPruneKeepsOneCopyOfADuplicatedBlob(t *testing.T) {
 		t.Errorf("after prune: %d blobs used, %d unused; want %d used and none unused", after.BlobsUsed, after.BlobsUnused, res.BlobsUsed)
 	}
 }
+
+// Temporary files of killed writes are removed when older than the
+// leftover age and kept when younger; a dry run counts them and removes
+// nothing.
+func TestPruneRemovesOldTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	f := newPruneFixture(t, newLocal(t))
+	tmp := filepath.Join(f.be.Location(), "tmp")
+	for name, age := range map[string]time.Duration{"0123abcd": 3 * time.Hour, "4567ef01": time.Minute} {
+		path := filepath.Join(tmp, name)
+		if err := os.WriteFile(path, make([]byte, 100), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mtime := time.Now().Add(-age)
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TempFilesDeleted != 1 || res.TempBytesDeleted != 100 || res.TempFilesKept != 1 {
+			t.Errorf("dry run %v: %d temporary files (%d bytes) deleted and %d kept, want 1 (100) and 1",
+				dry, res.TempFilesDeleted, res.TempBytesDeleted, res.TempFilesKept)
+		}
+		_, oldErr := os.Stat(filepath.Join(tmp, "0123abcd"))
+		_, youngErr := os.Stat(filepath.Join(tmp, "4567ef01"))
+		if errors.Is(oldErr, os.ErrNotExist) != !dry || youngErr != nil {
+			t.Errorf("dry run %v: old file gone: %v, young file: %v", dry, oldErr, youngErr)
+		}
+	}
+}

@@ -25,6 +25,17 @@ type ObjectTimer interface {
 	ModTime(ctx context.Context, h Handle) (time.Time, error)
 }
 
+// TempFiles is implemented by backends that keep the files of writes in
+// progress apart from the objects (a local folder's tmp/). A write that
+// was killed leaves its file behind; prune removes those older than
+// PruneOptions.LeftoverAge.
+type TempFiles interface {
+	// ListTemp calls fn for each temporary file.
+	ListTemp(ctx context.Context, fn func(name string, size int64, modTime time.Time) error) error
+	// RemoveTemp removes one; one already gone is no error.
+	RemoveTemp(ctx context.Context, name string) error
+}
+
 // packFigures is what prune knows of one pack. Prune keeps one per pack,
 // in a map keyed by pack: a pack holds thousands of blobs (16 MiB of
 // chunks of about 1 MiB, or of small files), so packs are far fewer than
@@ -192,10 +203,49 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 	if err := p.plan(ctx); err != nil {
 		return err
 	}
+	if !p.opts.DryRun {
+		if err := p.execute(ctx); err != nil {
+			return err
+		}
+	}
+	return p.tempFiles(ctx)
+}
+
+// tempFiles removes (or, in a dry run, counts) the temporary files of
+// killed writes that are older than the leftover age; younger ones are
+// counted as kept.
+func (p *pruneRun) tempFiles(ctx context.Context) error {
+	tf, ok := Capability[TempFiles](p.r.be)
+	if !ok {
+		return nil
+	}
+	var old []string
+	now := p.r.now()
+	err := tf.ListTemp(ctx, func(name string, size int64, modTime time.Time) error {
+		if now.Sub(modTime) <= p.opts.LeftoverAge {
+			p.res.TempFilesKept++
+			return nil
+		}
+		old = append(old, name)
+		p.res.TempFilesDeleted++
+		p.res.TempBytesDeleted += size
+		return nil
+	})
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	if p.opts.DryRun {
 		return nil
 	}
-	return p.execute(ctx)
+	for _, name := range old {
+		if err := tf.RemoveTemp(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadSnapshots reads every snapshot but those in skip (being forgotten);
