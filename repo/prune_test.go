@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -753,5 +754,93 @@ func TestPruneRemovesOldTemporaryFiles(t *testing.T) {
 		if errors.Is(oldErr, os.ErrNotExist) != !dry || youngErr != nil {
 			t.Errorf("dry run %v: old file gone: %v, young file: %v", dry, oldErr, youngErr)
 		}
+	}
+}
+
+// cancelling is a memory backend that cancels a context at its nth write
+// (Save or Remove of anything but a lock) and fails that write, as a
+// prune stopped by its caller (a signal, a shutdown) sees it.
+type cancelling struct {
+	*memory.Backend
+	mu     sync.Mutex
+	at, n  int
+	cancel context.CancelFunc
+}
+
+func (c *cancelling) write(h repo.Handle) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.Type == repo.LockFile {
+		return nil
+	}
+	if c.n++; c.n == c.at {
+		c.cancel()
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *cancelling) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	if err := c.write(h); err != nil {
+		return err
+	}
+	return c.Backend.Save(ctx, h, data)
+}
+
+func (c *cancelling) Remove(ctx context.Context, h repo.Handle) error {
+	if err := c.write(h); err != nil {
+		return err
+	}
+	return c.Backend.Remove(ctx, h)
+}
+
+// A prune cancelled at any of its writes returns the cancellation,
+// releases its lock, and leaves a sound repository that the next prune
+// completes.
+func TestPruneCancelledAtEveryWrite(t *testing.T) {
+	// An uninterrupted prune: how many writes it makes.
+	counter := &cancelling{Backend: memory.New(), cancel: func() {}}
+	f := newPruneFixture(t, counter)
+	f.forgetOld(t)
+	counter.mu.Lock()
+	made := counter.n
+	counter.mu.Unlock()
+	if _, err := openRepo(t, counter).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	counter.mu.Lock()
+	writes := counter.n - made
+	counter.mu.Unlock()
+	for at := 1; at <= writes; at++ {
+		t.Run(fmt.Sprintf("cancelled at write %d", at), func(t *testing.T) {
+			mem := memory.New()
+			f := newPruneFixture(t, mem)
+			f.forgetOld(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			be := &cancelling{Backend: mem, cancel: cancel}
+			r := openRepo(t, be)
+			be.mu.Lock()
+			be.at = be.n + at
+			be.mu.Unlock()
+			if _, err := r.Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled prune: %v, want context.Canceled", err)
+			}
+			if locks := names(t, mem, repo.LockFile); len(locks) != 0 {
+				t.Errorf("a cancelled prune left locks %v", locks)
+			}
+			f.assertSound(t, true)
+			if _, err := openRepo(t, mem).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+				t.Fatalf("the next prune: %v", err)
+			}
+			f.assertSound(t, true)
+			res, err := openRepo(t, mem).Prune(context.Background(), repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BlobsUnused != 0 || res.PacksDeleted+res.PacksRepacked != 0 {
+				t.Errorf("after the next prune, unused blobs are still indexed: %+v", res)
+			}
+		})
 	}
 }
