@@ -844,3 +844,30 @@ func TestPruneCancelledAtEveryWrite(t *testing.T) {
 		})
 	}
 }
+
+// A damaged index file stops prune (and its dry run) with ErrIntegrity
+// before anything is written: which packs hold what is then unknown.
+func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
+	f := newPruneFixture(t, memory.New())
+	f.forgetOld(t)
+	files := names(t, f.be, repo.IndexFile)
+	slices.Sort(files)
+	h := repo.Handle{Type: repo.IndexFile, Name: files[len(files)/2]}
+	data := load(t, f.be, h)
+	store(t, f.be, h, flipped(data, len(data)-3))
+	before := allFiles(t, f.be)
+	for _, dry := range []bool{true, false} {
+		r, err := repo.Open(context.Background(), f.be, repo.OpenOptions{Password: pw(password)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		_, err = r.Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+		if !errors.Is(err, repo.ErrIntegrity) || errors.Is(err, repo.ErrInvalidManifest) {
+			t.Errorf("prune (dry run %v) with a damaged index file: %v, want ErrIntegrity", dry, err)
+		}
+	}
+	if after := allFiles(t, f.be); !slices.Equal(before, after) {
+		t.Errorf("a stopped prune changed the repository:\nbefore %v\nafter  %v", before, after)
+	}
+}
