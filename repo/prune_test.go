@@ -652,6 +652,9 @@ func TestParseUnusedLimit(t *testing.T) {
 			if err != nil || got != tc.want {
 				t.Errorf("ParseUnusedLimit(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 			}
+			if again, err := repo.ParseUnusedLimit(got.String()); err != nil || again != got {
+				t.Errorf("%+v prints as %q, which parses as %+v, %v", got, got.String(), again, err)
+			}
 		})
 	}
 }

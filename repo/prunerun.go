@@ -37,9 +37,11 @@ type TempFiles interface {
 }
 
 // packFigures is what prune knows of one pack. Prune keeps one per pack,
-// in a map keyed by pack: a pack holds thousands of blobs (16 MiB of
-// chunks of about 1 MiB, or of small files), so packs are far fewer than
-// blobs and this map is the one structure that grows with the repository.
+// in a map keyed by pack, with the index files' pack lists: the structures
+// that grow with the repository, by about 150 bytes a pack. Packs are far
+// fewer than blobs: a pack holds 16 MiB, at least 16 chunks of the default
+// 1 MiB average and thousands of small files' blobs, so 10 million chunks
+// of 1 MiB (10 TiB) make about 625,000 packs and 90 MiB of figures.
 type packFigures struct {
 	size        int64 // file size; -1: no such file
 	indexed     bool  // an index file lists it

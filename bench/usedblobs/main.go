@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -39,12 +40,23 @@ func main() {
 	create := flag.Bool("make", false, "make the repository")
 	prune := flag.Bool("prune", false, "forget snapshot old, then prune")
 	maxUnused := flag.String("max-unused", "0", "prune's --max-unused (0: repack every partly used pack)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	blobs := flag.Int("blobs", 1_000_000, "data blobs of the repository made")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("usedblobs: -dir is required")
 	}
 	ctx := context.Background()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatalf("usedblobs: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("usedblobs: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch {
 	case *create:
@@ -58,6 +70,7 @@ func main() {
 		err = usage(ctx, *dir)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		log.Fatalf("usedblobs: %v", err)
 	}
 }
