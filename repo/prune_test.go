@@ -874,3 +874,24 @@ func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
 		t.Errorf("a stopped prune changed the repository:\nbefore %v\nafter  %v", before, after)
 	}
 }
+
+// A repack longer than one session's share of blobs goes on in further
+// sessions without losing or repeating a blob, whatever the boundary.
+func TestPruneRepacksAcrossSessions(t *testing.T) {
+	for _, perSession := range []int{1, 2, 3, 7} {
+		t.Run(fmt.Sprintf("%d blobs a session", perSession), func(t *testing.T) {
+			t.Cleanup(repo.SetRepackSessionBlobs(perSession))
+			f := newPruneFixture(t, memory.New())
+			f.forgetOld(t)
+			res, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// mostly 1, little 3 and the 2 trees of keep.
+			if res.BlobsCopied != 6 || res.PacksWritten < int((res.BlobsCopied+int64(perSession)-1)/int64(perSession)) {
+				t.Errorf("copied %d blobs into %d packs, want 6 in at least one pack a session of %d", res.BlobsCopied, res.PacksWritten, perSession)
+			}
+			f.assertSound(t, false)
+		})
+	}
+}

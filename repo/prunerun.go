@@ -533,7 +533,7 @@ func (p *pruneRun) execute(ctx context.Context) error {
 // a session's in-memory index holds every blob it stored, so a long repack
 // is cut into sessions of this many, each writing its packs and index
 // files before the next begins.
-const repackSessionBlobs = 1 << 16
+var repackSessionBlobs = 1 << 16
 
 // repack copies the used blobs of the packs to repack into new packs
 // through write sessions, which also write their index files.
