@@ -524,7 +524,14 @@ func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
 	forgetInterrupted(t, f, mem)
 	before := allFiles(t, mem)
 	var phases []string
-	dry, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir(), Progress: func(p repo.PruneProgress) {
+	// A repository opened without LoadIndex: prune streams the index and
+	// leaves the in-memory one empty.
+	unloaded, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unloaded.Close)
+	dry, err := unloaded.Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir(), Progress: func(p repo.PruneProgress) {
 		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
 			phases = append(phases, p.Phase)
 		}
@@ -532,11 +539,14 @@ func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := unloaded.Index().Len(); n != 0 {
+		t.Errorf("a prune filled the in-memory index with %d blobs", n)
+	}
 	if after := allFiles(t, mem); !slices.Equal(before, after) {
 		t.Fatalf("a dry run changed the repository:\nbefore %v\nafter  %v", before, after)
 	}
-	if slices.Contains(phases, "repack") || slices.Contains(phases, "delete") {
-		t.Errorf("a dry run went through phases %v", phases)
+	if slices.Contains(phases, "repack") || slices.Contains(phases, "delete") || !slices.Contains(phases, "index") || !slices.Contains(phases, "walk") {
+		t.Errorf("a dry run went through phases %v, want index and walk but no repack or delete", phases)
 	}
 	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 	if err != nil {
