@@ -133,7 +133,11 @@ type PruneOptions struct {
 	// LeftoverAge is how old a pack that no index lists must be before it
 	// is deleted; 0 is DefaultLeftoverAge.
 	LeftoverAge time.Duration
-	// TempDir is the folder of the sorted runs; "" is os.TempDir().
+	// TempDir is the folder of the sorted runs; "" is os.TempDir(). It
+	// needs about 200 bytes per indexed blob at the peak (the index
+	// entries, the used IDs and the used blobs by pack, sorted on disk):
+	// some 2 GB for 10 million blobs. On a RAM-backed folder (tmpfs) that
+	// is memory.
 	TempDir string
 	// Progress, when set, is called as prune moves on (see PruneProgress).
 	Progress func(PruneProgress)
