@@ -49,6 +49,12 @@ type CheckReport struct {
 	DanglingPins   []string  `json:"dangling_pins"`   // pins of snapshots that no longer exist: a warning, not damage
 	Forgetting     []string  `json:"forgetting"`      // snapshots an interrupted forget marked: the next forget removes them (a warning)
 	Problems       []Problem `json:"problems"`
+
+	// DanglingVerifications are verification records of snapshots that no
+	// longer exist: a warning, not damage.
+	DanglingVerifications []string `json:"dangling_verifications"`
+	// VerifyFailed are the snapshots whose latest verification failed.
+	VerifyFailed []string `json:"verify_failed"`
 }
 
 // OK reports whether the repository is sound.
@@ -103,6 +109,9 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	}
 	if err := c.checkPins(ctx); err != nil {
 		return nil, fmt.Errorf("check pins: %w", err)
+	}
+	if err := c.checkVerifications(ctx); err != nil {
+		return nil, fmt.Errorf("check verifications: %w", err)
 	}
 	forgetting, err := c.r.ForgettingIDs(ctx)
 	if err != nil {
