@@ -40,7 +40,8 @@ type VerifyPlan struct {
 // and its verify heals at the next verify): the snapshots consider selects
 // (the job's, MadeByJob), oldest first, that have no verification record are
 // verified structurally; the newest of them is verified deeply when none of
-// them has had a deep verification within deepEvery of now (0: always).
+// them has had a deep verification within deepEvery of now (0: always;
+// negative: never).
 func PlanVerify(snaps []*repo.Snapshot, records map[string]*repo.Verification, verified map[string]bool,
 	consider func(*repo.Snapshot) bool, deepEvery time.Duration, now time.Time) VerifyPlan {
 	var plan VerifyPlan
@@ -57,7 +58,7 @@ func PlanVerify(snaps []*repo.Snapshot, records map[string]*repo.Verification, v
 			plan.Structural = append(plan.Structural, s.ID)
 		}
 	}
-	if newest != "" && (plan.LastDeep.IsZero() || !now.Before(plan.LastDeep.Add(deepEvery))) {
+	if newest != "" && deepEvery >= 0 && (plan.LastDeep.IsZero() || !now.Before(plan.LastDeep.Add(deepEvery))) {
 		plan.Deep = newest
 		if n := len(plan.Structural); n > 0 && plan.Structural[n-1] == newest {
 			plan.Structural = plan.Structural[:n-1] // the deep verification covers it

@@ -85,7 +85,8 @@ type VerifyDef struct {
 	Enabled bool // false: verify = "off", a succeeded backup queues its retention directly
 	// DeepEvery is the longest time the job's snapshots go without a deep
 	// verification (the repository's deep_verify_every): a verify run is
-	// deep when the newest deep one is older. 0: every verify run is deep.
+	// deep when the newest deep one is older. 0: every verify run is deep;
+	// negative: none is.
 	DeepEvery time.Duration
 }
 
