@@ -3,6 +3,7 @@ package repo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -157,5 +158,59 @@ func TestForgetRemovesVerificationRecords(t *testing.T) {
 	}
 	if ids := names(t, be, repo.VerifyFile); !slices.Equal(ids, []string{kept}) {
 		t.Errorf("verification records after forget: %v, want only %s", ids, kept)
+	}
+}
+
+// A forget that dies at any of its writes, with victims that have
+// verification records, leaves no record behind once the next forget has
+// completed it: a record goes only with its snapshot, and never outlives
+// it.
+func TestForgetCrashLeavesNoVerificationRecord(t *testing.T) {
+	ctx := context.Background()
+	const perGroup = 3
+	plan := repo.ForgetOptions{Plan: keepNewest(1), GroupKey: byHost}
+	setup := func(t *testing.T) (*memory.Backend, []string) {
+		mem := memory.New()
+		r := repoWithSnapshots(t, mem, perGroup)
+		all := names(t, mem, repo.SnapshotFile)
+		for _, id := range all {
+			if err := r.SaveVerification(ctx, &repo.Verification{Snapshot: id, OK: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return mem, all
+	}
+	// Writes of an uninterrupted forget: a mark, the record, the
+	// verification record and the mark's removal for each of 4 victims.
+	mem, _ := setup(t)
+	counter := &crashing{Backend: mem}
+	if _, err := openRepo(t, counter).Forget(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	counter.mu.Lock()
+	writes := counter.n
+	counter.mu.Unlock()
+	if writes != 4*4 {
+		t.Fatalf("an uninterrupted forget made %d writes, want 16 (4 victims, 4 writes each)", writes)
+	}
+	for at := 1; at <= writes; at++ {
+		t.Run(fmt.Sprintf("dies at write %d", at), func(t *testing.T) {
+			mem, _ := setup(t)
+			be := &crashing{Backend: mem, at: at}
+			if _, err := openRepo(t, be).Forget(ctx, plan); !errors.Is(err, errCrashed) {
+				t.Fatalf("forget that dies: %v, want it to fail", err)
+			}
+			be.abandonLocks()
+			if _, err := openRepo(t, mem).Forget(ctx, repo.ForgetOptions{Plan: forgetIDs(), GroupKey: byHost}); err != nil {
+				t.Fatalf("the next forget: %v", err)
+			}
+			snaps := names(t, mem, repo.SnapshotFile)
+			records := names(t, mem, repo.VerifyFile)
+			slices.Sort(snaps)
+			slices.Sort(records)
+			if !slices.Equal(snaps, records) {
+				t.Errorf("after the next forget: snapshots %v, verification records %v; want one record per snapshot", snaps, records)
+			}
+		})
 	}
 }
