@@ -312,7 +312,8 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 
 // jobVerification reads the verification state of the job's snapshots from
 // its repository. Where the repository cannot be read it warns and returns
-// nil: job show still shows what the state database knows.
+// nil (without a warning when there is no repository yet): job show still
+// shows what the state database knows.
 func (s *scheduler) jobVerification(ctx context.Context, p *printer, name string) *jobVerifyJSON {
 	def, ok := s.pass.Jobs[name]
 	if !ok {
@@ -324,6 +325,9 @@ func (s *scheduler) jobVerification(ctx context.Context, p *printer, name string
 		return nil
 	}
 	r, err := openJobRepository(ctx, s.cfg, def.Repository)
+	if errors.Is(err, repo.ErrNoRepository) {
+		return nil // not made yet (create_if_missing): nothing to verify
+	}
 	if err != nil {
 		p.Warnf("verification state of job %s is not shown: %v", name, err)
 		return nil
