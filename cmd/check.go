@@ -18,20 +18,31 @@ func checkCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: append(repoFlags(),
 			&cli.BoolFlag{Name: "read-data", Usage: "also read, decrypt and hash every blob"},
-			&cli.StringFlag{Name: "read-data-subset", Usage: "read a random `PERCENT` of the packs, such as 10%"},
+			&cli.StringFlag{Name: "read-data-subset", Usage: "read slice `n/m` of the packs (1/30 each day reads all in a month), or a random PERCENT of them, such as 10%"},
 			jsonFlag(),
 		),
 		Action: runCheck,
 	}
 }
 
-// parsePercent reads "10%" or "10" as 0.10.
-func parsePercent(s string) (float64, error) {
+// parseReadDataSubset reads --read-data-subset: "n/m" (slice n of m, by
+// pack ID, as restic) or "10%" or "10" (a random 10 percent of the packs).
+func parseReadDataSubset(s string, opts *repo.CheckOptions) error {
+	const allowed = "want n/m with whole numbers 1 <= n <= m (such as 1/30), or a percentage above 0 and at most 100 (such as 10%)"
+	if strings.Contains(s, "/") {
+		sub, err := repo.ParseSubset(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("invalid --read-data-subset %q: %s", s, allowed)
+		}
+		opts.ReadDataSubset = sub
+		return nil
+	}
 	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
 	if err != nil || v <= 0 || v > 100 {
-		return 0, fmt.Errorf("invalid --read-data-subset %q: want a percentage above 0 and at most 100, such as 10%%", s)
+		return fmt.Errorf("invalid --read-data-subset %q: %s", s, allowed)
 	}
-	return v / 100, nil
+	opts.ReadDataFraction = v / 100
+	return nil
 }
 
 func runCheck(c *cli.Context) error {
@@ -44,11 +55,9 @@ func runCheck(c *cli.Context) error {
 		if c.Bool("read-data") {
 			return usageError{fmt.Errorf("use either --read-data or --read-data-subset, not both")}
 		}
-		f, err := parsePercent(s)
-		if err != nil {
+		if err := parseReadDataSubset(s, &opts); err != nil {
 			return usageError{err}
 		}
-		opts.ReadDataFraction = f
 	}
 	r, err := openRepo(c, p)
 	if err != nil {
@@ -78,13 +87,22 @@ func runCheck(c *cli.Context) error {
 		if out.Forgetting == nil {
 			out.Forgetting = []string{}
 		}
+		if out.DanglingVerifications == nil {
+			out.DanglingVerifications = []string{}
+		}
+		if out.VerifyFailed == nil {
+			out.VerifyFailed = []string{}
+		}
 		if err := p.JSON(out); err != nil {
 			return err
 		}
 	}
 	p.Printf("%d index files, %d packs, %d blobs, %d snapshots, %d trees\n",
 		report.IndexFiles, report.Packs, report.Blobs, report.Snapshots, report.Trees)
-	if opts.ReadDataFraction > 0 {
+	switch {
+	case opts.ReadDataSubset.Valid():
+		p.Printf("read %d packs of slice %s (%s)\n", report.PacksRead, opts.ReadDataSubset, humanize.IBytes(uint64(report.BytesRead)))
+	case opts.ReadDataFraction > 0:
 		p.Printf("read %d packs (%s)\n", report.PacksRead, humanize.IBytes(uint64(report.BytesRead)))
 	}
 	if report.UnindexedPacks > 0 {
@@ -92,6 +110,12 @@ func runCheck(c *cli.Context) error {
 	}
 	if n := len(report.Forgetting); n > 0 {
 		p.Warnf("%d snapshots are marked by a forget that was interrupted: the next nightjar forget removes them (or keeps those pinned since)", n)
+	}
+	for _, id := range report.VerifyFailed {
+		p.Warnf("snapshot %s failed its last verification (nightjar snapshots --verify-failed shows why)", id)
+	}
+	for _, id := range report.DanglingVerifications {
+		p.Warnf("verification record of snapshot %s: the snapshot no longer exists (a leftover: it loses nothing, and removing verifications/%s is safe)", id, id)
 	}
 	for _, id := range report.DanglingPins {
 		p.Warnf("pin of snapshot %s: the snapshot no longer exists (remove the pin with nightjar unpin %s)", id, id)

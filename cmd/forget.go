@@ -195,7 +195,7 @@ func runForget(c *cli.Context) error {
 // returns the outcome.
 func forget(ctx context.Context, r *repo.Repository, opts forgetOptions) (*forgetJSON, error) {
 	out := &forgetJSON{DryRun: opts.dryRun, GroupBy: opts.groupBy.String(), Groups: []forgetGroupJSON{}, zone: opts.zone}
-	plan := opts.retentionPlan(out)
+	plan := opts.retentionPlan(ctx, r, out)
 	if len(opts.ids) > 0 {
 		plan = opts.namedPlan(out)
 	} else {
@@ -217,10 +217,16 @@ func forget(ctx context.Context, r *repo.Repository, opts forgetOptions) (*forge
 }
 
 // retentionPlan decides by the policy, group by group, and records the
-// decisions in out.
-func (o forgetOptions) retentionPlan(out *forgetJSON) repo.ForgetPlan {
+// decisions in out. Snapshots whose verification failed take no part.
+func (o forgetOptions) retentionPlan(ctx context.Context, r *repo.Repository, out *forgetJSON) repo.ForgetPlan {
 	return func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
-		groups, victims, err := o.plan().Decide(snaps, pinned)
+		failed, err := r.VerifyFailed(ctx)
+		if err != nil {
+			return nil, err
+		}
+		plan := o.plan()
+		plan.VerifyFailed = failed
+		groups, victims, err := plan.Decide(snaps, pinned)
 		if err != nil {
 			return nil, err
 		}

@@ -53,6 +53,11 @@ type snapshotRef struct {
 	RepositoryID string `json:"repository_id"`
 	SnapshotID   string `json:"snapshot_id"`
 	Source       string `json:"source"`
+	// Verified is the snapshot's verification as the repository records
+	// it (runs show only): "-" (none yet), "ok", "ok (deep)",
+	// "verify_failed" or "forgotten"; Problems are a failed one's.
+	Verified string   `json:"verified,omitempty"`
+	Problems []string `json:"verify_problems,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -139,14 +144,9 @@ func runJobRetention(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("host name: %w", err)
 	}
-	rc := cfg.Repositories[def.Repository]
-	be, err := backend.Open(c.Context, configLocation(rc))
+	r, err := openJobRepository(c.Context, cfg, def.Repository)
 	if err != nil {
-		return fmt.Errorf("open repository %s: %w", def.Repository, err)
-	}
-	r, err := repo.Open(c.Context, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(c.Context, rc) }})
-	if err != nil {
-		return fmt.Errorf("open repository %s: %w", def.Repository, err)
+		return err
 	}
 	defer r.Close()
 	out, err := forget(c.Context, r, forgetOptions{
@@ -198,6 +198,19 @@ type jobJSON struct {
 	DependsOn   []string `json:"depends_on"`
 	Active      *runJSON `json:"active_run"`
 	LastRun     *runJSON `json:"last_run"`
+	// Verification is what the repository records of the verification of
+	// the job's snapshots (job show only; absent when it cannot be read).
+	Verification *jobVerifyJSON `json:"verification,omitempty"`
+}
+
+// jobVerifyJSON is the verification state of a job's snapshots, from the
+// repository's records (so it survives the loss of the state database).
+type jobVerifyJSON struct {
+	Snapshots    int        `json:"snapshots"`     // the job's snapshots (made on this host)
+	Verified     int        `json:"verified"`      // of them, those with a verification record
+	VerifyFailed []string   `json:"verify_failed"` // of them, those whose verification failed
+	LastDeep     *time.Time `json:"last_deep"`     // the newest deep verification of one of them
+	DeepEvery    string     `json:"deep_verify_every"`
 }
 
 func (s *scheduler) jobJSON(info db.JobInfo) jobJSON {
@@ -269,6 +282,7 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return jobError(err)
 	}
 	j := s.jobJSON(info)
+	j.Verification = s.jobVerification(c.Context, p, name)
 	catalog, err := jobCatalog(c.Context, s.db, name, info.Repository)
 	if err != nil {
 		return err
@@ -286,6 +300,17 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if j.Active != nil {
 		p.Printf("  active run: %d, %s\n", j.Active.ID, j.Active.Status)
 	}
+	if v := j.Verification; v != nil {
+		p.Printf("  snapshots:  %d, %d verified, %d verify_failed\n", v.Snapshots, v.Verified, len(v.VerifyFailed))
+		for _, id := range v.VerifyFailed {
+			p.Printf("  verify_failed: snapshot %s (nightjar snapshots --verify-failed shows why)\n", id)
+		}
+		last := "never"
+		if v.LastDeep != nil {
+			last = v.LastDeep.UTC().Format(time.RFC3339)
+		}
+		p.Printf("  last deep verification: %s (deep_verify_every %s)\n", last, v.DeepEvery)
+	}
 	printJobCatalog(p, catalog)
 	return nil
 }
@@ -295,6 +320,83 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 type jobShowJSON struct {
 	jobJSON
 	Catalog catalogJSON `json:"catalog"`
+}
+
+// jobVerification reads the verification state of the job's snapshots from
+// its repository. Where the repository cannot be read it warns and returns
+// nil: job show still shows what the state database knows.
+func (s *scheduler) jobVerification(ctx context.Context, p *printer, name string) *jobVerifyJSON {
+	def, ok := s.pass.Jobs[name]
+	if !ok {
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		p.Warnf("verification state of job %s is not shown: host name: %v", name, err)
+		return nil
+	}
+	r, err := openJobRepository(ctx, s.cfg, def.Repository)
+	if err != nil {
+		p.Warnf("verification state of job %s is not shown: %v", name, err)
+		return nil
+	}
+	defer r.Close()
+	snaps, err := r.Snapshots(ctx)
+	if err == nil {
+		var verifications map[string]*repo.Verification
+		if verifications, err = snapshotVerifications(ctx, r, p); err == nil {
+			out := &jobVerifyJSON{VerifyFailed: []string{}, DeepEvery: deepEveryString(def.Verify.DeepEvery)}
+			mine := jobs.MadeByJob(name, host, def.Sources)
+			for _, snap := range snaps {
+				if !mine(snap) {
+					continue
+				}
+				out.Snapshots++
+				v := verifications[snap.ID]
+				if v == nil {
+					continue
+				}
+				out.Verified++
+				if !v.OK {
+					out.VerifyFailed = append(out.VerifyFailed, snap.ID)
+				}
+				if v.Deep && (out.LastDeep == nil || v.Time.After(*out.LastDeep)) {
+					out.LastDeep = &v.Time
+				}
+			}
+			return out
+		}
+	}
+	p.Warnf("verification state of job %s is not shown: %v", name, err)
+	return nil
+}
+
+// deepEveryString gives a deep_verify_every as the config writes it.
+func deepEveryString(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "always"
+	case d < 0:
+		return "never"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// openJobRepository opens the configured repository name (never creating
+// it), with its configured password.
+func openJobRepository(ctx context.Context, cfg *config.Config, name string) (*repo.Repository, error) {
+	rc := cfg.Repositories[name]
+	be, err := backend.Open(ctx, configLocation(rc))
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", name, err)
+	}
+	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }})
+	if err != nil {
+		return nil, fmt.Errorf("open repository %s: %w", name, err)
+	}
+	return r, nil
 }
 
 // jobAction wraps a job subcommand: it takes the job NAME argument, opens
@@ -373,33 +475,44 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	return codedError{code: ExitFailure, err: fmt.Errorf("run %d: %s", ended.ID, ended.Status), silent: true}
 }
 
-// awaitFollowUp runs the retention run a succeeded backup run queued with
-// its result, so that job run --wait leaves the job as a scheduled backup
-// would: with its retention done and no run still queued. A failed or held
-// retention run is a warning: the exit code stays the backup's.
+// awaitFollowUp runs the runs a succeeded backup run queued with its
+// result, one after the other (its verify run, then the retention run the
+// verify queues; or the retention run alone when verify is off), so that
+// job run --wait leaves the job as a scheduled backup would: verified, with
+// its retention done and no run still queued. A failed verification fails
+// the command (exit 1): the snapshot just made cannot be trusted. A held
+// follow-up, or one failed otherwise, is a warning: the exit code stays the
+// backup's.
 func awaitFollowUp(c *cli.Context, p *printer, s *scheduler, ended pass.Run) error {
 	if ended.Kind != pass.KindBackup || ended.Status != pass.StatusSucceeded {
 		return nil
 	}
-	info, err := s.db.JobByName(c.Context, ended.Job)
-	if err != nil {
-		return jobError(err)
+	var failed error
+	for _, kind := range []string{pass.KindVerify, pass.KindRetention} {
+		info, err := s.db.JobByName(c.Context, ended.Job)
+		if err != nil {
+			return jobError(err)
+		}
+		if info.Active == nil || info.Active.Kind != kind || info.Active.Status != pass.StatusQueued {
+			continue
+		}
+		follow, held, err := awaitRun(c, p, s, info.Active.ID)
+		switch {
+		case err != nil:
+			return err
+		case held != "":
+			p.Warnf("%s run %d of job %s is queued but held: %s", kind, follow.ID, ended.Job, held)
+			return failed
+		case follow.Kind == pass.KindVerify && follow.ErrorCode == jobs.CodeVerifyFailed:
+			p.Warnf("%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
+			failed = codedError{code: ExitFailure, err: fmt.Errorf("run %d: verify_failed", follow.ID), silent: true}
+		case follow.Status != pass.StatusSucceeded:
+			p.Warnf("%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
+		default:
+			p.Printf("run %d of job %s (%s): %s\n", follow.ID, ended.Job, kind, describeRun(follow))
+		}
 	}
-	if info.Active == nil || info.Active.Kind != pass.KindRetention || info.Active.Status != pass.StatusQueued {
-		return nil
-	}
-	follow, held, err := awaitRun(c, p, s, info.Active.ID)
-	switch {
-	case err != nil:
-		return err
-	case held != "":
-		p.Warnf("retention run %d of job %s is queued but held: %s", follow.ID, ended.Job, held)
-	case follow.Status != pass.StatusSucceeded:
-		p.Warnf("retention run %d of job %s: %s", follow.ID, ended.Job, describeRun(follow))
-	default:
-		p.Printf("run %d of job %s (retention): %s\n", follow.ID, ended.Job, describeRun(follow))
-	}
-	return nil
+	return failed
 }
 
 // awaitPoll is how often job run --wait looks at a run another process is
@@ -629,11 +742,73 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	if err != nil {
 		return jobError(fmt.Errorf("run %d: %w", id, err))
 	}
+	out := toRunJSON(r)
+	runVerifications(c, p, r, &out)
 	if p.jsonOut {
-		return p.JSON(toRunJSON(r))
+		return p.JSON(out)
 	}
 	printRun(p, r)
+	for _, s := range out.Snapshots {
+		if s.Verified == "" {
+			continue
+		}
+		p.Printf("  snapshot %s: %s\n", s.SnapshotID, s.Verified)
+		for _, problem := range s.Problems {
+			p.Printf("    %s\n", problem)
+		}
+	}
+	if r.Kind == pass.KindVerify && r.ErrorCode == jobs.CodeVerifyFailed {
+		p.Printf("  verify_failed: the snapshots it names are marked in the repository (nightjar snapshots --verify-failed)\n")
+	}
 	return nil
+}
+
+// runVerifications fills in the verification of each snapshot the run
+// made, from the repository of the run's job, which the config names. When
+// that cannot be read it warns, and the run is shown without them.
+func runVerifications(c *cli.Context, p *printer, r pass.Run, out *runJSON) {
+	if len(r.Snapshots) == 0 {
+		return
+	}
+	cfg, err := loadConfig(c, time.Now())
+	if err != nil {
+		p.Warnf("verification of the run's snapshots is not shown: %v", err)
+		return
+	}
+	i := slices.IndexFunc(cfg.Jobs, func(j config.Job) bool { return j.Def.Name == r.Job })
+	if i < 0 {
+		p.Warnf("verification of the run's snapshots is not shown: job %s is no longer in the config", r.Job)
+		return
+	}
+	rp, err := openJobRepository(c.Context, cfg, cfg.Jobs[i].Def.Repository)
+	if err != nil {
+		p.Warnf("verification of the run's snapshots is not shown: %v", err)
+		return
+	}
+	defer rp.Close()
+	for k := range out.Snapshots {
+		s := &out.Snapshots[k]
+		if s.RepositoryID != rp.ID() {
+			continue // made in a repository the job no longer uses
+		}
+		v, err := rp.Verification(c.Context, s.SnapshotID)
+		switch {
+		case errors.Is(err, repo.ErrVerificationNotFound):
+			s.Verified = "-"
+			if ok, herr := rp.HasSnapshot(c.Context, s.SnapshotID); herr == nil && !ok {
+				s.Verified = "forgotten"
+			}
+		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
+			s.Verified, s.Problems = "verify_failed", []string{err.Error()}
+		case err != nil:
+			p.Warnf("verification of snapshot %s is not shown: %v", s.SnapshotID, err)
+		default:
+			s.Verified = verifyState(v)
+			if !v.OK {
+				s.Problems = v.Problems
+			}
+		}
+	}
 }
 
 // printRun writes a run for runs show: its times in the order they happen,

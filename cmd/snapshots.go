@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -23,6 +24,7 @@ func snapshotsCommand() *cli.Command {
 		Flags: append(repoFlags(),
 			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG` (repeatable: any of them)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots of `PATH` (repeatable: any of them)"},
+			&cli.BoolFlag{Name: "verify-failed", Usage: "only snapshots whose verification failed"},
 			jsonFlag(),
 		),
 		Action: runSnapshots,
@@ -44,6 +46,10 @@ type snapshotJSON struct {
 	PinReason string               `json:"pin_reason"`
 	// Forgetting: an interrupted forget marked it; the next forget removes it unless it is pinned.
 	Forgetting bool `json:"forgetting"`
+	// Verification is its latest verification (null: none yet);
+	// VerifyFailed says that it failed.
+	Verification *repo.Verification `json:"verification"`
+	VerifyFailed bool               `json:"verify_failed"`
 }
 
 func runSnapshots(c *cli.Context) error {
@@ -65,6 +71,10 @@ func runSnapshots(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	verifications, err := snapshotVerifications(c.Context, r, p)
+	if err != nil {
+		return err
+	}
 	tags, paths := c.StringSlice("tag"), c.StringSlice("path")
 	out := []snapshotJSON{}
 	var shown []*repo.Snapshot
@@ -73,6 +83,10 @@ func runSnapshots(c *cli.Context) error {
 			continue
 		}
 		if len(paths) > 0 && !slices.ContainsFunc(paths, func(q string) bool { return slices.Contains(s.Paths, path.Clean(q)) }) {
+			continue
+		}
+		v := verifications[s.ID]
+		if c.Bool("verify-failed") && (v == nil || v.OK) {
 			continue
 		}
 		shown = append(shown, s)
@@ -84,6 +98,7 @@ func runSnapshots(c *cli.Context) error {
 			j.Pinned, j.PinReason = true, pin.Reason
 		}
 		j.Forgetting = slices.Contains(forgetting, s.ID)
+		j.Verification, j.VerifyFailed = v, v != nil && !v.OK
 		out = append(out, j)
 	}
 	if p.jsonOut {
@@ -93,7 +108,7 @@ func runSnapshots(c *cli.Context) error {
 	for _, s := range shown {
 		width = max(width, len(shortID(s.ID)))
 	}
-	p.Printf("%-*s  %-20s %-12s %-10s %-9s %-6s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Pin", "Paths / Tags")
+	p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Verified", "Pin", "Paths / Tags")
 	for i, s := range shown {
 		status := "complete"
 		if s.Summary.Partial {
@@ -113,11 +128,54 @@ func runSnapshots(c *cli.Context) error {
 				line += fmt.Sprintf("  (pinned: %s)", out[i].PinReason)
 			}
 		}
-		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-6s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
-			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, pin, line)
+		verified := verifyState(out[i].Verification)
+		if out[i].VerifyFailed && len(out[i].Verification.Problems) > 0 {
+			line += "  (verify_failed: " + out[i].Verification.Problems[0] + ")"
+		}
+		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
+			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, verified, pin, line)
 	}
 	p.Printf("%d snapshots\n", len(shown))
 	return nil
+}
+
+// verifyState is a snapshot's verification in one word: "-" (none yet),
+// "ok", "ok (deep)" or "verify_failed".
+func verifyState(v *repo.Verification) string {
+	switch {
+	case v == nil:
+		return "-"
+	case !v.OK:
+		return "verify_failed"
+	case v.Deep:
+		return "ok (deep)"
+	}
+	return "ok"
+}
+
+// snapshotVerifications loads the verification records by snapshot ID. A
+// record that cannot be read is shown as failed (as retention treats it),
+// with a warning.
+func snapshotVerifications(ctx context.Context, r *repo.Repository, p *printer) (map[string]*repo.Verification, error) {
+	ids, err := r.VerifiedIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*repo.Verification, len(ids))
+	for _, id := range ids {
+		v, err := r.Verification(ctx, id)
+		switch {
+		case errors.Is(err, repo.ErrVerificationNotFound):
+			continue
+		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
+			p.Warnf("%v: shown as verify_failed (run nightjar check)", err)
+			v = &repo.Verification{Snapshot: id, Problems: []string{"verification record cannot be read"}, ProblemsTotal: 1}
+		case err != nil:
+			return nil, err
+		}
+		out[id] = v
+	}
+	return out, nil
 }
 
 func lsCommand() *cli.Command {

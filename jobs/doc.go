@@ -1,6 +1,6 @@
 // Package jobs runs the runs the scheduler hands it: Executor implements
-// pass.Executor and dispatches each run on its kind (backup and retention
-// now; verify, prune and drill as they come) to the engine that does the
+// pass.Executor and dispatches each run on its kind (backup, verify and
+// retention now; prune and drill as they come) to the engine that does the
 // work, and Classify gives every error the class that decides its retry
 // and the exit code. RetentionPlan is the one place where a retention
 // policy is applied to a repository's snapshots (for forget, job retention

@@ -53,6 +53,8 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 		return e.backupRun(ctx, job, run, progress)
 	case pass.KindRetention:
 		return e.retentionRun(ctx, job, progress)
+	case pass.KindVerify:
+		return e.verifyRun(ctx, job, progress)
 	case pass.KindDrill:
 		return e.drillRun(ctx, job, progress)
 	}

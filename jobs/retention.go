@@ -43,6 +43,12 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress f
 	plan := RetentionPlan{Policy: job.Retention.Policy, GroupBy: schedule.DefaultGroupBy, Zone: job.Schedule.Location(), Consider: MadeByJob(job.Name, host, job.Sources)}
 	kept := 0
 	decide := func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
+		// Read under forget's lock: a verification recorded before it is seen.
+		failed, err := r.VerifyFailed(ctx)
+		if err != nil {
+			return nil, err
+		}
+		plan.VerifyFailed = failed
 		groups, victims, err := plan.Decide(snaps, pinned)
 		kept = 0
 		for _, g := range groups {
@@ -75,6 +81,9 @@ type RetentionPlan struct {
 	GroupBy  schedule.GroupBy
 	Zone     *time.Location            // where calendar buckets are counted
 	Consider func(*repo.Snapshot) bool // the snapshots the policy may touch; nil: all
+	// VerifyFailed are the snapshots whose verification failed
+	// (repo.VerifyFailed): kept, and not counted by the policy.
+	VerifyFailed map[string]bool
 }
 
 // Decide returns the decisions on each group of the considered snapshots
@@ -83,7 +92,9 @@ func (p RetentionPlan) Decide(snaps []*repo.Snapshot, pinned map[string]bool) ([
 	var considered []schedule.RetentionSnapshot
 	for _, s := range snaps {
 		if p.Consider == nil || p.Consider(s) {
-			considered = append(considered, RetentionSnapshot(s, pinned))
+			rs := RetentionSnapshot(s, pinned)
+			rs.VerifyFailed = p.VerifyFailed[s.ID]
+			considered = append(considered, rs)
 		}
 	}
 	groups, err := schedule.DecideRetentionGroups(considered, p.GroupBy, p.Policy, p.Zone)

@@ -21,6 +21,10 @@ const (
 	ForgetFile   FileType = "forgetting" // one per snapshot being forgotten, named by its ID
 )
 
+// VerifyFile objects hold the latest verification of a snapshot, named by
+// its ID (see Verification).
+const VerifyFile FileType = "verifications"
+
 // Handle names one object of a repository.
 type Handle struct {
 	Type FileType

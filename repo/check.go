@@ -2,21 +2,65 @@ package repo
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 )
 
-// CheckOptions choose how much of the data check reads.
+// CheckOptions choose how much of the data check reads: at most one of
+// ReadDataFraction and ReadDataSubset.
 type CheckOptions struct {
 	// ReadDataFraction is the share of packs read and verified in full, in
 	// (0, 1]; 0 reads none (the structural check only).
 	ReadDataFraction float64
+	// ReadDataSubset reads slice N of M of the packs (restic's
+	// --read-data-subset n/m); the zero value reads none.
+	ReadDataSubset Subset
+}
+
+// Subset is slice N (1 to M) of the packs split into M slices by pack ID.
+// A pack is always in the same slice, whatever other packs there are, so
+// slices 1/M to M/M, read one after the other (1/30 each day), read every
+// pack that existed all along.
+type Subset struct {
+	N, M int
+}
+
+// ErrBadSubset: a subset is not n/m with 1 <= n <= m.
+var ErrBadSubset = errors.New("subset must be n/m with whole numbers 1 <= n <= m, such as 1/30")
+
+// ParseSubset reads "n/m".
+func ParseSubset(s string) (Subset, error) {
+	num, den, ok := strings.Cut(s, "/")
+	n, err1 := strconv.Atoi(num)
+	m, err2 := strconv.Atoi(den)
+	sub := Subset{N: n, M: m}
+	if !ok || err1 != nil || err2 != nil || !sub.Valid() {
+		return Subset{}, fmt.Errorf("subset %q: %w", s, ErrBadSubset)
+	}
+	return sub, nil
+}
+
+// Valid reports whether s is a slice: 1 <= N <= M.
+func (s Subset) Valid() bool { return s.M >= 1 && s.N >= 1 && s.N <= s.M }
+
+// String gives s as "n/m".
+func (s Subset) String() string { return strconv.Itoa(s.N) + "/" + strconv.Itoa(s.M) }
+
+// Contains reports whether pack id is in slice s: the pack ID's first 8
+// bytes, as a big-endian number, modulo M is N-1. Pack IDs are hashes, so
+// the slices are even.
+func (s Subset) Contains(id ID) bool {
+	return binary.BigEndian.Uint64(id[:8])%uint64(s.M) == uint64(s.N-1)
 }
 
 // Problem is one broken object and what it breaks.
@@ -49,6 +93,12 @@ type CheckReport struct {
 	DanglingPins   []string  `json:"dangling_pins"`   // pins of snapshots that no longer exist: a warning, not damage
 	Forgetting     []string  `json:"forgetting"`      // snapshots an interrupted forget marked: the next forget removes them (a warning)
 	Problems       []Problem `json:"problems"`
+
+	// DanglingVerifications are verification records of snapshots that no
+	// longer exist: a warning, not damage.
+	DanglingVerifications []string `json:"dangling_verifications"`
+	// VerifyFailed are the snapshots whose latest verification failed.
+	VerifyFailed []string `json:"verify_failed"`
 }
 
 // OK reports whether the repository is sound.
@@ -61,6 +111,11 @@ type checker struct {
 	broken   map[ID]string // blob ID -> why it cannot be read
 	problems map[string]*Problem
 	treeMemo map[ID][]brokenRef
+	blobRefs int // the references to data blobs the walks checked
+}
+
+func newChecker(r *Repository) *checker {
+	return &checker{r: r, broken: map[ID]string{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}}
 }
 
 type brokenRef struct {
@@ -74,27 +129,21 @@ type brokenRef struct {
 // content of that share of packs. It needs no index loaded beforehand and
 // leaves the Repository's index filled.
 func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
-	c := &checker{r: r, broken: map[ID]string{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}}
-
-	packSizes := map[ID]int64{}
-	if err := r.be.List(ctx, PackFile, func(name string, size int64) error {
-		id, err := ParseID(name)
-		if err != nil {
-			c.problem("pack "+name, "file name is not a pack ID")
-			return nil
-		}
-		packSizes[id] = size
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("list packs: %w", err)
+	if opts.ReadDataSubset != (Subset{}) && (!opts.ReadDataSubset.Valid() || opts.ReadDataFraction > 0) {
+		return nil, fmt.Errorf("check: read data by subset %s: %w", opts.ReadDataSubset, ErrBadSubset)
 	}
-	c.report.Packs = len(packSizes)
+	c := newChecker(r)
+
+	packSizes, err := c.listPacks(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	if err := c.checkIndex(ctx, packSizes); err != nil {
 		return nil, err
 	}
-	if opts.ReadDataFraction > 0 {
-		if err := c.readPacks(ctx, packSizes, opts.ReadDataFraction); err != nil {
+	if selected := selectPacks(packSizes, c.r.idx, opts); len(selected) > 0 {
+		if err := c.readPacks(ctx, packSizes, selected); err != nil {
 			return nil, err
 		}
 	}
@@ -103,6 +152,9 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	}
 	if err := c.checkPins(ctx); err != nil {
 		return nil, fmt.Errorf("check pins: %w", err)
+	}
+	if err := c.checkVerifications(ctx); err != nil {
+		return nil, fmt.Errorf("check verifications: %w", err)
 	}
 	forgetting, err := c.r.ForgettingIDs(ctx)
 	if err != nil {
@@ -114,6 +166,24 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	}
 	sort.Slice(c.report.Problems, func(i, j int) bool { return c.report.Problems[i].Object < c.report.Problems[j].Object })
 	return &c.report, nil
+}
+
+// listPacks returns the size of every pack, by ID.
+func (c *checker) listPacks(ctx context.Context) (map[ID]int64, error) {
+	packSizes := map[ID]int64{}
+	if err := c.r.be.List(ctx, PackFile, func(name string, size int64) error {
+		id, err := ParseID(name)
+		if err != nil {
+			c.problem("pack "+name, "file name is not a pack ID")
+			return nil
+		}
+		packSizes[id] = size
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list packs: %w", err)
+	}
+	c.report.Packs = len(packSizes)
+	return packSizes, nil
 }
 
 func (c *checker) problem(object, msg string) *Problem {
@@ -162,6 +232,13 @@ func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error 
 		return err
 	}
 	c.report.Blobs = c.r.idx.Len()
+	c.checkEntries(packSizes)
+	return nil
+}
+
+// checkEntries marks the indexed blobs whose pack is missing or too short
+// as broken, and counts the packs no index names.
+func (c *checker) checkEntries(packSizes map[ID]int64) {
 	c.r.idx.Each(func(b IndexedBlob) {
 		size, ok := packSizes[b.Pack]
 		switch {
@@ -176,21 +253,41 @@ func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error 
 			c.report.UnindexedPacks++
 		}
 	}
-	return nil
 }
 
-// readPacks reads a share of the packs whole and verifies every blob.
-func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, fraction float64) error {
-	var ids []ID
-	for id := range packSizes {
-		if c.r.idx.HasPack(id) && (fraction >= 1 || rand.Float64() < fraction) {
-			ids = append(ids, id)
+// selectPacks returns the indexed packs opts say to read whole: a random
+// share, or a subset.
+func selectPacks(packSizes map[ID]int64, idx *Index, opts CheckOptions) map[ID]bool {
+	read := func(id ID) bool {
+		if opts.ReadDataSubset.Valid() {
+			return opts.ReadDataSubset.Contains(id)
 		}
+		f := opts.ReadDataFraction
+		return f >= 1 || f > 0 && rand.Float64() < f
+	}
+	selected := map[ID]bool{}
+	for id := range packSizes {
+		if idx.HasPack(id) && read(id) {
+			selected[id] = true
+		}
+	}
+	return selected
+}
+
+// readPacks reads the selected packs whole and verifies every blob.
+func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selected map[ID]bool) error {
+	ids := make([]ID, 0, len(selected))
+	for id := range selected {
+		ids = append(ids, id)
 	}
 	// Read in name order: sequential on disk for most file systems.
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
 	indexed := map[ID][]IndexedBlob{}
-	c.r.idx.Each(func(b IndexedBlob) { indexed[b.Pack] = append(indexed[b.Pack], b) })
+	c.r.idx.Each(func(b IndexedBlob) {
+		if selected[b.Pack] {
+			indexed[b.Pack] = append(indexed[b.Pack], b)
+		}
+	})
 
 	g, gctx := errgroup.WithContext(ctx)
 	// One pack more in flight than there are cores, so that a read from
@@ -384,6 +481,7 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 					top.refs = append(top.refs, brokenRef{path: n.Name, object: obj})
 				}
 			case NodeFile:
+				c.blobRefs += len(n.Content)
 				seen := map[string]bool{}
 				for _, blob := range n.Content {
 					if obj, bad := c.blobState(blob); bad && !seen[obj] {

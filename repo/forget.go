@@ -208,7 +208,8 @@ func (r *Repository) markForget(ctx context.Context, id string) error {
 
 // completeForget finishes the forgetting of marked snapshots: it lists the
 // pins (after the marks were written), unmarks the pinned ones, removes the
-// records of the others and then their marks. It returns the IDs whose
+// records of the others (each with its verification record, if any) and
+// then their marks. It returns the IDs whose
 // record it removed or found removed, and those it kept for their pins.
 func (r *Repository) completeForget(ctx context.Context, marked []string) (removed, pinnedKept []string, err error) {
 	pinned, err := r.pinnedSet(ctx)
@@ -224,12 +225,27 @@ func (r *Repository) completeForget(ctx context.Context, marked []string) (remov
 		}
 		pinnedKept = append(pinnedKept, id)
 	}
+	verifiedIDs, err := r.VerifiedIDs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	verified := map[string]bool{}
+	for _, id := range verifiedIDs {
+		verified[id] = true
+	}
 	for _, id := range marked {
 		if pinned[id] {
 			continue
 		}
 		if err := r.removeIfPresent(ctx, Handle{Type: SnapshotFile, Name: id}); err != nil {
 			return nil, nil, fmt.Errorf("remove snapshot %s: %w", id, err)
+		}
+		// Its verification record goes with it, before the mark, so that
+		// a crash between the two is completed by the next forget.
+		if verified[id] {
+			if err := r.removeIfPresent(ctx, Handle{Type: VerifyFile, Name: id}); err != nil {
+				return nil, nil, fmt.Errorf("remove verification of %s: %w", id, err)
+			}
 		}
 		removed = append(removed, id)
 	}

@@ -41,6 +41,9 @@ type Repository struct {
 	CreateIfMissing   bool
 	MaxConcurrentRuns int
 	Compression       repo.Compression // how the scheduler's backups compress
+	// DeepVerifyEvery is the longest a job's snapshots go without a deep
+	// verification (deep_verify_every): 0 "always", negative "never".
+	DeepVerifyEvery time.Duration
 }
 
 // PasswordSource says where a repository's password comes from: exactly one
@@ -114,6 +117,7 @@ type rawRepository struct {
 	CreateIfMissing   bool   `toml:"create_if_missing"`
 	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
 	Compression       string `toml:"compression"`
+	DeepVerifyEvery   string `toml:"deep_verify_every"`
 }
 
 type rawWindow struct {
@@ -141,6 +145,7 @@ type rawJob struct {
 	Tags       []string    `toml:"tags"`
 	Source     []rawSource `toml:"source"`
 	Retention  any         `toml:"retention"` // "off" or a table of rules
+	Verify     string      `toml:"verify"`    // "on" (the default) or "off"
 }
 
 type rawRetry struct {
@@ -282,9 +287,9 @@ func firstLine(s string) string {
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
-		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression"},
+		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude"},
 		"top":        {"scheduler", "repository", "window", "job"},
@@ -368,6 +373,7 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 			}
 			r.Compression = c
 		}
+		r.DeepVerifyEvery = l.deepVerifyEvery(key+".deep_verify_every", raw.DeepVerifyEvery)
 		cfg.Limits.PerRepository[name] = r.MaxConcurrentRuns
 		cfg.Repositories[name] = r
 	}
@@ -448,6 +454,7 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		}
 		def.DependsOn = raw.DependsOn
 		def.Retention = l.retention(key+".retention", raw.Retention)
+		def.Verify = l.verify(key+".verify", raw.Verify, cfg.Repositories[raw.Repository])
 		for _, tag := range raw.Tags {
 			if tag == "" || strings.ContainsAny(tag, ",\n") {
 				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
@@ -472,6 +479,46 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		}
 		cfg.Jobs = append(cfg.Jobs, job)
 	}
+}
+
+// DefaultDeepVerifyEvery is a repository's deep_verify_every when it names
+// none (issue 13).
+const DefaultDeepVerifyEvery = 7 * 24 * time.Hour
+
+// MaxDeepVerifyEvery bounds deep_verify_every: ten years.
+const MaxDeepVerifyEvery = 3660 * 24 * time.Hour
+
+// deepVerifyEvery reads a repository's deep_verify_every: a duration,
+// "always" (every verify run is deep: 0) or "never" (-1).
+func (l *loader) deepVerifyEvery(key, text string) time.Duration {
+	const allowed = `want a duration such as "7d" or "12h" (up to 3660d), "always" (every verify reads every chunk) or "never"`
+	switch text {
+	case "":
+		return DefaultDeepVerifyEvery
+	case "always":
+		return 0
+	case "never":
+		return -1
+	}
+	d, err := schedule.ParseDuration(text)
+	if err != nil || d > MaxDeepVerifyEvery {
+		l.addf(key, "%q is not allowed: %s", text, allowed)
+		return DefaultDeepVerifyEvery
+	}
+	return d
+}
+
+// verify reads a job's verify key: absent or "on" queues a verify run after
+// each succeeded backup, "off" does not.
+func (l *loader) verify(key, text string, repository Repository) pass.VerifyDef {
+	switch text {
+	case "", "on":
+		return pass.VerifyDef{Enabled: true, DeepEvery: repository.DeepVerifyEvery}
+	case "off":
+		return pass.VerifyDef{}
+	}
+	l.addf(key, "%q is not allowed: want \"on\" (verify each backup's snapshots, the default) or \"off\"", text)
+	return pass.VerifyDef{}
 }
 
 // DefaultRetention is the retention of a job that names none (issue 13).

@@ -36,7 +36,7 @@ password_file = %q
 create_if_missing = true
 `, filepath.Join(e.dir, "state", "state.db"), e.repo, e.pwFile)
 	for _, j := range [][2]string{{"nightly", src}, {"idle", idle}} {
-		text += fmt.Sprintf("\n[[job]]\nname = %q\nrepository = \"main\"\nschedule = \"manual\"\nretention = \"off\"\n  [[job.source]]\n  path = %q\n", j[0], j[1])
+		text += fmt.Sprintf("\n[[job]]\nname = %q\nrepository = \"main\"\nschedule = \"manual\"\nretention = \"off\"\nverify = \"off\"\n  [[job.source]]\n  path = %q\n", j[0], j[1])
 	}
 	writeFile(e.t, cfg, text, 0o600)
 	return cfg

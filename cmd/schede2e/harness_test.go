@@ -97,12 +97,16 @@ create_if_missing = true
 ` + repoExtra + "\n"
 }
 
-// job is a [[job]] table with one source per path. Its retention is off
-// unless extra sets one, so that tests of other features see only the
-// runs they make (retention runs have tests of their own).
+// job is a [[job]] table with one source per path. Its retention and
+// verify are off unless extra sets them, so that tests of other features
+// see only the runs they make (retention and verify runs have tests of
+// their own).
 func job(name, schedule, extra string, sources ...string) string {
 	if !strings.Contains(extra, "retention") {
 		extra += "\nretention = \"off\""
+	}
+	if !strings.Contains(extra, "verify") {
+		extra += "\nverify = \"off\""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n[[job]]\nname = %q\nrepository = \"main\"\nschedule = %q\n%s\n", name, schedule, extra)

@@ -160,7 +160,7 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 		p.log().Info("run not queued again: its job was removed from the configuration", "job", next.Job, "trigger", next.Trigger)
 		next = nil
 	case next.Kind != final.Kind:
-		p.log().Info("run queued after the backup", "job", next.Job, "kind", next.Kind, "backup_run", final.ID)
+		p.log().Info("run queued after the "+final.Kind, "job", next.Job, "kind", next.Kind, "after_run", final.ID)
 	default:
 		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
 	}
@@ -300,6 +300,11 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 		if skipped(res.Figures) > 0 {
 			r.Message += "; " + skippedMessage(res.Figures)
 		}
+		if r.Kind == KindVerify && r.ErrorClass == ClassIntegrity {
+			// The verdict is recorded in the repository: the chain goes
+			// on, and retention keeps the failed snapshot.
+			return r, p.afterBackup(r, now)
+		}
 		return r, p.retryOf(r, r.ErrorClass, now)
 	case skipped(res.Figures) > 0:
 		// Not retried: it would skip the same objects again; it needs a look.
@@ -310,23 +315,25 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 	return r, p.afterBackup(r, now)
 }
 
-// afterBackup returns the run queued with a succeeded backup run's result:
-// the job's retention, when it has one (nil: none). A failed or partial
-// backup never starts retention. Queued in the same Finish as the result,
-// it needs no second active run of the job; its trigger is schedule (it is
-// scheduled work) and its held reason names the backup run.
+// afterBackup returns the run queued with the result of a run in the chain
+// that follows a succeeded backup (nil: none): a succeeded backup queues a
+// verify run of the job (the verify checks the job's snapshots that have no
+// verification record yet), or its retention when verify is off; a verify
+// run that ended with a verdict (succeeded, or failed with class integrity:
+// the snapshot is marked verify_failed) queues the job's retention, when it
+// has one. A failed or
+// partial backup queues nothing, so never starts retention. Queued in the
+// same Finish as the result, the next run needs no second active run of
+// the job; its trigger is schedule (it is scheduled work) and its held
+// reason names the run it follows.
 func (p *Pass) afterBackup(r Run, now time.Time) *Run {
-	if r.Kind != KindBackup {
-		return nil
-	}
 	def, ok := p.def(r.Job)
-	if !ok || !def.Retention.Enabled {
+	if !ok {
 		return nil
 	}
-	return &Run{
+	next := &Run{
 		JobID:       r.JobID,
 		Job:         r.Job,
-		Kind:        KindRetention,
 		Trigger:     TriggerSchedule, // the schema's triggers are fixed: this one needs no migration
 		Attempt:     1,
 		Priority:    def.Priority,
@@ -334,8 +341,21 @@ func (p *Pass) afterBackup(r Run, now time.Time) *Run {
 		NotBefore:   now,
 		QueuedAt:    now,
 		Status:      StatusQueued,
-		HeldReason:  fmt.Sprintf("waiting: retention after backup run %d", r.ID),
 	}
+	switch {
+	case r.Kind == KindBackup && def.Verify.Enabled:
+		next.Kind = KindVerify
+		next.HeldReason = fmt.Sprintf("waiting: verify after backup run %d", r.ID)
+	case r.Kind == KindBackup && def.Retention.Enabled:
+		next.Kind = KindRetention
+		next.HeldReason = fmt.Sprintf("waiting: retention after backup run %d", r.ID)
+	case r.Kind == KindVerify && def.Retention.Enabled:
+		next.Kind = KindRetention
+		next.HeldReason = fmt.Sprintf("waiting: retention after verify run %d", r.ID)
+	default:
+		return nil
+	}
+	return next
 }
 
 // requeue returns the run that replaces one interrupted by shutdown: the

@@ -77,6 +77,17 @@ type JobDef struct {
 	Retry      RetryPolicy
 	Backup     BackupDef    // what a run of kind backup does
 	Retention  RetentionDef // what a run of kind retention does
+	Verify     VerifyDef    // what a run of kind verify does
+}
+
+// VerifyDef is the part of a job that only its verify runs use.
+type VerifyDef struct {
+	Enabled bool // false: verify = "off", a succeeded backup queues its retention directly
+	// DeepEvery is the longest time the job's snapshots go without a deep
+	// verification (the repository's deep_verify_every): a verify run is
+	// deep when the newest deep one is older. 0: every verify run is deep;
+	// negative: none is.
+	DeepEvery time.Duration
 }
 
 // RetentionDef is the part of a job that only its retention runs use.

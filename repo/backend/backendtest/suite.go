@@ -16,7 +16,7 @@ import (
 
 // types are the object types that hold named objects (every type but the
 // config, which has one fixed name).
-var types = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile}
+var types = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile, repo.VerifyFile}
 
 // RandomBytes returns n pseudo-random bytes fixed by seed.
 func RandomBytes(seed uint64, n int) []byte {

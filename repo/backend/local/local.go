@@ -22,7 +22,7 @@ const (
 	tmpDir   = "tmp"
 )
 
-var folders = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile}
+var folders = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile, repo.VerifyFile}
 
 // Backend is a repository in a local folder.
 type Backend struct {
@@ -116,7 +116,7 @@ func (b *Backend) path(h repo.Handle) (string, error) {
 			return "", fmt.Errorf("invalid pack name %q", h.Name)
 		}
 		return filepath.Join(b.root, string(h.Type), h.Name[:2], h.Name), nil
-	case repo.KeyFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile:
+	case repo.KeyFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile, repo.VerifyFile:
 		return filepath.Join(b.root, string(h.Type), h.Name), nil
 	}
 	return "", fmt.Errorf("unknown object type %q", h.Type)

@@ -33,7 +33,7 @@ func key(h repo.Handle) (repo.Handle, error) {
 	switch h.Type {
 	case repo.ConfigFile:
 		return repo.Handle{Type: repo.ConfigFile, Name: "config"}, nil
-	case repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile:
+	case repo.KeyFile, repo.PackFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile, repo.VerifyFile:
 	default:
 		return repo.Handle{}, fmt.Errorf("unknown object type %q", h.Type)
 	}
