@@ -12,7 +12,6 @@ import (
 	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backend"
 )
 
 // syncCatalog rebuilds the state database's catalog of the configured
@@ -53,14 +52,49 @@ func readCatalog(ctx context.Context, name string, r *repo.Repository) (db.Catal
 	if err != nil {
 		return l, err
 	}
+	verified, err := catalogVerifications(ctx, r)
+	if err != nil {
+		return l, err
+	}
 	for _, s := range snaps {
+		v := verified[s.ID]
 		l.Snapshots = append(l.Snapshots, db.CatalogSnapshot{ID: s.ID, Time: s.Time, Host: s.Hostname, Paths: s.Paths, Tags: s.Tags,
-			Job: jobs.JobOf(s.Tags), Pinned: slices.Contains(pinned, s.ID), State: db.CatalogPresent})
+			Job: jobs.JobOf(s.Tags), Pinned: slices.Contains(pinned, s.ID), State: db.CatalogPresent, VerifyState: v.VerifyState, VerifiedAt: v.VerifiedAt})
 	}
 	for _, u := range unreadable {
-		l.Snapshots = append(l.Snapshots, db.CatalogSnapshot{ID: u.ID, State: db.CatalogManifestInvalid, Problem: u.Err.Error()})
+		v := verified[u.ID]
+		l.Snapshots = append(l.Snapshots, db.CatalogSnapshot{ID: u.ID, State: db.CatalogManifestInvalid, Problem: u.Err.Error(),
+			VerifyState: v.VerifyState, VerifiedAt: v.VerifiedAt})
 	}
 	return l, nil
+}
+
+// catalogVerifications reads the repository's verification records as the
+// catalog keeps them, by snapshot ID: a damaged record is verify_failed,
+// as it is for retention (repo.VerifyFailed).
+func catalogVerifications(ctx context.Context, r *repo.Repository) (map[string]db.CatalogSnapshot, error) {
+	ids, err := r.VerifiedIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]db.CatalogSnapshot{}
+	for _, id := range ids {
+		v, err := r.Verification(ctx, id)
+		switch {
+		case errors.Is(err, repo.ErrVerificationNotFound):
+		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
+			out[id] = db.CatalogSnapshot{VerifyState: db.VerifyFailed}
+		case err != nil:
+			return nil, err
+		case !v.OK:
+			out[id] = db.CatalogSnapshot{VerifyState: db.VerifyFailed, VerifiedAt: v.Time}
+		case v.Deep:
+			out[id] = db.CatalogSnapshot{VerifyState: db.VerifyOKDeep, VerifiedAt: v.Time}
+		default:
+			out[id] = db.CatalogSnapshot{VerifyState: db.VerifyOK, VerifiedAt: v.Time}
+		}
+	}
+	return out, nil
 }
 
 // catalogHook is the executor's CatalogSync: syncs around retention runs,
@@ -77,14 +111,13 @@ func catalogHook(state *db.DB) jobs.CatalogSync {
 // nothing to list.
 func syncAllCatalogs(ctx context.Context, cfg *config.Config, state *db.DB, report func(line string, failed bool)) {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Repositories)) {
-		rc := cfg.Repositories[name]
-		r, err := openConfigured(ctx, rc)
+		r, err := openJobRepository(ctx, cfg, name)
 		switch {
-		case errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing:
+		case errors.Is(err, repo.ErrNoRepository) && cfg.Repositories[name].CreateIfMissing:
 			report(fmt.Sprintf("catalog of repository %s: not created yet (create_if_missing), nothing to list", name), false)
 			continue
 		case err != nil:
-			err = recordSyncFailure(ctx, state, name, fmt.Errorf("open repository %s: %w", name, err))
+			err = recordSyncFailure(ctx, state, name, err)
 			report(fmt.Sprintf("catalog of repository %s not synced, job show lists what the last sync found: %s", name, errorMessage(err)), true)
 			continue
 		}
@@ -97,15 +130,6 @@ func syncAllCatalogs(ctx context.Context, cfg *config.Config, state *db.DB, repo
 		report(fmt.Sprintf("catalog of repository %s synced: %d snapshots (%d added, %d updated, %d forgotten)",
 			name, ch.Total, ch.Added, ch.Updated, ch.Forgotten), false)
 	}
-}
-
-// openConfigured opens a configured repository without creating it.
-func openConfigured(ctx context.Context, rc config.Repository) (*repo.Repository, error) {
-	be, err := backend.Open(ctx, configLocation(rc))
-	if err != nil {
-		return nil, err
-	}
-	return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }})
 }
 
 // catalogJSON is the catalog's part of job show --json: the job's
@@ -127,6 +151,10 @@ type catalogSnapshotJSON struct {
 	Pinned  bool       `json:"pinned"`
 	State   string     `json:"state"`
 	Problem string     `json:"problem,omitempty"`
+	// Verified is the repository's verification record of the snapshot:
+	// "" (none yet), "ok", "ok_deep" or "verify_failed".
+	Verified   string     `json:"verified"`
+	VerifiedAt *time.Time `json:"verified_at"`
 }
 
 // jobCatalog reads the job's snapshots from the catalog of its repository.
@@ -147,7 +175,8 @@ func jobCatalog(ctx context.Context, state *db.DB, job, repository string) (cata
 			continue
 		}
 		out.Snapshots = append(out.Snapshots, catalogSnapshotJSON{ID: s.ID, Time: timePtr(s.Time), Host: s.Host,
-			Paths: nonNil(s.Paths), Tags: nonNil(s.Tags), Pinned: s.Pinned, State: s.State, Problem: s.Problem})
+			Paths: nonNil(s.Paths), Tags: nonNil(s.Tags), Pinned: s.Pinned, State: s.State, Problem: s.Problem,
+			Verified: s.VerifyState, VerifiedAt: timePtr(s.VerifiedAt)})
 	}
 	return out, nil
 }
@@ -156,9 +185,9 @@ func jobCatalog(ctx context.Context, state *db.DB, job, repository string) (cata
 func printJobCatalog(p *printer, c catalogJSON) {
 	switch {
 	case c.SyncedAt == nil:
-		p.Printf("  snapshots:  not known yet: the catalog of repository %s was never synced (serve's start and retention runs sync it)\n", c.Repository)
+		p.Printf("  catalog:    no snapshots known yet: the catalog of repository %s was never synced (serve's start and retention runs sync it)\n", c.Repository)
 	default:
-		p.Printf("  snapshots:  %d in repository %s, as synced at %s\n", len(c.Snapshots), c.Repository, c.SyncedAt.UTC().Format(time.RFC3339))
+		p.Printf("  catalog:    %d snapshots in repository %s, as synced at %s\n", len(c.Snapshots), c.Repository, c.SyncedAt.UTC().Format(time.RFC3339))
 	}
 	if c.SyncError != "" {
 		p.Printf("  last sync failed: %s\n", c.SyncError)
@@ -169,8 +198,11 @@ func printJobCatalog(p *printer, c catalogJSON) {
 			when = s.Time.UTC().Format("2006-01-02 15:04:05")
 		}
 		extra := ""
+		if s.Verified != "" {
+			extra = " " + s.Verified
+		}
 		if s.Pinned {
-			extra = " pinned"
+			extra += " pinned"
 		}
 		if s.State != db.CatalogPresent {
 			extra += " " + s.State + ": " + s.Problem

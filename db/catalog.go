@@ -17,6 +17,14 @@ const (
 	CatalogManifestInvalid = "manifest_invalid" // its record is in the repository but cannot be read
 )
 
+// Verification states of a snapshot in the catalog, from the repository's
+// verification records; "" is none yet.
+const (
+	VerifyOK     = "ok"            // verified structurally
+	VerifyOKDeep = "ok_deep"       // verified by reading every chunk
+	VerifyFailed = "verify_failed" // its verification failed, or its record is damaged
+)
+
 // CatalogSnapshot is a snapshot as the catalog keeps it: a copy of what the
 // repository said at the last sync.
 type CatalogSnapshot struct {
@@ -31,6 +39,8 @@ type CatalogSnapshot struct {
 	Pinned       bool
 	State        string    // CatalogPresent, CatalogForgotten or CatalogManifestInvalid
 	Problem      string    // why its record cannot be read (manifest_invalid)
+	VerifyState  string    // VerifyOK, VerifyOKDeep, VerifyFailed, or "" when not verified
+	VerifiedAt   time.Time // when that verification ended; zero when unknown
 	FirstSeen    time.Time // the first sync that found it
 	LastSeen     time.Time // the last sync that found it in the repository
 }
@@ -150,6 +160,8 @@ func checkListed(s CatalogSnapshot, seen map[string]bool) error {
 		return fmt.Errorf("snapshot %s is present but has no time", s.ID)
 	case s.State == CatalogManifestInvalid && s.Problem == "":
 		return fmt.Errorf("snapshot %s cannot be read but no problem is given", s.ID)
+	case s.VerifyState != "" && s.VerifyState != VerifyOK && s.VerifyState != VerifyOKDeep && s.VerifyState != VerifyFailed:
+		return fmt.Errorf("snapshot %s has verification state %q", s.ID, s.VerifyState)
 	case s.State != CatalogPresent && s.State != CatalogManifestInvalid:
 		return fmt.Errorf("snapshot %s has state %q: a listing holds only %s and %s", s.ID, s.State, CatalogPresent, CatalogManifestInvalid)
 	}
@@ -160,7 +172,8 @@ func checkListed(s CatalogSnapshot, seen map[string]bool) error {
 func sameSnapshot(a, b CatalogSnapshot) bool {
 	return a.RepositoryID == b.RepositoryID && a.Time.Equal(b.Time) && a.Host == b.Host &&
 		slices.Equal(a.Paths, b.Paths) && slices.Equal(a.Tags, b.Tags) && a.Job == b.Job &&
-		a.Pinned == b.Pinned && a.State == b.State && a.Problem == b.Problem
+		a.Pinned == b.Pinned && a.State == b.State && a.Problem == b.Problem &&
+		a.VerifyState == b.VerifyState && a.VerifiedAt.Equal(b.VerifiedAt)
 }
 
 func putCatalogRow(ctx context.Context, tx *sql.Tx, s CatalogSnapshot) error {
@@ -173,13 +186,15 @@ func putCatalogRow(ctx context.Context, tx *sql.Tx, s CatalogSnapshot) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO catalog_snapshots
-		(repository, snapshot_id, repository_id, time, host, paths, tags, job, pinned, state, problem, first_seen_at, last_seen_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(repository, snapshot_id, repository_id, time, host, paths, tags, job, pinned, state, problem, verify_state, verified_at,
+			first_seen_at, last_seen_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (repository, snapshot_id) DO UPDATE SET repository_id = excluded.repository_id, time = excluded.time,
 			host = excluded.host, paths = excluded.paths, tags = excluded.tags, job = excluded.job, pinned = excluded.pinned,
-			state = excluded.state, problem = excluded.problem, first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at`,
+			state = excluded.state, problem = excluded.problem, verify_state = excluded.verify_state,
+			verified_at = excluded.verified_at, first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at`,
 		s.Repository, s.ID, s.RepositoryID, ns(s.Time), s.Host, string(paths), string(tags), nullString(s.Job), s.Pinned,
-		s.State, s.Problem, s.FirstSeen.UnixNano(), s.LastSeen.UnixNano())
+		s.State, s.Problem, nullString(s.VerifyState), ns(s.VerifiedAt), s.FirstSeen.UnixNano(), s.LastSeen.UnixNano())
 	return err
 }
 
@@ -238,7 +253,7 @@ func (d *DB) CatalogSnapshots(ctx context.Context, f CatalogFilter) ([]CatalogSn
 
 func catalogRows(ctx context.Context, q querier, f CatalogFilter) ([]CatalogSnapshot, error) {
 	rows, err := q.QueryContext(ctx, `SELECT repository, snapshot_id, repository_id, time, host, paths, tags, job, pinned,
-			state, problem, first_seen_at, last_seen_at
+			state, problem, verify_state, verified_at, first_seen_at, last_seen_at
 		FROM catalog_snapshots
 		WHERE (? = '' OR repository = ?) AND (? = '' OR job = ?) AND (? OR state <> 'forgotten')
 		ORDER BY time IS NULL, time, snapshot_id`,
@@ -251,11 +266,12 @@ func catalogRows(ctx context.Context, q querier, f CatalogFilter) ([]CatalogSnap
 	for rows.Next() {
 		var s CatalogSnapshot
 		var t sql.NullInt64
-		var job sql.NullString
+		var job, verify sql.NullString
+		var verified sql.NullInt64
 		var paths, tags string
 		var first, last int64
 		if err := rows.Scan(&s.Repository, &s.ID, &s.RepositoryID, &t, &s.Host, &paths, &tags, &job, &s.Pinned,
-			&s.State, &s.Problem, &first, &last); err != nil {
+			&s.State, &s.Problem, &verify, &verified, &first, &last); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal([]byte(paths), &s.Paths); err != nil {
@@ -264,7 +280,7 @@ func catalogRows(ctx context.Context, q querier, f CatalogFilter) ([]CatalogSnap
 		if err := json.Unmarshal([]byte(tags), &s.Tags); err != nil {
 			return nil, fmt.Errorf("snapshot %s: tags: %w", s.ID, err)
 		}
-		s.Time, s.Job = timeOf(t), job.String
+		s.Time, s.Job, s.VerifyState, s.VerifiedAt = timeOf(t), job.String, verify.String, timeOf(verified)
 		s.FirstSeen, s.LastSeen = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
 		out = append(out, s)
 	}

@@ -52,6 +52,8 @@ func TestSyncCatalog(t *testing.T) {
 	a, b, byHand := snap("run-1-data", "nightly", 1), snap("run-2-data", "nightly", 2), snap("f00d", "", 3)
 	pinnedA := a
 	pinnedA.Pinned = true
+	failedA := pinnedA
+	failedA.VerifyState, failedA.VerifiedAt = VerifyFailed, t0.Add(90*time.Minute)
 	for _, step := range []struct {
 		name    string
 		listing CatalogListing
@@ -67,8 +69,11 @@ func TestSyncCatalog(t *testing.T) {
 		{"a vanished snapshot is forgotten, a pin is an update", listing(pinnedA, byHand),
 			CatalogChanges{Updated: 1, Forgotten: 1, Total: 2},
 			map[string]string{a.ID: CatalogPresent, b.ID: CatalogForgotten, byHand.ID: CatalogPresent}},
+		{"a failed verification is an update", listing(failedA, byHand),
+			CatalogChanges{Updated: 1, Total: 2},
+			map[string]string{a.ID: CatalogPresent, b.ID: CatalogForgotten, byHand.ID: CatalogPresent}},
 		{"an unreadable record is manifest_invalid", listing(pinnedA, invalid(byHand.ID, "damaged"), invalid("run-9-x", "damaged")),
-			CatalogChanges{Added: 1, Updated: 1, Total: 3},
+			CatalogChanges{Added: 1, Updated: 2, Total: 3},
 			map[string]string{a.ID: CatalogPresent, b.ID: CatalogForgotten, byHand.ID: CatalogManifestInvalid, "run-9-x": CatalogManifestInvalid}},
 		{"unreadable again changes nothing", listing(pinnedA, invalid(byHand.ID, "damaged"), invalid("run-9-x", "damaged")),
 			CatalogChanges{Total: 3},
@@ -105,7 +110,7 @@ func TestCatalogSnapshotsByJob(t *testing.T) {
 	ctx := context.Background()
 	d, clk := newDB(t)
 	a, b, other := snap("run-1-data", "nightly", 2), snap("run-2-data", "nightly", 1), snap("run-3-data", "weekly", 3)
-	a.Pinned = true
+	a.Pinned, a.VerifyState, a.VerifiedAt = true, VerifyOKDeep, t0.Add(5*time.Hour)
 	first := clk.Now()
 	if _, err := d.SyncCatalog(ctx, listing(a, b, other, snap("run-4-data", "nightly", 4))); err != nil {
 		t.Fatal(err)
@@ -128,6 +133,7 @@ func TestCatalogSnapshotsByJob(t *testing.T) {
 	gb, ga := got[0], got[1]
 	if ga.Repository != "main" || ga.RepositoryID != "repo-1" || !ga.Time.Equal(a.Time) || ga.Host != a.Host ||
 		!slices.Equal(ga.Paths, a.Paths) || !slices.Equal(ga.Tags, a.Tags) || !ga.Pinned || ga.State != CatalogPresent ||
+		ga.VerifyState != VerifyOKDeep || !ga.VerifiedAt.Equal(a.VerifiedAt) ||
 		!ga.FirstSeen.Equal(first) || !ga.LastSeen.Equal(clk.Now()) {
 		t.Errorf("snapshot a is listed as %+v, want %+v seen first at %s and last now", ga, a, first)
 	}
@@ -185,6 +191,8 @@ func TestSyncCatalogRefusesABadListing(t *testing.T) {
 	noTime.Time = time.Time{}
 	forgotten := snap("s3", "j", 1)
 	forgotten.State = CatalogForgotten
+	oddVerify := snap("s5", "j", 1)
+	oddVerify.VerifyState = "fine"
 	for _, tc := range []struct {
 		name string
 		l    CatalogListing
@@ -195,6 +203,7 @@ func TestSyncCatalogRefusesABadListing(t *testing.T) {
 		{"unreadable without a problem", listing(invalid("s4", ""))},
 		{"a forgotten snapshot listed", listing(forgotten)},
 		{"no ID", listing(CatalogSnapshot{State: CatalogPresent, Time: t0})},
+		{"an unknown verification state", listing(oddVerify)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := d.SyncCatalog(ctx, tc.l); err == nil {

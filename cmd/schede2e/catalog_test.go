@@ -22,12 +22,13 @@ type showRec struct {
 		SyncedAt   *time.Time `json:"synced_at"`
 		SyncError  string     `json:"sync_error"`
 		Snapshots  []struct {
-			ID      string     `json:"id"`
-			Time    *time.Time `json:"time"`
-			Paths   []string   `json:"paths"`
-			Pinned  bool       `json:"pinned"`
-			State   string     `json:"state"`
-			Problem string     `json:"problem"`
+			ID       string     `json:"id"`
+			Time     *time.Time `json:"time"`
+			Paths    []string   `json:"paths"`
+			Pinned   bool       `json:"pinned"`
+			State    string     `json:"state"`
+			Problem  string     `json:"problem"`
+			Verified string     `json:"verified"`
 		} `json:"snapshots"`
 		Forgotten int `json:"forgotten_count"`
 	} `json:"catalog"`
@@ -115,7 +116,7 @@ func TestCatalogIsRebuiltFromTheRepository(t *testing.T) {
 	w := newWorld(t)
 	src := w.path("a")
 	makeTree(t, src, 21)
-	w.writeConfig(header(`tick_interval = "1s"`, "") + job("a", "manual", `retention = { last = 2 }`, src))
+	w.writeConfig(header(`tick_interval = "1s"`, "") + job("a", "manual", "retention = { last = 2 }\nverify = \"on\"", src))
 	for i := 0; i < 3; i++ {
 		w.must(exitOK, "job", "run", "a", "--wait")
 	}
@@ -124,6 +125,11 @@ func TestCatalogIsRebuiltFromTheRepository(t *testing.T) {
 	show := w.showCatalog("a")
 	if show.Catalog.SyncedAt == nil || show.Catalog.SyncError != "" || !slices.Equal(show.catalogIDs("present"), kept) || show.Catalog.Forgotten != 1 {
 		t.Fatalf("after the retention runs job show lists %+v, want %v present, 1 forgotten, synced", show.Catalog, kept)
+	}
+	for _, s := range show.Catalog.Snapshots {
+		if s.Verified != "ok" && s.Verified != "ok_deep" {
+			t.Errorf("snapshot %s is listed as verified %q, want the verify run's ok or ok_deep", s.ID, s.Verified)
+		}
 	}
 
 	if res := w.run("backup", src, "--tag", "job:a", "-r", w.repo, "--json"); res.Code != exitOK {

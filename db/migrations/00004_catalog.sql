@@ -20,7 +20,9 @@ CREATE TABLE catalog_repositories (
 
 -- The snapshots a sync saw. A snapshot gone from the repository stays as
 -- 'forgotten'; one whose record cannot be read is 'manifest_invalid', with
--- its problem, and knows nothing but its ID.
+-- its problem, and keeps what an earlier sync read of it. verify_state
+-- copies the repository's verification record of the snapshot (a damaged
+-- record counts as verify_failed).
 CREATE TABLE catalog_snapshots (
     repository    TEXT    NOT NULL REFERENCES catalog_repositories (name) ON DELETE CASCADE,
     snapshot_id   TEXT    NOT NULL CHECK (snapshot_id <> ''),
@@ -33,6 +35,8 @@ CREATE TABLE catalog_snapshots (
     pinned        INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
     state         TEXT    NOT NULL CHECK (state IN ('present', 'forgotten', 'manifest_invalid')),
     problem       TEXT    NOT NULL DEFAULT '',     -- why the record cannot be read
+    verify_state  TEXT    CHECK (verify_state IN ('ok', 'ok_deep', 'verify_failed')), -- the repository's verification record; NULL: none
+    verified_at   INTEGER,                         -- when that verification ended
     first_seen_at INTEGER NOT NULL,
     last_seen_at  INTEGER NOT NULL,                -- the last sync that found it in the repository
     CHECK (state <> 'manifest_invalid' OR problem <> ''),
