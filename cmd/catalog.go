@@ -31,8 +31,12 @@ func syncCatalog(ctx context.Context, state *db.DB, name string, r *repo.Reposit
 }
 
 // recordSyncFailure records a failed sync and returns its cause (with the
-// recording's own failure, if any).
+// recording's own failure, if any). A sync stopped because ctx ended
+// (serve or the run is stopping) did not fail, and is not recorded.
 func recordSyncFailure(ctx context.Context, state *db.DB, name string, cause error) error {
+	if ctx.Err() != nil {
+		return cause
+	}
 	if err := state.CatalogSyncFailed(context.WithoutCancel(ctx), name, cause); err != nil {
 		return errors.Join(cause, err)
 	}
@@ -113,6 +117,8 @@ func syncAllCatalogs(ctx context.Context, cfg *config.Config, state *db.DB, repo
 	for _, name := range slices.Sorted(maps.Keys(cfg.Repositories)) {
 		r, err := openJobRepository(ctx, cfg, name)
 		switch {
+		case ctx.Err() != nil:
+			return // serve is stopping: nothing failed
 		case errors.Is(err, repo.ErrNoRepository) && cfg.Repositories[name].CreateIfMissing:
 			report(fmt.Sprintf("catalog of repository %s: not created yet (create_if_missing), nothing to list", name), false)
 			continue
@@ -123,6 +129,9 @@ func syncAllCatalogs(ctx context.Context, cfg *config.Config, state *db.DB, repo
 		}
 		ch, err := syncCatalog(ctx, state, name, r)
 		r.Close()
+		if ctx.Err() != nil {
+			return
+		}
 		if err != nil {
 			report(fmt.Sprintf("catalog of repository %s not synced, job show lists what the last sync found: %s", name, errorMessage(err)), true)
 			continue
