@@ -283,8 +283,12 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	}
 	j := s.jobJSON(info)
 	j.Verification = s.jobVerification(c.Context, p, name)
+	catalog, err := jobCatalog(c.Context, s.db, name, info.Repository)
+	if err != nil {
+		return err
+	}
 	if p.jsonOut {
-		return p.JSON(j)
+		return p.JSON(jobShowJSON{jobJSON: j, Catalog: catalog})
 	}
 	p.Printf("job %s\n  schedule:   %s (%s)\n  repository: %s\n  priority:   %s\n  state:      %s\n", j.Name, j.Description, j.Schedule, j.Repository, j.Priority, j.State)
 	if j.NextRun != nil {
@@ -307,7 +311,15 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 		}
 		p.Printf("  last deep verification: %s (deep_verify_every %s)\n", last, v.DeepEvery)
 	}
+	printJobCatalog(p, catalog)
 	return nil
+}
+
+// jobShowJSON is what job show --json prints: the job, and its snapshots
+// from the catalog.
+type jobShowJSON struct {
+	jobJSON
+	Catalog catalogJSON `json:"catalog"`
 }
 
 // jobVerification reads the verification state of the job's snapshots from
@@ -442,7 +454,7 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
 		return err
 	}
-	s.pass.Executor = newExecutor(s.cfg, s.now)
+	s.pass.Executor = newExecutor(s.cfg, s.now, s.db)
 	ended, held, err := awaitRun(c, p, s, run.ID)
 	if err != nil {
 		return err

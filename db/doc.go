@@ -8,7 +8,9 @@
 // repository ID and snapshot ID), an audit trail of who paused, resumed,
 // triggered, cancelled or deleted what. *DB
 // implements pass.Store, so the scheduler pass can use it without knowing
-// SQL.
+// SQL. The catalog (catalog.go) is a cache of the snapshots each configured
+// repository holds, for fast listings: the repository is the truth, and a
+// sync rebuilds the catalog from what the caller read of it.
 //
 // # Rules
 //
@@ -37,7 +39,9 @@
 // # What it must never do
 //
 // It knows nothing of repositories' insides: it never opens one, never
-// copies a manifest, and records a backup only by reference. It makes no
+// copies a manifest (the catalog keeps the few fields of a snapshot record
+// a listing shows, as plain values the caller hands it), and records a
+// backup only by reference. It makes no
 // scheduling decision (the pass's callbacks do, inside the transaction), and
 // it never reads the real clock: Open is handed one. It never deletes a run:
 // an aborted run is an event, and a job removed from the configuration is
