@@ -203,8 +203,9 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 	every := p.heartbeatEvery()
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
-	// On the monotonic clock, which no wall-clock step moves.
-	lastRecorded := time.Now()
+	// On the pass's clock: time.Now's monotonic reading in a real runner
+	// (no wall-clock step moves it), the fake clock in tests.
+	lastRecorded := p.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -221,9 +222,9 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 			// be reached gives no reply: before the run can look stale
 			// to other runners, which would reclaim it and start a
 			// retry beside it, this runner gives it up itself.
-			if time.Since(lastRecorded)+every > p.staleAfter() {
+			if since := p.Now().Sub(lastRecorded); since+every > p.staleAfter() {
 				p.log().Error("no heartbeat recorded for too long: giving the run up, as other runners may reclaim it",
-					"run", run.ID, "job", run.Job, "since", time.Since(lastRecorded).Round(time.Second), "err", err)
+					"run", run.ID, "job", run.Job, "since", since.Round(time.Second), "err", err)
 				why := LostNoHeartbeat
 				lost.Store(&why)
 				cancel()
@@ -232,7 +233,7 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 			p.log().Warn("heartbeat failed", "run", run.ID, "job", run.Job, "err", err)
 			continue
 		}
-		lastRecorded = time.Now()
+		lastRecorded = p.Now()
 		switch reply {
 		case HeartbeatCancel:
 			cancelled.Store(true)

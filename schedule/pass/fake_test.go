@@ -22,6 +22,7 @@ type fakeStore struct {
 	cancels   map[int64]bool   // runs a user asked to cancel
 	finishes  map[int64]int    // Finish calls per run
 	beatErr   error            // returned by every Heartbeat while set
+	onBeat    func()           // called by every Heartbeat, outside the store's lock
 	finishErr error            // returned by every Finish while set, nothing written
 	now       func() time.Time // when a user's cancellation ends a queued run
 }
@@ -220,6 +221,12 @@ func (s *fakeStore) Admit(ctx context.Context, now time.Time, decide func(AdmitS
 func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error) {
 	if err := ctx.Err(); err != nil {
 		return HeartbeatOK, err
+	}
+	s.mu.Lock()
+	onBeat := s.onBeat
+	s.mu.Unlock()
+	if onBeat != nil {
+		onBeat()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -485,6 +485,7 @@ func TestLostRunsAreLoggedOnce(t *testing.T) {
 			f.pass.Heartbeat, f.pass.StaleAfter = 5*time.Millisecond, 60*time.Millisecond
 			f.store.mu.Lock()
 			f.store.beatErr = errors.New("database is locked")
+			f.store.onBeat = func() { f.clock.Add(f.pass.Heartbeat) }
 			f.store.mu.Unlock()
 			f.exec.do = func(ctx context.Context, _ JobDef, _ Run) (Result, error) {
 				waitDone(t, ctx)

@@ -615,12 +615,15 @@ func TestUnrecordedHeartbeatsGiveTheRunUp(t *testing.T) {
 	f.run(at(0))
 	f.store.mu.Lock()
 	f.store.beatErr = errors.New("database is locked")
+	// Each heartbeat comes one Heartbeat later on the pass's clock,
+	// however late the machine's scheduler runs the ticker.
+	f.store.onBeat = func() { f.clock.Add(f.pass.Heartbeat) }
 	f.store.mu.Unlock()
 	var ranFor time.Duration
 	f.exec.do = func(ctx context.Context, _ JobDef, run Run) (Result, error) {
-		start := time.Now()
+		start := f.clock.Now()
 		waitDone(t, ctx)
-		ranFor = time.Since(start)
+		ranFor = f.clock.Now().Sub(start)
 		return Result{Figures: Figures{Files: 10}}, nil
 	}
 	first := f.queued("daten", "normal", at(h))
