@@ -41,6 +41,7 @@ type Repository struct {
 	CreateIfMissing   bool
 	MaxConcurrentRuns int
 	Compression       repo.Compression // how the scheduler's backups compress
+	Prune             *pass.JobDef     // its maintenance, from the prune key (pass.PruneJob); nil: none
 }
 
 // PasswordSource says where a repository's password comes from: exactly one
@@ -54,6 +55,7 @@ type PasswordSource struct {
 // Job is a [[job]] table.
 type Job struct {
 	Def     pass.JobDef
+	Drill   *pass.JobDef // its drills, from the drill key (pass.DrillJob); nil: none
 	Sources []Source
 	Tags    []string
 	RPO     time.Duration
@@ -114,6 +116,8 @@ type rawRepository struct {
 	CreateIfMissing   bool   `toml:"create_if_missing"`
 	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
 	Compression       string `toml:"compression"`
+	Prune             string `toml:"prune"`     // when its maintenance runs, as a job's schedule
+	TimeZone          string `toml:"time_zone"` // the zone of prune
 }
 
 type rawWindow struct {
@@ -141,6 +145,7 @@ type rawJob struct {
 	Tags       []string    `toml:"tags"`
 	Source     []rawSource `toml:"source"`
 	Retention  any         `toml:"retention"` // "off" or a table of rules
+	Drill      string      `toml:"drill"`     // when its restore drills run, as its schedule
 }
 
 type rawRetry struct {
@@ -282,9 +287,9 @@ func firstLine(s string) string {
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
-		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression"},
+		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "drill"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude"},
 		"top":        {"scheduler", "repository", "window", "job"},
@@ -368,6 +373,7 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 			}
 			r.Compression = c
 		}
+		r.Prune = l.maintenance(key, name, raw)
 		cfg.Limits.PerRepository[name] = r.MaxConcurrentRuns
 		cfg.Repositories[name] = r
 	}
@@ -448,6 +454,14 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		}
 		def.DependsOn = raw.DependsOn
 		def.Retention = l.retention(key+".retention", raw.Retention)
+		if raw.Drill != "" {
+			if when, err := schedule.Parse(raw.Drill, loc); err != nil {
+				l.addf(key+".drill", "%v", err)
+			} else {
+				drill := pass.DrillJob(*def, when)
+				job.Drill = &drill
+			}
+		}
 		for _, tag := range raw.Tags {
 			if tag == "" || strings.ContainsAny(tag, ",\n") {
 				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
@@ -472,6 +486,57 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		}
 		cfg.Jobs = append(cfg.Jobs, job)
 	}
+}
+
+// maintenance reads a repository's prune key, in its time_zone (UTC when
+// it names none, as a job's schedule).
+func (l *loader) maintenance(key, name string, raw rawRepository) *pass.JobDef {
+	loc, err := schedule.LoadLocation(raw.TimeZone)
+	if err != nil {
+		l.addf(key+".time_zone", "%v", err)
+		return nil
+	}
+	if raw.Prune == "" {
+		return nil
+	}
+	when, err := schedule.Parse(raw.Prune, loc)
+	if err != nil {
+		l.addf(key+".prune", "%v", err)
+		return nil
+	}
+	def := pass.PruneJob(name, when)
+	return &def
+}
+
+// ScheduledWork returns the jobs of the config's scheduled work: each
+// job's drills, in file order, then each repository's maintenance, by
+// repository name.
+func (c *Config) ScheduledWork() []pass.JobDef {
+	var work []pass.JobDef
+	for _, j := range c.Jobs {
+		if j.Drill != nil {
+			work = append(work, *j.Drill)
+		}
+	}
+	for _, name := range sortedNames(c.Repositories) {
+		if r := c.Repositories[name]; r.Prune != nil {
+			work = append(work, *r.Prune)
+		}
+	}
+	return work
+}
+
+// JobDefs returns every job the scheduler runs, by name: the config's jobs
+// and its scheduled work.
+func (c *Config) JobDefs() map[string]pass.JobDef {
+	defs := map[string]pass.JobDef{}
+	for _, j := range c.Jobs {
+		defs[j.Def.Name] = j.Def
+	}
+	for _, w := range c.ScheduledWork() {
+		defs[w.Name] = w
+	}
+	return defs
 }
 
 // DefaultRetention is the retention of a job that names none (issue 13).
@@ -554,19 +619,20 @@ func declared(repos map[string]Repository) string {
 	if len(repos) == 0 {
 		return "none"
 	}
-	var names []string
+	return strings.Join(sortedNames(repos), ", ")
+}
+
+func sortedNames(repos map[string]Repository) []string {
+	names := make([]string, 0, len(repos))
 	for n := range repos {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return names
 }
 
 func (l *loader) windows(raws []rawWindow, cfg *Config) {
-	jobs := map[string]bool{}
-	for _, j := range cfg.Jobs {
-		jobs[j.Def.Name] = true
-	}
+	jobs := cfg.JobDefs() // a window may name scheduled work: "repository:NAME", "JOB:drill"
 	for i, raw := range raws {
 		key := fmt.Sprintf("window.%d", i)
 		name := raw.Name
@@ -579,7 +645,7 @@ func (l *loader) windows(raws []rawWindow, cfg *Config) {
 			continue
 		}
 		for _, j := range raw.Jobs {
-			if !jobs[j] {
+			if _, ok := jobs[j]; !ok {
 				l.addf(key+".jobs", "unknown job %q", j)
 			}
 		}
@@ -703,13 +769,24 @@ func (l *loader) reachable(cfg *Config, now time.Time) {
 	if len(cfg.Windows) == 0 {
 		return
 	}
-	for i, j := range cfg.Jobs {
-		next, ok := j.Def.Schedule.Next(now)
+	check := func(key string, def pass.JobDef) {
+		next, ok := def.Schedule.Next(now)
 		if !ok {
-			continue
+			return
 		}
-		if _, err := schedule.FirstAllowed(j.Def.Name, next, cfg.Windows); err != nil {
-			l.addf(fmt.Sprintf("job.%d.schedule", i), "%v", err)
+		if _, err := schedule.FirstAllowed(def.Name, next, cfg.Windows); err != nil {
+			l.addf(key, "%v", err)
+		}
+	}
+	for i, j := range cfg.Jobs {
+		check(fmt.Sprintf("job.%d.schedule", i), j.Def)
+		if j.Drill != nil {
+			check(fmt.Sprintf("job.%d.drill", i), *j.Drill)
+		}
+	}
+	for _, name := range sortedNames(cfg.Repositories) {
+		if r := cfg.Repositories[name]; r.Prune != nil {
+			check("repository."+name+".prune", *r.Prune)
 		}
 	}
 }
