@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,20 @@ func TestWindowsNameScheduledWork(t *testing.T) {
 	}
 	if w.AppliesTo("a") {
 		t.Errorf("the window applies to job a, which it does not name")
+	}
+}
+
+// The example config shows both keys.
+func TestExampleConfigHasScheduledWork(t *testing.T) {
+	cfg, err := Load(filepath.Join("..", "..", "config.example.toml"), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range cfg.ScheduledWork() {
+		names = append(names, w.Name+" "+w.Kind)
+	}
+	if strings.Join(names, ", ") != "sample:drill drill, repository:demo prune" {
+		t.Errorf("scheduled work of config.example.toml: %v, want sample's drills and demo's maintenance", names)
 	}
 }
