@@ -104,4 +104,30 @@ prune = "weekly sun 04:00"
 	if len(after.Finished) != 1 || after.Finished[0].Job != "a" || after.Finished[0].Kind != "backup" || after.Finished[0].Status != "succeeded" {
 		t.Errorf("after the prune, the tick finished %+v, want a's held backup succeeded", after.Finished)
 	}
+
+	// The maintenance is a job: listed with its kind and next slot, and
+	// job run queues a prune run.
+	var listed []struct {
+		Name    string  `json:"name"`
+		Kind    string  `json:"kind"`
+		NextRun *string `json:"next_run"`
+	}
+	decodeWhole(t, w.must(exitOK, "job", "list", "--json", "--at", rfc(slot.Add(time.Minute))), &listed)
+	found := false
+	for _, j := range listed {
+		if j.Name == "repository:main" {
+			found = true
+			if j.Kind != "prune" || j.NextRun == nil || *j.NextRun != "2026-06-14T04:00:00Z" {
+				t.Errorf("job list: %s has kind %q, next run %v; want prune, next Sunday 04:00", j.Name, j.Kind, j.NextRun)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("job list --json does not list repository:main: %+v", listed)
+	}
+	var manual runRec
+	decodeWhole(t, w.must(exitOK, "job", "run", "repository:main", "--wait", "--json", "--at", rfc(slot.Add(2*time.Minute))), &manual)
+	if manual.Kind != "prune" || manual.Trigger != "manual" || manual.Status != "succeeded" {
+		t.Errorf("job run repository:main --wait: %+v, want a manual prune run that succeeded", manual)
+	}
 }
