@@ -10,6 +10,7 @@ func commands() []*cli.Command {
 		snapshotsCommand(),
 		lsCommand(),
 		restoreCommand(),
+		drillCommand(),
 		checkCommand(),
 		pinCommand(),
 		unpinCommand(),

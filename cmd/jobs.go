@@ -270,8 +270,12 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 		return jobError(err)
 	}
 	j := s.jobJSON(info)
+	catalog, err := jobCatalog(c.Context, s.db, name, info.Repository)
+	if err != nil {
+		return err
+	}
 	if p.jsonOut {
-		return p.JSON(j)
+		return p.JSON(jobShowJSON{jobJSON: j, Catalog: catalog})
 	}
 	p.Printf("job %s\n  schedule:   %s (%s)\n  repository: %s\n  priority:   %s\n  state:      %s\n", j.Name, j.Description, j.Schedule, j.Repository, j.Priority, j.State)
 	if j.NextRun != nil {
@@ -283,7 +287,15 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if j.Active != nil {
 		p.Printf("  active run: %d, %s\n", j.Active.ID, j.Active.Status)
 	}
+	printJobCatalog(p, catalog)
 	return nil
+}
+
+// jobShowJSON is what job show --json prints: the job, and its snapshots
+// from the catalog.
+type jobShowJSON struct {
+	jobJSON
+	Catalog catalogJSON `json:"catalog"`
 }
 
 // jobAction wraps a job subcommand: it takes the job NAME argument, opens
@@ -337,7 +349,7 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
 		return err
 	}
-	s.pass.Executor = newExecutor(s.cfg, s.now)
+	s.pass.Executor = newExecutor(s.cfg, s.now, s.db)
 	ended, held, err := awaitRun(c, p, s, run.ID)
 	if err != nil {
 		return err

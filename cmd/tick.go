@@ -59,17 +59,19 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var exec pass.Executor
 	if withExecutor {
 		tuneGCForBackup()
 		if err := checkKeyMaterial(c.Context, cfg); err != nil {
 			return nil, err
 		}
-		exec = newExecutor(cfg, now)
 	}
 	state, err := db.Open(c.Context, statePath(c, cfg), now)
 	if err != nil {
 		return nil, err
+	}
+	var exec pass.Executor
+	if withExecutor {
+		exec = newExecutor(cfg, now, state)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if c.Bool("verbose") {
@@ -104,11 +106,18 @@ func (s *scheduler) reload(c *cli.Context, p *printer) {
 		p.Warnf("config not reloaded, the previous one stays in force: %s", errorMessage(err))
 		return
 	}
-	s.configure(cfg, newExecutor(cfg, s.now), s.pass.Logger)
+	s.configure(cfg, newExecutor(cfg, s.now, s.db), s.pass.Logger)
 }
 
-func newExecutor(cfg *config.Config, now func() time.Time) *jobs.Executor {
-	return &jobs.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now}
+// drillDirEnv names the folder drills restore into (default: TMPDIR):
+// a drill needs room for the job's newest snapshots, one source at a time.
+const drillDirEnv = "NIGHTJAR_DRILL_DIR"
+
+// newExecutor is the executor of the config's jobs, which keeps state's
+// catalog in step around retention runs.
+func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.Executor {
+	return &jobs.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now,
+		Catalog: catalogHook(state), Drill: jobs.DrillOptions{TempDir: os.Getenv(drillDirEnv)}}
 }
 
 // runnerDead reports a runner on this host whose process is gone. Runners
@@ -320,6 +329,21 @@ func runServe(c *cli.Context) error {
 		passes sync.WaitGroup
 		outMu  sync.Mutex
 	)
+	// The catalog is rebuilt from the repositories beside the first
+	// passes, so that a slow repository does not hold them up.
+	passes.Add(1)
+	go func(cfg *config.Config) {
+		defer passes.Done()
+		syncAllCatalogs(c.Context, cfg, s.db, func(line string, failed bool) {
+			outMu.Lock()
+			defer outMu.Unlock()
+			if failed {
+				p.Warnf("%s", line)
+			} else {
+				p.Printf("%s\n", line)
+			}
+		})
+	}(s.cfg)
 	startPass := func(ps *pass.Pass) {
 		passes.Add(1)
 		go func() {

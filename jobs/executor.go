@@ -35,6 +35,8 @@ type Executor struct {
 	Sources JobSources
 	Version string
 	Now     func() time.Time // the clock snapshots are dated by; nil: time.Now
+	Catalog CatalogSync      // rebuilds the state database's catalog around retention runs; nil: none
+	Drill   DrillOptions     // where drill runs restore
 }
 
 var _ pass.Executor = (*Executor)(nil)
@@ -53,6 +55,8 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 		return e.retentionRun(ctx, job, progress)
 	case pass.KindPrune:
 		return e.pruneRun(ctx, job, progress)
+	case pass.KindDrill:
+		return e.drillRun(ctx, job, progress)
 	}
 	return pass.Result{}, &pass.ClassError{Class: pass.ClassConfig, Code: CodeUnknownKind,
 		Err: fmt.Errorf("run %d of job %s has kind %q, which this nightjar cannot run: upgrade nightjar", run.ID, job.Name, run.Kind)}

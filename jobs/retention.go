@@ -38,6 +38,7 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress f
 		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
 	}
 	defer r.Close()
+	defer e.syncCatalog(ctx, job.Repository, r)() // the catalog before the run, and again after it
 	progress(pass.Progress{Current: "forget by " + job.Retention.Policy.String()})
 	plan := RetentionPlan{Policy: job.Retention.Policy, GroupBy: schedule.DefaultGroupBy, Zone: job.Schedule.Location(), Consider: MadeByJob(job.Name, host, job.Sources)}
 	kept := 0

@@ -52,6 +52,7 @@ type Result struct {
 	Others         int64       `json:"others"` // symlinks, FIFOs, devices
 	Bytes          int64       `json:"bytes"`
 	Verified       int64       `json:"files_verified"`
+	BytesVerified  int64       `json:"bytes_verified"` // the content of the files verified
 	Skipped        []repo.Skip `json:"skipped,omitempty"`
 	OwnershipKept  bool        `json:"ownership_restored"` // false when not run as root
 	VerifyFailures []repo.Skip `json:"verify_failures,omitempty"`
@@ -737,6 +738,7 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 			return nil
 		}
 		rs.result.Verified++
+		rs.result.BytesVerified += int64(e.Node.Size)
 		return nil
 	}})
 	if err != nil {

@@ -1,0 +1,79 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/dustin/go-humanize"
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/jobs"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+func drillCommand() *cli.Command {
+	return &cli.Command{
+		Name: "drill",
+		Usage: "prove a job's backup restores: restore its newest snapshot of each source into a temporary folder, " +
+			"compare every file with the repository, remove the folder; recorded as a run of kind drill",
+		ArgsUsage: "JOB",
+		Flags: append(append(configFlags(), atFlag()), jsonFlag(),
+			&cli.StringFlag{Name: "temp-dir", EnvVars: []string{drillDirEnv},
+				Usage: "make the temporary folder in `DIR` (default: TMPDIR); it needs room for the job's largest source"}),
+		Action: jobAction(runDrill),
+	}
+}
+
+// runDrill queues a drill run of the job and runs it now through the
+// scheduler's pass and executor, as job run --wait does, so that a drill by
+// hand and a scheduled one are the same run.
+func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
+	info, err := s.db.JobByName(c.Context, name)
+	if err != nil {
+		return jobError(err)
+	}
+	dir := c.String("temp-dir")
+	if dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usageError{fmt.Errorf("invalid --temp-dir %q: want an existing folder to make the drill's temporary folder in", dir)}
+		}
+	}
+	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
+		return err
+	}
+	run, err := s.db.QueueRun(c.Context, name, pass.Run{Kind: pass.KindDrill, Trigger: pass.TriggerManual}, actor())
+	if err != nil {
+		return jobError(fmt.Errorf("job %s: %w", name, err))
+	}
+	if info.Paused {
+		p.Warnf("job %s is paused: this drill runs anyway, the job stays paused", name)
+	}
+	exec := newExecutor(s.cfg, s.now, s.db)
+	exec.Drill.TempDir = dir
+	s.pass.Executor = exec
+	ended, held, err := awaitRun(c, p, s, run.ID)
+	if err != nil {
+		return err
+	}
+	if err := p.JSON(toRunJSON(ended)); err != nil {
+		return err
+	}
+	if held != "" {
+		p.Printf("drill run %d of job %s is queued but held: %s\n", run.ID, name, held)
+		return codedError{code: ExitBusy, err: fmt.Errorf("run %d is held: %s", run.ID, held), silent: true}
+	}
+	k := ended.Figures.Counters
+	p.Printf("drill run %d of job %s: %s\n", ended.ID, name, describeRun(ended))
+	p.Printf("  %d snapshots restored, %d files (%s) compared with the repository, %d differ\n",
+		k[jobs.CounterSnapshotsChecked], k[jobs.CounterFilesChecked], humanize.IBytes(uint64(k[jobs.CounterBytesChecked])), k[jobs.CounterMismatches])
+	for _, sk := range ended.Figures.Skipped {
+		p.Warnf("not checked %s: %s", sk.Object, sk.Reason)
+	}
+	switch ended.Status {
+	case pass.StatusSucceeded:
+		return nil
+	case pass.StatusPartialFailure:
+		return codedError{code: ExitPartial, err: fmt.Errorf("drill run %d: %d objects not checked", ended.ID, ended.Figures.FilesSkipped), silent: true}
+	}
+	return codedError{code: ExitFailure, err: fmt.Errorf("drill run %d: %s", ended.ID, ended.Status), silent: true}
+}
