@@ -131,3 +131,48 @@ prune = "weekly sun 04:00"
 		t.Errorf("job run repository:main --wait: %+v, want a manual prune run that succeeded", manual)
 	}
 }
+
+// A job with drill = SPEC has a drill job of its own, JOB:drill, whose
+// slots queue drill runs that the executor runs as drills of the job: with
+// no snapshot yet one fails with NO_SNAPSHOT (not retried); after a backup
+// one restores and compares the job's snapshot; slots missed while no tick
+// ran are caught up by one run.
+func TestScheduledDrillRunsAsADrillOfItsJob(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRandomFile(t, filepath.Join(src, "blob"), 9, 300_000)
+	w.writeConfig(header("", "") + job("a", "manual", `drill = "monthly 1 03:00"`, src))
+	w.tick(exitOK, "--at", "2026-05-31T12:00:00Z") // the drill's first slot: June 1 03:00
+
+	drillOf := func(p passRec) runRec {
+		t.Helper()
+		if len(p.Finished) != 1 || p.Finished[0].Job != "a:drill" || p.Finished[0].Kind != "drill" {
+			t.Fatalf("the tick finished %+v, want one drill run of a:drill", p.Finished)
+		}
+		return p.Finished[0]
+	}
+	none := drillOf(w.tick(exitFailure, "--at", "2026-06-01T03:00:30Z")) // a failed run: exit 1
+	if none.Trigger != "schedule" || none.Status != "failed" || none.ErrorCode != "NO_SNAPSHOT" || none.ErrorClass != "config" {
+		t.Errorf("drill before any backup: %+v, want failed with NO_SNAPSHOT, class config", none)
+	}
+	if runs := w.runsOf("a:drill"); len(runs) != 1 {
+		t.Errorf("runs of a:drill %+v, want the one failed run and no retry", runs)
+	}
+
+	w.must(exitOK, "job", "run", "a", "--wait", "--at", "2026-06-15T12:00:00Z")
+	ok := drillOf(w.tick(exitOK, "--at", "2026-07-01T03:00:30Z"))
+	if ok.Trigger != "schedule" || ok.Status != "succeeded" || ok.Counters["files_checked"] != 1 || ok.Counters["bytes_checked"] != 300_000 {
+		t.Errorf("drill after a backup: %+v, want succeeded, one file of 300000 bytes checked", ok)
+	}
+
+	late := drillOf(w.tick(exitOK, "--at", "2026-09-01T05:00:00Z"))
+	if late.Trigger != "catch_up" || late.MissedSlots != 2 || late.Status != "succeeded" {
+		t.Errorf("drill after two missed slots: %+v, want one succeeded catch-up run for 2 missed slots", late)
+	}
+	if runs := w.runsOf("a"); len(runs) != 1 || runs[0].Kind != "backup" {
+		t.Errorf("runs of job a %+v, want only its backup: scheduled drills are runs of a:drill", runs)
+	}
+}
