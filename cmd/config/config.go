@@ -40,8 +40,8 @@ type Repository struct {
 	Password          PasswordSource
 	CreateIfMissing   bool
 	MaxConcurrentRuns int
-	Compression       repo.Compression // how the scheduler's backups compress
 	Prune             *pass.JobDef     // its maintenance, from the prune key (pass.PruneJob); nil: none
+	Compression       repo.Compression // how the scheduler's backups compress
 }
 
 // PasswordSource says where a repository's password comes from: exactly one
@@ -114,10 +114,10 @@ type rawRepository struct {
 	PasswordCommand   string `toml:"password_command"`
 	PasswordEnv       string `toml:"password_env"`
 	CreateIfMissing   bool   `toml:"create_if_missing"`
-	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
-	Compression       string `toml:"compression"`
 	Prune             string `toml:"prune"`     // when its maintenance runs, as a job's schedule
 	TimeZone          string `toml:"time_zone"` // the zone of prune
+	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
+	Compression       string `toml:"compression"`
 }
 
 type rawWindow struct {
@@ -143,9 +143,9 @@ type rawJob struct {
 	DependsOn  []string    `toml:"depends_on"`
 	Retry      *rawRetry   `toml:"retry"`
 	Tags       []string    `toml:"tags"`
+	Drill      string      `toml:"drill"` // when its restore drills run, as its schedule
 	Source     []rawSource `toml:"source"`
 	Retention  any         `toml:"retention"` // "off" or a table of rules
-	Drill      string      `toml:"drill"`     // when its restore drills run, as its schedule
 }
 
 type rawRetry struct {
