@@ -359,6 +359,7 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 		if set != 1 {
 			l.addf(key, "set exactly one of password_file, password_command or password_env (a password is never written in the config)")
 		}
+		r.Prune = l.maintenance(key, name, raw)
 		if raw.MaxConcurrentRuns != nil {
 			if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {
 				l.addf(key+".max_concurrent_runs", "%d is not allowed: want 1 to 1000", *raw.MaxConcurrentRuns)
@@ -373,7 +374,6 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 			}
 			r.Compression = c
 		}
-		r.Prune = l.maintenance(key, name, raw)
 		cfg.Limits.PerRepository[name] = r.MaxConcurrentRuns
 		cfg.Repositories[name] = r
 	}
@@ -452,8 +452,6 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 				l.addf(key+".retry", "initial %s is longer than max %s", def.Retry.Initial, def.Retry.Max)
 			}
 		}
-		def.DependsOn = raw.DependsOn
-		def.Retention = l.retention(key+".retention", raw.Retention)
 		if raw.Drill != "" {
 			if when, err := schedule.Parse(raw.Drill, loc); err != nil {
 				l.addf(key+".drill", "%v", err)
@@ -462,6 +460,8 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 				job.Drill = &drill
 			}
 		}
+		def.DependsOn = raw.DependsOn
+		def.Retention = l.retention(key+".retention", raw.Retention)
 		for _, tag := range raw.Tags {
 			if tag == "" || strings.ContainsAny(tag, ",\n") {
 				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
