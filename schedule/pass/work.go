@@ -120,7 +120,7 @@ func (m maintenance) hold(def JobDef, run Run) string {
 		return fmt.Sprintf("waiting: repository maintenance (prune) of %s is running (%s)", repo, by)
 	}
 	if m.pending[repo] {
-		return fmt.Sprintf("waiting: repository maintenance (prune) of %s is due: it waits for the running runs of %s to end, and new runs wait behind it", repo, repo)
+		return fmt.Sprintf("waiting: repository maintenance (prune) of %s is queued and goes first: new runs of %s wait until it has run", repo, repo)
 	}
 	return ""
 }

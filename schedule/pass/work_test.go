@@ -159,7 +159,7 @@ func TestMaintenanceWaitsWhileRunsOfItsRepositoryRunAndIsNotStarved(t *testing.T
 	b := f.queuedKind("b", KindBackup, "normal", at(4*h+time.Minute))
 	f.beat(backup.ID, at(4*h+time.Minute))
 	f.run(at(4*h + time.Minute))
-	behind := "waiting: repository maintenance (prune) of local is due: it waits for the running runs of local to end, and new runs wait behind it"
+	behind := "waiting: repository maintenance (prune) of local is queued and goes first: new runs of local wait until it has run"
 	if got := f.store.get(c.ID); got.Status != StatusQueued || got.HeldReason != behind {
 		t.Errorf("critical backup of c: %s, held %q; want queued and held %q", got.Status, got.HeldReason, behind)
 	}
