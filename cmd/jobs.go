@@ -188,6 +188,7 @@ func jobCommand() *cli.Command {
 
 type jobJSON struct {
 	Name        string   `json:"name"`
+	Kind        string   `json:"kind"` // the kind of run its slots queue: backup, or scheduled work's prune or drill
 	Schedule    string   `json:"schedule"`
 	Description string   `json:"description"`
 	Repository  string   `json:"repository"`
@@ -215,7 +216,7 @@ type jobVerifyJSON struct {
 
 func (s *scheduler) jobJSON(info db.JobInfo) jobJSON {
 	def := s.pass.Jobs[info.Name]
-	out := jobJSON{Name: info.Name, Schedule: def.Schedule.String(), Description: def.Schedule.Description(),
+	out := jobJSON{Name: info.Name, Kind: def.RunKind(), Schedule: def.Schedule.String(), Description: def.Schedule.Description(),
 		Repository: info.Repository, Priority: info.Priority, Paused: info.Paused, DependsOn: nonNil(info.DependsOn)}
 	if !info.NextRun.IsZero() {
 		t := info.NextRun.UTC().Format(time.RFC3339)
@@ -437,7 +438,7 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err != nil {
 		return jobError(err)
 	}
-	run, err := s.db.QueueRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual}, actor())
+	run, err := s.db.QueueRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual, Kind: s.pass.Jobs[name].RunKind()}, actor())
 	if err != nil {
 		return jobError(fmt.Errorf("job %s: %w", name, err))
 	}

@@ -104,8 +104,8 @@ func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, erro
 // scheduler starts, not at 2 a.m.
 func checkKeyMaterial(ctx context.Context, cfg *config.Config) error {
 	used := map[string]bool{}
-	for _, j := range cfg.Jobs {
-		used[j.Def.Repository] = true
+	for _, def := range cfg.JobDefs() {
+		used[def.Repository] = true
 	}
 	for name := range used {
 		if _, err := repositoryPassword(ctx, cfg.Repositories[name]); err != nil {
@@ -222,11 +222,14 @@ func runConfigValidate(c *cli.Context) error {
 		return usageError{err}
 	}
 	if p.jsonOut {
-		return p.JSON(map[string]any{"valid": true, "problems": []string{}, "jobs": len(cfg.Jobs), "repositories": len(cfg.Repositories)})
+		return p.JSON(map[string]any{"valid": true, "problems": []string{}, "jobs": len(cfg.Jobs), "scheduled_work": len(cfg.ScheduledWork()), "repositories": len(cfg.Repositories)})
 	}
 	p.Printf("%s is valid: %d jobs, %d repositories, %d windows\n", cfg.Path, len(cfg.Jobs), len(cfg.Repositories), len(cfg.Windows))
 	for _, j := range cfg.Jobs {
 		p.Printf("  %s: %s\n", j.Def.Name, j.Def.Schedule.Description())
+	}
+	for _, w := range cfg.ScheduledWork() {
+		p.Printf("  %s: %s %s\n", w.Name, w.Kind, w.Schedule.Description())
 	}
 	return nil
 }

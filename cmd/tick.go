@@ -84,14 +84,10 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 
 // configure (re)builds the pass from a loaded config.
 func (s *scheduler) configure(cfg *config.Config, exec pass.Executor, logger *slog.Logger) {
-	jobs := map[string]pass.JobDef{}
-	for _, j := range cfg.Jobs {
-		jobs[j.Def.Name] = j.Def
-	}
 	host, _ := os.Hostname()
 	s.cfg = cfg
 	s.pass = &pass.Pass{
-		Store: s.db, Executor: exec, Jobs: jobs, Windows: cfg.Windows, Limits: cfg.Limits,
+		Store: s.db, Executor: exec, Jobs: cfg.JobDefs(), Windows: cfg.Windows, Limits: cfg.Limits,
 		Now: s.now, Heartbeat: cfg.Heartbeat, StaleAfter: cfg.StaleAfter, Grace: cfg.Grace,
 		Runner:     host + ":" + strconv.Itoa(os.Getpid()),
 		RunnerDead: runnerDead(host),

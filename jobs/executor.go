@@ -49,6 +49,8 @@ const (
 // Execute runs a run by its kind. An unknown kind is a config error.
 func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
 	switch run.Kind {
+	case pass.KindPrune:
+		return e.pruneRun(ctx, job, progress)
 	case pass.KindBackup:
 		return e.backupRun(ctx, job, run, progress)
 	case pass.KindRetention:

@@ -40,6 +40,7 @@ type Repository struct {
 	Password          PasswordSource
 	CreateIfMissing   bool
 	MaxConcurrentRuns int
+	Prune             *pass.JobDef     // its maintenance, from the prune key (pass.PruneJob); nil: none
 	Compression       repo.Compression // how the scheduler's backups compress
 	// DeepVerifyEvery is the longest a job's snapshots go without a deep
 	// verification (deep_verify_every): 0 "always", negative "never".
@@ -57,6 +58,7 @@ type PasswordSource struct {
 // Job is a [[job]] table.
 type Job struct {
 	Def     pass.JobDef
+	Drill   *pass.JobDef // its drills, from the drill key (pass.DrillJob); nil: none
 	Sources []Source
 	Tags    []string
 	RPO     time.Duration
@@ -115,6 +117,8 @@ type rawRepository struct {
 	PasswordCommand   string `toml:"password_command"`
 	PasswordEnv       string `toml:"password_env"`
 	CreateIfMissing   bool   `toml:"create_if_missing"`
+	Prune             string `toml:"prune"`     // when its maintenance runs, as a job's schedule
+	TimeZone          string `toml:"time_zone"` // the zone of prune
 	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
 	Compression       string `toml:"compression"`
 	DeepVerifyEvery   string `toml:"deep_verify_every"`
@@ -143,6 +147,7 @@ type rawJob struct {
 	DependsOn  []string    `toml:"depends_on"`
 	Retry      *rawRetry   `toml:"retry"`
 	Tags       []string    `toml:"tags"`
+	Drill      string      `toml:"drill"` // when its restore drills run, as its schedule
 	Source     []rawSource `toml:"source"`
 	Retention  any         `toml:"retention"` // "off" or a table of rules
 	Verify     string      `toml:"verify"`    // "on" (the default) or "off"
@@ -287,9 +292,9 @@ func firstLine(s string) string {
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
-		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every"},
+		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude"},
 		"top":        {"scheduler", "repository", "window", "job"},
@@ -359,6 +364,7 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 		if set != 1 {
 			l.addf(key, "set exactly one of password_file, password_command or password_env (a password is never written in the config)")
 		}
+		r.Prune = l.maintenance(key, name, raw)
 		if raw.MaxConcurrentRuns != nil {
 			if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {
 				l.addf(key+".max_concurrent_runs", "%d is not allowed: want 1 to 1000", *raw.MaxConcurrentRuns)
@@ -450,6 +456,14 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 			def.Retry.Max = l.duration(key+".retry", raw.Retry.Max, def.Retry.Max)
 			if def.Retry.Initial > def.Retry.Max {
 				l.addf(key+".retry", "initial %s is longer than max %s", def.Retry.Initial, def.Retry.Max)
+			}
+		}
+		if raw.Drill != "" {
+			if when, err := schedule.Parse(raw.Drill, loc); err != nil {
+				l.addf(key+".drill", "%v", err)
+			} else {
+				drill := pass.DrillJob(*def, when)
+				job.Drill = &drill
 			}
 		}
 		def.DependsOn = raw.DependsOn
@@ -601,19 +615,20 @@ func declared(repos map[string]Repository) string {
 	if len(repos) == 0 {
 		return "none"
 	}
-	var names []string
+	return strings.Join(sortedNames(repos), ", ")
+}
+
+func sortedNames(repos map[string]Repository) []string {
+	names := make([]string, 0, len(repos))
 	for n := range repos {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return names
 }
 
 func (l *loader) windows(raws []rawWindow, cfg *Config) {
-	jobs := map[string]bool{}
-	for _, j := range cfg.Jobs {
-		jobs[j.Def.Name] = true
-	}
+	jobs := cfg.JobDefs() // a window may name scheduled work: "repository:NAME", "JOB:drill"
 	for i, raw := range raws {
 		key := fmt.Sprintf("window.%d", i)
 		name := raw.Name
@@ -626,7 +641,7 @@ func (l *loader) windows(raws []rawWindow, cfg *Config) {
 			continue
 		}
 		for _, j := range raw.Jobs {
-			if !jobs[j] {
+			if _, ok := jobs[j]; !ok {
 				l.addf(key+".jobs", "unknown job %q", j)
 			}
 		}
@@ -750,13 +765,24 @@ func (l *loader) reachable(cfg *Config, now time.Time) {
 	if len(cfg.Windows) == 0 {
 		return
 	}
-	for i, j := range cfg.Jobs {
-		next, ok := j.Def.Schedule.Next(now)
+	check := func(key string, def pass.JobDef) {
+		next, ok := def.Schedule.Next(now)
 		if !ok {
-			continue
+			return
 		}
-		if _, err := schedule.FirstAllowed(j.Def.Name, next, cfg.Windows); err != nil {
-			l.addf(fmt.Sprintf("job.%d.schedule", i), "%v", err)
+		if _, err := schedule.FirstAllowed(def.Name, next, cfg.Windows); err != nil {
+			l.addf(key, "%v", err)
+		}
+	}
+	for i, j := range cfg.Jobs {
+		check(fmt.Sprintf("job.%d.schedule", i), j.Def)
+		if j.Drill != nil {
+			check(fmt.Sprintf("job.%d.drill", i), *j.Drill)
+		}
+	}
+	for _, name := range sortedNames(cfg.Repositories) {
+		if r := cfg.Repositories[name]; r.Prune != nil {
+			check("repository."+name+".prune", *r.Prune)
 		}
 	}
 }

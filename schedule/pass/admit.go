@@ -80,12 +80,13 @@ func (p *Pass) decide(now time.Time, st AdmitState) []Admission {
 	})
 
 	u := p.usage(st)
+	p.markPending(u.maint, now, st.Queued)
 	decisions := make([]Admission, 0, len(cands))
 	for _, c := range cands {
 		reason := p.holdReason(now, c.run, st, u)
 		if reason == "" {
 			def, _ := p.def(c.run.Job)
-			u.add(def)
+			u.add(def, c.run)
 			u.active[c.run.Job] = "starting now" // for the reasons of its dependents
 		}
 		decisions = append(decisions, Admission{RunID: c.run.ID, Admit: reason == "", HeldReason: reason})
@@ -100,10 +101,12 @@ type usage struct {
 	source  map[string]int
 	active  map[string]string // job name: "running" or "queued"
 	lastWin map[string]bool   // per job: its latest finished run fully succeeded
+	maint   maintenance       // the repositories' maintenance
 }
 
+// usage counts st's running runs; the caller marks pending maintenance.
 func (p *Pass) usage(st AdmitState) *usage {
-	u := &usage{repo: map[string]int{}, source: map[string]int{}, active: map[string]string{}, lastWin: st.LastSucceeded}
+	u := &usage{repo: map[string]int{}, source: map[string]int{}, active: map[string]string{}, lastWin: st.LastSucceeded, maint: newMaintenance()}
 	for _, r := range st.Queued {
 		u.active[r.Job] = StatusQueued
 	}
@@ -114,12 +117,14 @@ func (p *Pass) usage(st AdmitState) *usage {
 			u.global++ // a job no longer in the config still takes its share
 			continue
 		}
-		u.add(def)
+		u.add(def, r)
 	}
 	return u
 }
 
-func (u *usage) add(def JobDef) {
+// add counts run of def, running or starting now.
+func (u *usage) add(def JobDef, run Run) {
+	u.maint.started(def, run)
 	u.global++
 	u.repo[def.Repository]++
 	for _, s := range uniq(def.Sources) {
@@ -140,6 +145,9 @@ func (p *Pass) holdReason(now time.Time, run Run, st AdmitState, u *usage) strin
 		return fmt.Sprintf("waiting: job %s is no longer in the config: cancel the run or declare the job again", run.Job)
 	}
 	if reason := p.windowHold(def.Name, now); reason != "" {
+		return reason
+	}
+	if reason := u.maint.hold(def, run); reason != "" {
 		return reason
 	}
 	for _, dep := range def.DependsOn {

@@ -125,7 +125,7 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 		p.beat(runCtx, run, cancel, &cancelled, &lost)
 	}()
 
-	res, err := p.executeRun(runCtx, def, run, ev.progress)
+	res, err := p.executeRun(runCtx, p.executorDef(def), run, ev.progress)
 	ev.executed()
 	cancel()
 	<-beating

@@ -131,6 +131,10 @@ func (p *Pass) Explain(def JobDef, job Job, current AdmitState) Explanation {
 	for _, q := range current.Queued {
 		u.active[q.Job] = StatusQueued
 	}
+	p.markPending(u.maint, now, current.Eligible(now).Queued)
+	if reason := u.maint.hold(def, Run{Job: def.Name, Kind: def.RunKind()}); reason != "" {
+		add("a run now would be %s", reason)
+	}
 	for _, dep := range def.DependsOn {
 		switch state, busy := u.active[dep]; {
 		case busy:

@@ -431,7 +431,7 @@ func (p *Pass) claim(ctx context.Context, sum *Summary, warn func(string, ...any
 		run := &Run{
 			JobID:       job.ID,
 			Job:         def.Name,
-			Kind:        KindBackup, // a job's schedule is that of its backups
+			Kind:        def.RunKind(), // a job's slots queue its backups; scheduled work's, its own kind
 			Trigger:     TriggerSchedule,
 			Attempt:     1,
 			Priority:    def.Priority,

@@ -68,6 +68,8 @@ type RetryPolicy struct {
 // only by that kind's executor.
 type JobDef struct {
 	Name       string
+	Kind       string            // the kind of run its slots queue: KindBackup ("" too), or, for scheduled work, KindPrune or KindDrill
+	ForJob     string            // scheduled work done for another job (a drill's job); "": the job's own
 	Schedule   schedule.Schedule // parsed, with its time zone
 	Priority   string            // one of schedule.PriorityLevels
 	Repository string            // name of the repository in the config, for per-repository limits

@@ -48,6 +48,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Reclaim", testReclaim},
 		{"ARemovedJobGetsNoNextRunOrRetry", testRemovedJobGetsNoNextRun},
 		{"RunsKeepTheirKind", testKinds},
+		{"ScheduledWorkIsClaimedAsItsKind", testScheduledWork},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore(t)) })
@@ -635,5 +636,48 @@ func testKinds(t *testing.T, s Store) {
 	}
 	if got := mustRun(t, s, next.ID); got.Kind != pass.KindBackup {
 		t.Errorf("next run's kind %q, want %q", got.Kind, pass.KindBackup)
+	}
+}
+
+// testScheduledWork: the jobs of scheduled work (a repository's
+// maintenance, a job's drills) have names no config job can take; the
+// store keeps them as any job, and ClaimDue queues the kind plan gives,
+// each job on its own, beside the run of the job the work is for.
+func testScheduledWork(t *testing.T, s Store) {
+	ctx := context.Background()
+	daily, err := schedule.Parse("daily 02:00", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := pass.JobDef{Name: "x", Schedule: daily, Priority: "normal", Repository: "local"}
+	defs := []pass.JobDef{x, pass.DrillJob(x, daily), pass.PruneJob("local", daily)}
+	slot := t0.Add(-time.Minute)
+	err = s.SyncJobs(ctx, defs, func(d pass.JobDef) string { return d.Schedule.String() }, func(pass.JobDef) time.Time { return slot })
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(j pass.Job) (time.Time, *pass.Run) {
+		kind := map[string]string{"x": pass.KindBackup, pass.DrillJobName("x"): pass.KindDrill, pass.PruneJobName("local"): pass.KindPrune}[j.Name]
+		if kind == "" {
+			t.Errorf("ClaimDue handed plan job %q, which was never synchronised", j.Name)
+		}
+		return t0.Add(24 * time.Hour), &pass.Run{JobID: j.ID, Job: j.Name, Kind: kind, Trigger: pass.TriggerSchedule, Attempt: 1,
+			Priority: "normal", ScheduledAt: slot, NotBefore: t0, QueuedAt: t0, Status: pass.StatusQueued}
+	}
+	claimed, err := s.ClaimDue(ctx, t0, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range claimed {
+		got[r.Job] = mustRun(t, s, r.ID).Kind
+	}
+	want := map[string]string{"x": pass.KindBackup, pass.DrillJobName("x"): pass.KindDrill, pass.PruneJobName("local"): pass.KindPrune}
+	if !maps.Equal(got, want) {
+		t.Errorf("claimed runs' kinds by job %v, want %v", got, want)
+	}
+	started := start(t, s, t0, "tok")
+	if len(started) != 3 {
+		t.Errorf("started %d runs, want 3: the work of one job is a job of its own, beside it", len(started))
 	}
 }
