@@ -245,9 +245,9 @@ func (r *Repository) openBlob(b PackedBlob, sealed []byte, plainBuf *[]byte) ([]
 // describes it (ID, type, compression and raw length): it opens the seal,
 // bound to b's ID, into *scratch (grown if need be) and throws the
 // plaintext away, without decompressing it. An uncompressed plaintext
-// must be RawLength bytes long. The seal proves that the bytes are the
-// ones sealed for this ID; openBlob also checks the ID against the
-// plaintext, which would need a decompression.
+// must be RawLength bytes long. The seal proves that these are the bytes
+// sealed for this ID; unlike openBlob it does not hash the plaintext
+// against the ID, which would need it decompressed.
 func (r *Repository) authenticateSealedBlob(b PackedBlob, sealed []byte, scratch *[]byte) error {
 	if !b.Type.valid() || b.Compression > compressZstd || b.RawLength > maxBlobSize {
 		return fmt.Errorf("blob %s: bad type, compression or raw length: %w", b.ID.Short(), ErrIntegrity)
