@@ -1074,29 +1074,39 @@ func (l *loadRecorder) Load(ctx context.Context, h repo.Handle, offset, length i
 // Repacking reads the used blobs of a pack in one ranged read of the run
 // they make, not the whole pack: pack mostly holds keep's blob first and
 // three of old after it, pack little three of keep and then one of old.
+// Pack trees holds keep's folder, old's folder, keep's root and old's
+// root: the run of keep's trees reads through old's folder (a small gap),
+// and the walk reads keep's trees one by one besides.
 func TestPruneReadsOnlyTheRunOfBlobsToCopy(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.New()
 	f := newPruneFixture(t, mem)
 	f.forgetOld(t)
-	keeps := map[repo.ID]bool{}
+	keeps := map[repo.ID]bool{f.sub: true, f.keep.Tree: true}
 	for _, content := range f.files {
 		keeps[f.r.BlobID(content)] = true
 	}
-	usedFirst := map[string]int{"mostly": 1, "little": 3} // how many blobs of keep come first
+	usedAt := map[string][]bool{ // pack -> whether each of its blobs is used, in order
+		"mostly": {true, false, false, false},
+		"little": {true, true, true, false},
+		"trees":  {true, false, true, false},
+	}
 	want := map[string][2]int64{}
-	for name, used := range usedFirst {
+	for name, used := range usedAt {
 		data := load(t, mem, repo.Handle{Type: repo.PackFile, Name: f.packs[name].String()})
 		blobs, err := f.r.ReadPackHeader(ctx, f.packs[name], int64(len(data)))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(blobs) != len(used) {
+			t.Fatalf("pack %s holds %d blobs, want %d", name, len(blobs), len(used))
+		}
 		var end int64
 		for i, b := range blobs {
-			if keeps[b.ID] != (i < used) {
+			if keeps[b.ID] != used[i] {
 				t.Fatalf("pack %s: blob %d is used: %v, against the fixture's order", name, i, keeps[b.ID])
 			}
-			if keeps[b.ID] {
+			if used[i] {
 				end = int64(b.Offset + b.Length)
 			}
 		}
@@ -1108,6 +1118,16 @@ func TestPruneReadsOnlyTheRunOfBlobsToCopy(t *testing.T) {
 	}
 	for name, span := range want {
 		got := rec.loads[f.packs[name].String()]
+		if name == "trees" {
+			// The walk's reads of single trees, and one read of the run;
+			// none reaches old's root at the end.
+			runs := slices.DeleteFunc(slices.Clone(got), func(l [2]int64) bool { return l != span })
+			beyond := slices.ContainsFunc(got, func(l [2]int64) bool { return l[0]+l[1] > span[1] })
+			if len(runs) != 1 || beyond {
+				t.Errorf("pack trees read as %v (offset, length), want the run %v once and nothing beyond it", got, span)
+			}
+			continue
+		}
 		if len(got) != 1 || got[0] != span {
 			t.Errorf("pack %s read as %v (offset, length), want once, %v: its used blobs only", name, got, span)
 		}
