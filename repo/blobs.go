@@ -23,6 +23,9 @@ type packOutput interface {
 	// add seals payload into the pack and returns where it starts and the
 	// pack's size after it.
 	add(s sealer, payload, ad []byte, scratch *[]byte) (offset, size int, err error)
+	// addSealed puts a blob that is sealed already into the pack, as add
+	// does a sealed payload.
+	addSealed(sealed []byte) (offset, size int, err error)
 	// finish appends the header and trailer and stores the pack.
 	finish(ctx context.Context, r *Repository, blobs []PackedBlob) (id ID, size int, err error)
 	// abort throws the pack away.
@@ -51,6 +54,12 @@ func (b *bufferedPack) add(s sealer, payload, ad []byte, _ *[]byte) (int, int, e
 	return offset, len(b.buf), nil
 }
 
+func (b *bufferedPack) addSealed(sealed []byte) (int, int, error) {
+	offset := len(b.buf)
+	b.buf = append(b.buf, sealed...)
+	return offset, len(b.buf), nil
+}
+
 func (b *bufferedPack) finish(ctx context.Context, r *Repository, blobs []PackedBlob) (ID, int, error) {
 	data := appendPackTail(r.seal, b.buf, blobs)
 	id := fileID(data)
@@ -75,6 +84,13 @@ func (p *streamedPack) add(s sealer, payload, ad []byte, scratch *[]byte) (int, 
 		return 0, 0, err
 	}
 	return p.size - len(*scratch), p.size, nil
+}
+
+func (p *streamedPack) addSealed(sealed []byte) (int, int, error) {
+	if err := p.write(sealed); err != nil {
+		return 0, 0, err
+	}
+	return p.size - len(sealed), p.size, nil
 }
 
 func (p *streamedPack) write(b []byte) error {
@@ -223,6 +239,28 @@ func (r *Repository) openBlob(b PackedBlob, sealed []byte, plainBuf *[]byte) ([]
 		return nil, fmt.Errorf("blob %s: content does not match its id: %w", b.ID.Short(), ErrIntegrity)
 	}
 	return plain, nil
+}
+
+// authenticateSealedBlob checks that sealed is an intact sealed blob as b
+// describes it (ID, type, compression and raw length): it opens the seal,
+// bound to b's ID, into *scratch (grown if need be) and throws the
+// plaintext away, without decompressing it. An uncompressed plaintext
+// must be RawLength bytes long. The seal proves that these are the bytes
+// sealed for this ID; unlike openBlob it does not hash the plaintext
+// against the ID, which would need it decompressed.
+func (r *Repository) authenticateSealedBlob(b PackedBlob, sealed []byte, scratch *[]byte) error {
+	if !b.Type.valid() || b.Compression > compressZstd || b.RawLength > maxBlobSize {
+		return fmt.Errorf("blob %s: bad type, compression or raw length: %w", b.ID.Short(), ErrIntegrity)
+	}
+	plain, err := r.seal.open(grow(*scratch, len(sealed))[:0], sealed, b.ID[:])
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", b.ID.Short(), err)
+	}
+	*scratch = plain[:0]
+	if b.Compression == compressNone && len(plain) != int(b.RawLength) {
+		return fmt.Errorf("blob %s: %d bytes of plaintext, its raw length is %d: %w", b.ID.Short(), len(plain), b.RawLength, ErrIntegrity)
+	}
+	return nil
 }
 
 // maxBlobSize bounds the size of any blob a reader accepts.

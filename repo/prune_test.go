@@ -905,3 +905,232 @@ func TestPruneRepacksAcrossSessions(t *testing.T) {
 		})
 	}
 }
+
+// sealedBlobsIn returns the sealed bytes of every blob of the packs named,
+// by blob ID.
+func sealedBlobsIn(t *testing.T, be repo.Backend, r *repo.Repository, packs []repo.ID) map[repo.ID][]byte {
+	t.Helper()
+	out := map[repo.ID][]byte{}
+	for _, id := range packs {
+		data := load(t, be, repo.Handle{Type: repo.PackFile, Name: id.String()})
+		blobs, err := r.ReadPackHeader(context.Background(), id, int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blobs {
+			out[b.ID] = data[b.Offset : b.Offset+b.Length]
+		}
+	}
+	return out
+}
+
+// packIDs returns the IDs of every pack in be.
+func packIDs(t *testing.T, be repo.Backend) []repo.ID {
+	t.Helper()
+	var ids []repo.ID
+	for _, name := range names(t, be, repo.PackFile) {
+		id, err := repo.ParseID(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Repacking copies each used blob's sealed bytes as they are: every blob
+// of keep that was in a repacked pack is in a new pack with the same
+// sealed bytes (no new nonce, no new compression), and the repository
+// checks clean with read-data and restores bit-identical.
+func TestPruneCopiesSealedBytesAsTheyAre(t *testing.T) {
+	ctx := context.Background()
+	f := newPruneFixture(t, memory.New())
+	f.forgetOld(t)
+	before := sealedBlobsIn(t, f.be, f.r, []repo.ID{f.packs["mostly"], f.packs["little"], f.packs["trees"]})
+	res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PacksRepacked != 3 || res.BlobsCopied != 6 {
+		t.Fatalf("repacked %d packs, copying %d blobs; want mostly, little and trees, 6 blobs", res.PacksRepacked, res.BlobsCopied)
+	}
+	after := sealedBlobsIn(t, f.be, f.r, packIDs(t, f.be))
+	copied := 0
+	for id, sealed := range before {
+		got, ok := after[id]
+		if !ok {
+			continue // an unused blob, gone with its pack
+		}
+		copied++
+		if !bytes.Equal(got, sealed) {
+			t.Errorf("blob %s: the copy's %d sealed bytes differ from the original's %d", id.Short(), len(got), len(sealed))
+		}
+	}
+	if copied != 6 {
+		t.Errorf("%d blobs of the repacked packs are left, want the 6 copied", copied)
+	}
+	f.assertSound(t, false)
+}
+
+// A blob to copy that fails authentication stops prune with ErrIntegrity
+// naming the pack and the blob, before anything is deleted, and the
+// damaged blob is copied into no pack. Damage to an unused blob of a
+// repacked pack stops nothing: that blob is not copied, and goes with its
+// pack.
+func TestPruneStopsOnADamagedBlobToCopy(t *testing.T) {
+	tests := []struct {
+		name string
+		used bool // damage a blob that keep uses, else one only old used
+	}{
+		{"a used blob", true},
+		{"an unused blob", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newPruneFixture(t, memory.New())
+			f.forgetOld(t)
+			pack := f.packs["little"]
+			h := repo.Handle{Type: repo.PackFile, Name: pack.String()}
+			data := load(t, f.be, h)
+			blobs, err := f.r.ReadPackHeader(ctx, pack, int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keeps := map[repo.ID]bool{}
+			for _, content := range f.files {
+				keeps[f.r.BlobID(content)] = true
+			}
+			var victim repo.PackedBlob
+			for _, b := range blobs {
+				if keeps[b.ID] == tc.used {
+					victim = b
+				}
+			}
+			if victim.Length == 0 {
+				t.Fatal("pack little has no blob of the kind to damage")
+			}
+			store(t, f.be, h, flipped(data, int(victim.Offset+victim.Length/2)))
+			before := allFiles(t, f.be)
+
+			res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+			if !tc.used {
+				if err != nil {
+					t.Fatalf("prune with a damaged unused blob: %v", err)
+				}
+				if slices.Contains(f.packsLeft(t), "little") || res.PacksRepacked != 3 {
+					t.Errorf("pack little stays (%d packs repacked), want it repacked and gone", res.PacksRepacked)
+				}
+				f.assertSound(t, false)
+				return
+			}
+			if !errors.Is(err, repo.ErrIntegrity) || !strings.Contains(err.Error(), pack.Short()) || !strings.Contains(err.Error(), victim.ID.Short()) {
+				t.Fatalf("prune with a damaged used blob: %v; want ErrIntegrity naming pack %s and blob %s", err, pack.Short(), victim.ID.Short())
+			}
+			after := allFiles(t, f.be)
+			for _, name := range before {
+				if !slices.Contains(after, name) {
+					t.Errorf("a stopped prune deleted %s", name)
+				}
+			}
+			if locks := names(t, f.be, repo.LockFile); len(locks) != 0 {
+				t.Errorf("a stopped prune left locks %v", locks)
+			}
+			for _, name := range after {
+				if !slices.Contains(before, name) && !strings.HasPrefix(name, string(repo.PackFile)+"/") && !strings.HasPrefix(name, string(repo.IndexFile)+"/") {
+					t.Errorf("a stopped prune wrote %s", name)
+				}
+			}
+			var written []repo.ID
+			for _, id := range packIDs(t, f.be) {
+				if !slices.Contains(before, string(repo.PackFile)+"/"+id.String()) {
+					written = append(written, id)
+				}
+			}
+			if _, ok := sealedBlobsIn(t, f.be, f.r, written)[victim.ID]; ok {
+				t.Errorf("the damaged blob %s was copied into a new pack", victim.ID.Short())
+			}
+		})
+	}
+}
+
+// loadRecorder is a memory backend that records the ranges read of each
+// pack.
+type loadRecorder struct {
+	*memory.Backend
+	mu    sync.Mutex
+	loads map[string][][2]int64 // pack name -> {offset, length} of each Load
+}
+
+func (l *loadRecorder) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.PackFile {
+		l.mu.Lock()
+		l.loads[h.Name] = append(l.loads[h.Name], [2]int64{offset, length})
+		l.mu.Unlock()
+	}
+	return l.Backend.Load(ctx, h, offset, length)
+}
+
+// Repacking reads the used blobs of a pack in one ranged read of the run
+// they make, not the whole pack: pack mostly holds keep's blob first and
+// three of old after it, pack little three of keep and then one of old.
+// Pack trees holds keep's folder, old's folder, keep's root and old's
+// root: the run of keep's trees reads through old's folder (a small gap),
+// and the walk reads keep's trees one by one besides.
+func TestPruneReadsOnlyTheRunOfBlobsToCopy(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	f := newPruneFixture(t, mem)
+	f.forgetOld(t)
+	keeps := map[repo.ID]bool{f.sub: true, f.keep.Tree: true}
+	for _, content := range f.files {
+		keeps[f.r.BlobID(content)] = true
+	}
+	usedAt := map[string][]bool{ // pack -> whether each of its blobs is used, in order
+		"mostly": {true, false, false, false},
+		"little": {true, true, true, false},
+		"trees":  {true, false, true, false},
+	}
+	want := map[string][2]int64{}
+	for name, used := range usedAt {
+		data := load(t, mem, repo.Handle{Type: repo.PackFile, Name: f.packs[name].String()})
+		blobs, err := f.r.ReadPackHeader(ctx, f.packs[name], int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(blobs) != len(used) {
+			t.Fatalf("pack %s holds %d blobs, want %d", name, len(blobs), len(used))
+		}
+		var end int64
+		for i, b := range blobs {
+			if keeps[b.ID] != used[i] {
+				t.Fatalf("pack %s: blob %d is used: %v, against the fixture's order", name, i, keeps[b.ID])
+			}
+			if used[i] {
+				end = int64(b.Offset + b.Length)
+			}
+		}
+		want[name] = [2]int64{0, end}
+	}
+	rec := &loadRecorder{Backend: mem, loads: map[string][][2]int64{}}
+	if _, err := openRepo(t, rec).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	for name, span := range want {
+		got := rec.loads[f.packs[name].String()]
+		if name == "trees" {
+			// The walk's reads of single trees, and one read of the run;
+			// none reaches old's root at the end.
+			runs := slices.DeleteFunc(slices.Clone(got), func(l [2]int64) bool { return l != span })
+			beyond := slices.ContainsFunc(got, func(l [2]int64) bool { return l[0]+l[1] > span[1] })
+			if len(runs) != 1 || beyond {
+				t.Errorf("pack trees read as %v (offset, length), want the run %v once and nothing beyond it", got, span)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0] != span {
+			t.Errorf("pack %s read as %v (offset, length), want once, %v: its used blobs only", name, got, span)
+		}
+	}
+	f.assertSound(t, false)
+}

@@ -565,53 +565,107 @@ func (p *pruneRun) repack(ctx context.Context) error {
 	return nil
 }
 
-// repackCursor walks the blobs to copy, by pack, across sessions.
+// repackReadGap is the most unused bytes between two blobs to copy of one
+// pack that a repack reads through rather than starting another read: a
+// read costs a request on remote storage, a little more data costs less.
+const repackReadGap = 256 << 10
+
+// repackCursor walks the blobs to copy, by pack, across sessions. It
+// reads a pack's blobs to copy in runs: blobs one after another, or
+// apart by at most repackReadGap bytes, in one ranged read, so that the
+// unused bytes of a pack are mostly not read at all.
 type repackCursor struct {
-	p      *pruneRun
-	copies *extsort.Iterator
-	cur    ID     // the pack in data
-	data   []byte // its bytes, nil before the first
-	plain  []byte // openBlob's buffer
-	packs  int64  // packs read so far
+	p       *pruneRun
+	copies  *extsort.Iterator
+	next    IndexedBlob // the blob after the run, read ahead
+	hasNext bool
+	run     []IndexedBlob // the blobs of the run read, by offset
+	done    int           // how many of them are copied
+	start   int64         // where data starts in the pack
+	data    []byte        // the run's bytes
+	packs   int64         // packs read so far
 }
 
-// copy copies at most n blobs through wr and reports whether blobs are
-// left.
+// copy copies at most n blobs through wr, each with its sealed bytes as
+// they are, and reports whether blobs are left.
 func (c *repackCursor) copy(ctx context.Context, wr *Writer, n int) (bool, error) {
-	p := c.p
-	for i := 0; i < n; {
-		if !c.copies.Next() {
-			return false, c.copies.Err()
-		}
-		b := fromPackRecord(c.copies.Record())
-		f := p.packs[b.Pack]
-		if f.action != packRepack {
-			continue
-		}
-		if c.data == nil || b.Pack != c.cur {
-			c.cur = b.Pack
-			c.packs++
-			p.progress("repack", c.packs, int64(p.res.PacksRepacked))
-			var err error
-			if c.data, err = p.r.be.Load(ctx, Handle{Type: PackFile, Name: c.cur.String()}, 0, f.size); err != nil {
-				return false, fmt.Errorf("read pack %s: %w", c.cur.Short(), err)
+	for i := 0; i < n; i++ {
+		if c.done == len(c.run) {
+			more, err := c.readRun(ctx)
+			if !more || err != nil {
+				return false, err
 			}
 		}
-		end := int64(b.Offset) + int64(b.Length)
-		if end > int64(len(c.data)) {
-			return false, fmt.Errorf("blob %s lies beyond the end of pack %s: %w", b.ID.Short(), c.cur.Short(), ErrIntegrity)
+		b := c.run[c.done]
+		from := int64(b.Offset) - c.start
+		sealed := c.data[from : from+int64(b.Length)]
+		if _, err := wr.SaveSealedBlob(ctx, b.PackedBlob, sealed); err != nil {
+			return false, fmt.Errorf("repack pack %s: %w", b.Pack.Short(), err)
 		}
-		// openBlob decrypts in place: each blob of data is read once.
-		out, err := p.r.openBlob(b.PackedBlob, c.data[b.Offset:end], &c.plain)
-		if err != nil {
-			return false, fmt.Errorf("repack pack %s: %w", c.cur.Short(), err)
-		}
-		if _, err := wr.SaveBlob(ctx, b.Type, b.ID, out); err != nil {
-			return false, fmt.Errorf("repack: %w", err)
-		}
-		i++
+		c.done++
 	}
 	return true, nil
+}
+
+// readRun reads the next run of blobs to copy, and reports whether there
+// was one.
+func (c *repackCursor) readRun(ctx context.Context) (bool, error) {
+	p := c.p
+	prev := ID{}
+	if len(c.run) > 0 {
+		prev = c.run[0].Pack
+	}
+	c.run, c.done = c.run[:0], 0
+	var end int64
+	for {
+		if !c.hasNext {
+			var err error
+			if c.hasNext, err = c.advance(); err != nil {
+				return false, err
+			}
+			if !c.hasNext {
+				break
+			}
+		}
+		b := c.next
+		if len(c.run) > 0 && (b.Pack != c.run[0].Pack || int64(b.Offset) > end+repackReadGap) {
+			break
+		}
+		c.run = append(c.run, b)
+		c.hasNext = false
+		end = max(end, int64(b.Offset)+int64(b.Length))
+	}
+	if len(c.run) == 0 {
+		return false, nil
+	}
+	pack := c.run[0].Pack
+	if size := p.packs[pack].size; end > size {
+		return false, fmt.Errorf("repack pack %s: blobs end at %d, beyond the pack's %d bytes: %w", pack.Short(), end, size, ErrIntegrity)
+	}
+	if pack != prev || c.packs == 0 {
+		c.packs++
+		p.progress("repack", c.packs, int64(p.res.PacksRepacked))
+	}
+	c.start = int64(c.run[0].Offset)
+	data, err := p.r.loadInto(ctx, Handle{Type: PackFile, Name: pack.String()}, c.start, int(end-c.start), c.data)
+	if err != nil {
+		return false, fmt.Errorf("read pack %s: %w", pack.Short(), err)
+	}
+	c.data = data
+	return true, nil
+}
+
+// advance moves c.next to the next blob to copy of a pack being
+// repacked, and reports whether there is one.
+func (c *repackCursor) advance() (bool, error) {
+	for c.copies.Next() {
+		b := fromPackRecord(c.copies.Record())
+		if c.p.packs[b.Pack].action == packRepack {
+			c.next = b
+			return true, nil
+		}
+	}
+	return false, c.copies.Err()
 }
 
 // rewriteIndex writes, for the index files that list a pack prune

@@ -232,21 +232,61 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 			payload, comp = compressed, compressZstd
 		}
 	}
-	packers := w.packerPool(packKind(t))
+	return w.pack(ctx, PackedBlob{ID: id, Type: t, Compression: comp, RawLength: uint32(len(data))},
+		func(p *packer) (int, int, error) { return p.out.add(r.seal, payload, id[:], &p.scratch) })
+}
+
+// SaveSealedBlob stores a blob that is already sealed, as it is: sealed is
+// the blob's sealed bytes as read from a pack of this repository, and b
+// says what they hold (its ID, type, compression and raw length, as the
+// pack's header or an index lists them; Offset and Length are ignored).
+// A sealed blob is bound to its ID only, not to its pack or offset, so
+// the copy is valid in any pack; prune's repacking copies blobs this way,
+// without decompressing and compressing them again. The seal is opened
+// (and the plaintext thrown away) before anything is stored: bytes that
+// fail fail with ErrIntegrity, naming the blob, and are not stored. As
+// SaveBlob, it stores nothing that the repository has already and
+// reports whether this call stored the blob; sealed may be reused once it
+// returns.
+func (w *Writer) SaveSealedBlob(ctx context.Context, b PackedBlob, sealed []byte) (bool, error) {
+	r := w.r
+	if !r.idx.reserve(b.ID) {
+		return false, nil
+	}
+	bufp := r.compressBufs.Get().(*[]byte)
+	err := r.authenticateSealedBlob(b, sealed, bufp)
+	r.compressBufs.Put(bufp)
+	if err != nil {
+		r.idx.unreserve(b.ID)
+		return false, err
+	}
+	return w.pack(ctx, PackedBlob{ID: b.ID, Type: b.Type, Compression: b.Compression, RawLength: b.RawLength},
+		func(p *packer) (int, int, error) { return p.out.addSealed(sealed) })
+}
+
+// pack adds a blob whose ID the caller has reserved to a pack of its kind:
+// add puts its sealed bytes into the packer's pack and returns where they
+// start and the pack's size after them, and b (without Offset and Length)
+// becomes the blob's header entry. A full pack is handed to a background
+// write. It reports whether the blob went into a pack: if not, its
+// reservation is given up.
+func (w *Writer) pack(ctx context.Context, b PackedBlob, add func(p *packer) (offset, size int, err error)) (bool, error) {
+	r := w.r
+	packers := w.packerPool(packKind(b.Type))
 	var p *packer
 	select {
 	case p = <-packers:
 	case <-ctx.Done():
-		r.idx.unreserve(id)
+		r.idx.unreserve(b.ID)
 		return false, ctx.Err()
 	case <-w.closing:
-		r.idx.unreserve(id)
+		r.idx.unreserve(b.ID)
 		return false, ErrSessionClosed
 	}
 	select {
 	case <-w.closing: // the session ends: close takes the packer
 		packers <- p
-		r.idx.unreserve(id)
+		r.idx.unreserve(b.ID)
 		return false, ErrSessionClosed
 	default:
 	}
@@ -254,21 +294,21 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 		out, err := r.newPackOutput(w.ctx, p.kind) // the pack outlives this call
 		if err != nil {
 			packers <- p
-			r.idx.unreserve(id)
+			r.idx.unreserve(b.ID)
 			return false, fmt.Errorf("write pack: %w", err)
 		}
 		p.out = out
 	}
-	offset, size, err := p.out.add(r.seal, payload, id[:], &p.scratch)
+	offset, size, err := add(p)
 	if err != nil {
 		// The pack cannot be written, and with it go blobs that earlier
 		// calls reported as stored: the session fails, as for a failed
 		// background write, so that nothing can refer to them. Its blobs
 		// are given up, to be stored again by a later session.
 		p.out.abort(r)
-		r.idx.unreserve(id)
-		for _, b := range p.blobs {
-			r.idx.unreserve(b.ID)
+		r.idx.unreserve(b.ID)
+		for _, pb := range p.blobs {
+			r.idx.unreserve(pb.ID)
 		}
 		p.out, p.blobs = nil, nil
 		packers <- p
@@ -276,10 +316,8 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 		w.failPackWrite(err)
 		return false, err
 	}
-	p.blobs = append(p.blobs, PackedBlob{
-		ID: id, Type: t, Compression: comp, Offset: uint32(offset),
-		Length: uint32(size - offset), RawLength: uint32(len(data)),
-	})
+	b.Offset, b.Length = uint32(offset), uint32(size-offset)
+	p.blobs = append(p.blobs, b)
 	// The header (one entry per blob) counts towards the pack's size, so
 	// that packs of many small blobs fit their buffer too.
 	if size+len(p.blobs)*packEntrySize >= r.cfg.PackSize {

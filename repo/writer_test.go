@@ -1,10 +1,12 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -192,5 +194,160 @@ func TestSnapshotNeedsAFinishedSession(t *testing.T) {
 				t.Errorf("snapshot saved: %v, want %v", ok, !tt.wantErr)
 			}
 		})
+	}
+}
+
+// sealedBlob returns blob id's index entry in r and its sealed bytes, as
+// its pack holds them.
+func sealedBlob(t *testing.T, be repo.Backend, r *repo.Repository, id repo.ID) (repo.IndexedBlob, []byte) {
+	t.Helper()
+	b, ok := r.Index().Lookup(id)
+	if !ok {
+		t.Fatalf("blob %s is not indexed", id.Short())
+	}
+	sealed, err := be.Load(context.Background(), repo.Handle{Type: repo.PackFile, Name: b.Pack.String()}, int64(b.Offset), int64(b.Length))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, sealed
+}
+
+// unindexedRepo opens the repository in be without loading its index, so
+// that its sessions store again what the repository has.
+func unindexedRepo(t *testing.T, be repo.Backend) *repo.Repository {
+	t.Helper()
+	r, err := repo.Open(context.Background(), be, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// sealedCopyRepos are the kinds of repository a sealed copy is made in.
+var sealedCopyRepos = []struct {
+	name     string
+	insecure bool
+}{
+	{"encrypted", false},
+	{"unencrypted", true},
+}
+
+// A blob stored with SaveSealedBlob lands in a new pack with its sealed
+// bytes unchanged (no new nonce, no new compression) and the header entry
+// of the original, and that pack's blob opens, decompresses and verifies
+// to the original plaintext: a seal is bound to the blob's ID only.
+func TestSaveSealedBlobCopiesTheSealAsItIs(t *testing.T) {
+	onePacker(t)
+	ctx := context.Background()
+	blobs := []struct {
+		name       string
+		typ        repo.BlobType
+		data       []byte
+		compressed bool
+	}{
+		{"incompressible data", repo.DataBlob, random(1, 100<<10), false},
+		{"compressible data", repo.DataBlob, compressible(100 << 10), true},
+		{"small tree", repo.TreeBlob, []byte(`{"nodes":[]}`), false},
+	}
+	for _, kind := range sealedCopyRepos {
+		for _, blob := range blobs {
+			t.Run(kind.name+"/"+blob.name, func(t *testing.T) {
+				be := memory.New()
+				r := initRepoWith(t, be, password, repo.InitOptions{Insecure: kind.insecure})
+				id := saveBlobOfType(t, r, blob.typ, blob.data)
+				// A neighbour, so that a copy's pack is never the
+				// original's (unencrypted, a pack of the blob alone
+				// would be the same bytes, and so the same pack).
+				saveBlobOfType(t, r, blob.typ, random(9, 1000))
+				flush(t, r)
+				orig, sealed := sealedBlob(t, be, openRepo(t, be), id)
+				if got := orig.Compression != 0; got != blob.compressed {
+					t.Fatalf("original stored compressed: %v, want %v", got, blob.compressed)
+				}
+				dst := unindexedRepo(t, be)
+				before := names(t, be, repo.PackFile)
+				stored, err := writer(t, dst).SaveSealedBlob(ctx, orig.PackedBlob, sealed)
+				if err != nil || !stored {
+					t.Fatalf("SaveSealedBlob = %v, %v; want stored", stored, err)
+				}
+				flush(t, dst)
+				pack := onlyNewPack(t, be, before)
+				data := load(t, be, repo.Handle{Type: repo.PackFile, Name: pack.String()})
+				header, err := dst.ReadPackHeader(ctx, pack, int64(len(data)))
+				if err != nil || len(header) != 1 {
+					t.Fatalf("new pack's header %+v, %v; want one blob", header, err)
+				}
+				h := header[0]
+				if h.ID != id || h.Type != blob.typ || h.Compression != orig.Compression || h.RawLength != orig.RawLength || h.Length != orig.Length {
+					t.Errorf("new header entry %+v, want the original's %+v", h, orig.PackedBlob)
+				}
+				if !bytes.Equal(data[h.Offset:h.Offset+h.Length], sealed) {
+					t.Error("the copy's sealed bytes differ from the original's")
+				}
+				opened := 0
+				err = dst.SplitPack(pack, data, func(b repo.PackedBlob, plain []byte, err error) {
+					opened++
+					if err != nil || !bytes.Equal(plain, blob.data) {
+						t.Errorf("the copy opens with %v to %d bytes, want the %d saved", err, len(plain), len(blob.data))
+					}
+				})
+				if err != nil || opened != 1 {
+					t.Errorf("SplitPack of the new pack: %v, %d blobs", err, opened)
+				}
+			})
+		}
+	}
+}
+
+// SaveSealedBlob refuses bytes that do not open as the blob they are said
+// to be, with ErrIntegrity naming the blob: nothing is stored, and the ID
+// is free again, so the intact bytes store afterwards in the same session.
+func TestSaveSealedBlobRefusesWhatDoesNotOpen(t *testing.T) {
+	onePacker(t)
+	ctx := context.Background()
+	other := repo.ID{1, 2, 3}
+	damages := []struct {
+		name   string
+		damage func(b *repo.PackedBlob, sealed []byte) []byte
+	}{
+		{"a flipped byte", func(_ *repo.PackedBlob, s []byte) []byte { return flipped(s, len(s)/2) }},
+		{"the last byte cut off", func(_ *repo.PackedBlob, s []byte) []byte { return s[:len(s)-1] }},
+		{"nothing left", func(_ *repo.PackedBlob, s []byte) []byte { return nil }},
+		{"another blob's ID", func(b *repo.PackedBlob, s []byte) []byte { b.ID = other; return s }},
+		{"a raw length that does not match", func(b *repo.PackedBlob, s []byte) []byte { b.RawLength++; return s }},
+		{"an unknown type", func(b *repo.PackedBlob, s []byte) []byte { b.Type = 9; return s }},
+		{"an unknown compression", func(b *repo.PackedBlob, s []byte) []byte { b.Compression = 7; return s }},
+	}
+	for _, kind := range sealedCopyRepos {
+		for _, d := range damages {
+			t.Run(kind.name+"/"+d.name, func(t *testing.T) {
+				be := memory.New()
+				r := initRepoWith(t, be, password, repo.InitOptions{Insecure: kind.insecure})
+				id := saveBlob(t, r, random(2, 20<<10))
+				saveBlob(t, r, random(3, 1000)) // a neighbour, as above
+				flush(t, r)
+				orig, sealed := sealedBlob(t, be, openRepo(t, be), id)
+				b := orig.PackedBlob
+				bad := d.damage(&b, append([]byte(nil), sealed...))
+				dst := unindexedRepo(t, be)
+				before := names(t, be, repo.PackFile)
+				w := writer(t, dst)
+				stored, err := w.SaveSealedBlob(ctx, b, bad)
+				if stored || !errors.Is(err, repo.ErrIntegrity) || !strings.Contains(err.Error(), b.ID.Short()) {
+					t.Fatalf("SaveSealedBlob of damaged bytes = %v, %v; want ErrIntegrity naming blob %s", stored, err, b.ID.Short())
+				}
+				if b.ID == id {
+					if stored, err := w.SaveSealedBlob(ctx, orig.PackedBlob, sealed); err != nil || !stored {
+						t.Fatalf("SaveSealedBlob of the intact bytes after the damaged = %v, %v; want stored", stored, err)
+					}
+				}
+				flush(t, dst)
+				added := len(names(t, be, repo.PackFile)) - len(before)
+				if want := map[bool]int{true: 1, false: 0}[b.ID == id]; added != want {
+					t.Errorf("%d packs written, want %d (the intact copy only)", added, want)
+				}
+			})
+		}
 	}
 }
