@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -41,9 +42,18 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
 		return err
 	}
-	run, err := s.db.QueueRun(c.Context, name, pass.Run{Kind: pass.KindDrill, Trigger: pass.TriggerManual}, actor())
+	// A job with drill = SPEC has its drills under its scheduled work
+	// (NAME:drill): a drill by hand is queued there too, so that all its
+	// drills are listed together and none waits for the job's backup.
+	queueOn := name
+	if _, err := s.db.JobByName(c.Context, pass.DrillJobName(name)); err == nil {
+		queueOn = pass.DrillJobName(name)
+	} else if !errors.Is(err, pass.ErrUnknownJob) {
+		return jobError(err)
+	}
+	run, err := s.db.QueueRun(c.Context, queueOn, pass.Run{Kind: pass.KindDrill, Trigger: pass.TriggerManual}, actor())
 	if err != nil {
-		return jobError(fmt.Errorf("job %s: %w", name, err))
+		return jobError(fmt.Errorf("job %s: %w", queueOn, err))
 	}
 	if info.Paused {
 		p.Warnf("job %s is paused: this drill runs anyway, the job stays paused", name)

@@ -172,7 +172,13 @@ func TestScheduledDrillRunsAsADrillOfItsJob(t *testing.T) {
 	if late.Trigger != "catch_up" || late.MissedSlots != 2 || late.Status != "succeeded" {
 		t.Errorf("drill after two missed slots: %+v, want one succeeded catch-up run for 2 missed slots", late)
 	}
+	// A drill by hand of a job with a drill schedule is a run of the
+	// same scheduled work, listed with the scheduled ones.
+	w.must(exitOK, "drill", "a", "--at", "2026-09-02T12:00:00Z")
+	if runs := w.runsOf("a:drill"); len(runs) != 4 || runs[3].Kind != "drill" || runs[3].Trigger != "manual" || runs[3].Status != "succeeded" {
+		t.Errorf("runs of a:drill %+v, want the manual drill last of 4", runs)
+	}
 	if runs := w.runsOf("a"); len(runs) != 1 || runs[0].Kind != "backup" {
-		t.Errorf("runs of job a %+v, want only its backup: scheduled drills are runs of a:drill", runs)
+		t.Errorf("runs of job a %+v, want only its backup: drills are runs of a:drill", runs)
 	}
 }
