@@ -178,7 +178,7 @@ func admitState(ctx context.Context, q querier) (pass.AdmitState, error) {
 	}
 	rows, err := q.QueryContext(ctx, `SELECT j.name,
 		coalesce((SELECT r.status FROM runs r
-		          WHERE r.job_id = j.id AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
+		          WHERE r.job_id = j.id AND r.kind = 'backup' AND r.started_at IS NOT NULL AND r.ended_at IS NOT NULL
 		          ORDER BY r.ended_at DESC, r.id DESC LIMIT 1), '')
 		FROM jobs j WHERE j.deleted_at IS NULL`)
 	if err != nil {

@@ -157,6 +157,8 @@ func (s *fakeStore) admitState() AdmitState {
 			st.Running = append(st.Running, *r)
 		case r.StartedAt.IsZero() || r.EndedAt.IsZero():
 			// Cancelled before it started: it did nothing.
+		case r.Kind != KindBackup && r.Kind != "":
+			// A verify, retention or drill run says nothing of the backup.
 		default:
 			if l := last[r.Job]; l == nil || !r.EndedAt.Before(l.EndedAt) {
 				last[r.Job] = r

@@ -79,9 +79,11 @@ const (
 type AdmitState struct {
 	Queued  []Run // oldest first
 	Running []Run
-	// LastSucceeded tells, per live job name, whether the job's latest run
-	// that started and ended fully succeeded (false when it has none). A
-	// run cancelled before it started did nothing and does not count.
+	// LastSucceeded tells, per live job name, whether the job's latest
+	// backup run that started and ended fully succeeded (false when it has
+	// none): what a dependent job waits for. Runs of other kinds (verify,
+	// retention, drill) do not count, nor does a run cancelled before it
+	// started, which did nothing.
 	LastSucceeded map[string]bool
 }
 

@@ -39,6 +39,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 	}{
 		{"LastSucceededIgnoresARunCancelledBeforeItStarted", testLastSucceededIgnoresCancelledQueuedRun},
 		{"LastSucceededIsTheLatestStartedRuns", testLastSucceededOutcomes},
+		{"LastSucceededCountsBackupRunsOnly", testLastSucceededCountsBackupRunsOnly},
 		{"AdmitStateListsEveryQueuedRunAdmitOnlyTheEligible", testAdmitStateAndAdmit},
 		{"AdmitRefusesBadDecisionsAndChangesNothing", testAdmitRefusesBadDecisions},
 		{"OneActiveRunPerJob", testOneActiveRunPerJob},
@@ -226,6 +227,40 @@ func testLastSucceededOutcomes(t *testing.T, s Store) {
 	}
 	if got := ids(st.Running); !slices.Equal(got, []int64{running.ID}) {
 		t.Errorf("running runs %v, want [%d]", got, running.ID)
+	}
+}
+
+// LastSucceeded is about a job's backups: a later run of another kind (a
+// retention run that found the repository busy, a failed drill) neither
+// holds the job's dependents nor releases them.
+func testLastSucceededCountsBackupRunsOnly(t *testing.T, s Store) {
+	ctx := context.Background()
+	syncManual(t, s, map[string][]string{"ok-then-failed-retention": nil, "failed-then-ok-drill": nil})
+	end := func(job, kind string, at time.Time, status string) {
+		t.Helper()
+		r, err := s.QueueRun(ctx, job, pass.Run{Kind: kind, Trigger: pass.TriggerManual, ScheduledAt: at, QueuedAt: at})
+		if err != nil {
+			t.Fatalf("queue a %s run of %s: %v", kind, job, err)
+		}
+		start(t, s, at, "tok-"+job)
+		fin := pass.Run{ID: r.ID, Status: status, EndedAt: at.Add(time.Minute)}
+		if status == pass.StatusFailed {
+			fin.ErrorClass = pass.ClassBusy
+		}
+		if ok, err := s.Finish(ctx, fin, "tok-"+job, nil); !ok || err != nil {
+			t.Fatalf("finish the %s run of %s: %v, %v", kind, job, ok, err)
+		}
+	}
+	end("ok-then-failed-retention", pass.KindBackup, t0, pass.StatusSucceeded)
+	end("ok-then-failed-retention", pass.KindRetention, t0.Add(time.Hour), pass.StatusFailed)
+	end("failed-then-ok-drill", pass.KindBackup, t0, pass.StatusFailed)
+	end("failed-then-ok-drill", pass.KindDrill, t0.Add(time.Hour), pass.StatusSucceeded)
+	st := admitState(t, s)
+	if !st.LastSucceeded["ok-then-failed-retention"] {
+		t.Errorf("LastSucceeded after a succeeded backup and a failed retention run = false, want true")
+	}
+	if st.LastSucceeded["failed-then-ok-drill"] {
+		t.Errorf("LastSucceeded after a failed backup and a succeeded drill = true, want false")
 	}
 }
 
