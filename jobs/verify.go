@@ -24,7 +24,7 @@ const (
 
 // CodeVerifyFailed is the error code of a verify run that found a snapshot
 // broken (class integrity): the verdict is recorded in the repository.
-const CodeVerifyFailed = "VERIFY_FAILED"
+const CodeVerifyFailed = pass.CodeVerifyFailed
 
 // VerifyPlan is what a verify run checks: the job's snapshots without a
 // verification record, structurally, oldest first, and the job's newest

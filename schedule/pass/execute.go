@@ -301,7 +301,7 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 		if skipped(res.Figures) > 0 {
 			r.Message += "; " + skippedMessage(res.Figures)
 		}
-		if r.Kind == KindVerify && r.ErrorClass == ClassIntegrity {
+		if r.Kind == KindVerify && r.ErrorClass == ClassIntegrity && r.ErrorCode == CodeVerifyFailed {
 			// The verdict is recorded in the repository: the chain goes
 			// on, and retention keeps the failed snapshot.
 			return r, p.afterBackup(r, now)

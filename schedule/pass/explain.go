@@ -132,7 +132,7 @@ func (p *Pass) Explain(def JobDef, job Job, current AdmitState) Explanation {
 		u.active[q.Job] = StatusQueued
 	}
 	p.markPending(u.maint, now, current.Eligible(now).Queued)
-	if reason := u.maint.hold(def, Run{Job: def.Name, Kind: def.RunKind()}); reason != "" {
+	if reason := u.maint.hold(def, Run{Job: def.Name, Kind: def.RunKind(), QueuedAt: now}); reason != "" {
 		add("a run now would be %s", reason)
 	}
 	for _, dep := range def.DependsOn {

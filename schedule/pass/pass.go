@@ -41,6 +41,11 @@ const (
 	CodeCancelled             = "CANCELLED"               // a user cancelled the run
 	CodeInterrupted           = "INTERRUPTED"             // a shutdown interrupted the run; it is queued again
 	CodeExecutorPanic         = "EXECUTOR_PANIC"          // the executor panicked
+	// CodeVerifyFailed is a verify run's verdict that a snapshot is
+	// broken (class integrity), recorded in the repository: the job's
+	// chain goes on to retention, which keeps that snapshot. Any other
+	// failure of a verify run recorded no verdict, and is retried.
+	CodeVerifyFailed = "VERIFY_FAILED"
 )
 
 // Limits are the concurrency limits of admission; zero means no limit.

@@ -74,12 +74,12 @@ func (p *Pass) executorDef(def JobDef) JobDef {
 // maintenance is the repositories' maintenance as admission sees it.
 type maintenance struct {
 	running map[string]string   // repository: the prune run that holds it, running or starting now
-	pending map[string]bool     // repository: a prune run is queued, may start now, and waits for the runs of it
+	pending map[string]time.Time // repository: when its oldest prune run that may start now and waits for the runs of it was queued
 	active  map[string][]string // repository: its running runs (and those starting now), described
 }
 
 func newMaintenance() maintenance {
-	return maintenance{running: map[string]string{}, pending: map[string]bool{}, active: map[string][]string{}}
+	return maintenance{running: map[string]string{}, pending: map[string]time.Time{}, active: map[string][]string{}}
 }
 
 // started counts run of def as running.
@@ -100,7 +100,9 @@ func (p *Pass) markPending(m maintenance, now time.Time, queued []Run) {
 		if !ok || q.Kind != KindPrune || p.windowHold(def.Name, now) != "" {
 			continue
 		}
-		m.pending[def.Repository] = true
+		if at, ok := m.pending[def.Repository]; !ok || q.QueuedAt.Before(at) {
+			m.pending[def.Repository] = q.QueuedAt
+		}
 	}
 }
 
@@ -119,7 +121,10 @@ func (m maintenance) hold(def JobDef, run Run) string {
 	if by, ok := m.running[repo]; ok {
 		return fmt.Sprintf("waiting: repository maintenance (prune) of %s is running (%s)", repo, by)
 	}
-	if m.pending[repo] {
+	// Only runs queued after the prune wait behind it: a run queued
+	// before it keeps its place, so that a prune that outlasts its
+	// interval (and is queued again, caught up) cannot hold them forever.
+	if at, ok := m.pending[repo]; ok && !run.QueuedAt.Before(at) {
 		return fmt.Sprintf("waiting: repository maintenance (prune) of %s is queued and goes first: new runs of %s wait until it has run", repo, repo)
 	}
 	return ""

@@ -291,3 +291,35 @@ func TestScheduledWorkQueuesItsKind(t *testing.T) {
 		t.Errorf("after a busy prune, the maintenance's last run is %+v, want a queued prune retry", last)
 	}
 }
+
+// A prune that outlasts its interval is caught up at the first pass after
+// it ends, before admission, and is pending again: a backup queued while
+// the first prune ran keeps its place before the next one, and runs.
+func TestMaintenanceLongerThanItsIntervalDoesNotStarveEarlierRuns(t *testing.T) {
+	f := newFixture(t, manual(t, "a"), pruneJob(t, "every 30m"))
+	f.exec.do = func(ctx context.Context, job JobDef, run Run) (Result, error) {
+		if run.Kind == KindPrune {
+			f.clock.Add(45 * time.Minute) // a prune of a big repository
+		}
+		return Result{}, nil
+	}
+	f.run(at(0))
+	var backup Run
+	f.exec.do = func(ctx context.Context, job JobDef, run Run) (Result, error) {
+		if run.Kind == KindPrune {
+			if backup.ID == 0 { // queued while the first prune runs
+				backup = f.queuedKind("a", KindBackup, "normal", f.clock.Now())
+			}
+			f.clock.Add(45 * time.Minute)
+		}
+		return Result{}, nil
+	}
+	f.clock.Set(at(31 * time.Minute))
+	for range 5 {
+		f.run(f.clock.Now())
+		f.clock.Add(time.Second)
+	}
+	if got := f.store.get(backup.ID); got.Status != StatusSucceeded {
+		t.Errorf("the backup queued during a prune is %s after 5 passes, held %q; want it run before the next prune", got.Status, got.HeldReason)
+	}
+}
