@@ -73,9 +73,9 @@ func (p *Pass) executorDef(def JobDef) JobDef {
 
 // maintenance is the repositories' maintenance as admission sees it.
 type maintenance struct {
-	running map[string]string   // repository: the prune run that holds it, running or starting now
+	running map[string]string    // repository: the prune run that holds it, running or starting now
 	pending map[string]time.Time // repository: when its oldest prune run that may start now and waits for the runs of it was queued
-	active  map[string][]string // repository: its running runs (and those starting now), described
+	active  map[string][]string  // repository: its running runs (and those starting now), described
 }
 
 func newMaintenance() maintenance {
