@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -21,6 +22,7 @@ const (
 	CounterFilesChecked     = "files_checked"     // files read back and found equal to the repository
 	CounterBytesChecked     = "bytes_checked"     // their content
 	CounterMismatches       = "mismatches"        // files that differ from the repository
+	CounterAbandonedRemoved = "abandoned_removed" // folders of killed drills removed before this one
 )
 
 // Error codes of a drill run. All but NO_SNAPSHOT are class integrity.
@@ -51,7 +53,7 @@ type DrillOptions struct {
 // and entries the restore could not make are skipped objects.
 func (e *Executor) drillRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
 	res := pass.Result{Figures: pass.Figures{Counters: map[string]int64{
-		CounterSnapshotsChecked: 0, CounterFilesChecked: 0, CounterBytesChecked: 0, CounterMismatches: 0}}}
+		CounterSnapshotsChecked: 0, CounterFilesChecked: 0, CounterBytesChecked: 0, CounterMismatches: 0, CounterAbandonedRemoved: 0}}}
 	host, err := os.Hostname()
 	if err != nil {
 		return res, Classify(fmt.Errorf("host name: %w", err))
@@ -69,6 +71,7 @@ func (e *Executor) drillRun(ctx context.Context, job pass.JobDef, progress func(
 	if err := r.LoadIndex(ctx); err != nil {
 		return res, Classify(err)
 	}
+	removeAbandonedDrills(e.Drill.TempDir, &res.Figures)
 	targets, err := drillTargets(ctx, r, job, host, &res.Figures)
 	if err != nil {
 		return res, err
@@ -128,7 +131,7 @@ func skip(f *pass.Figures, object, reason string) {
 // drillSnapshot restores s into a fresh temporary folder with verify, adds
 // what was checked to f, and removes the folder.
 func (e *Executor) drillSnapshot(ctx context.Context, r *repo.Repository, s *repo.Snapshot, f *pass.Figures) (err error) {
-	dir, err := os.MkdirTemp(e.Drill.TempDir, "nightjar-drill-")
+	dir, err := os.MkdirTemp(e.Drill.TempDir, fmt.Sprintf("%s%d-", drillFolderPrefix, os.Getpid()))
 	if err != nil {
 		return Classify(fmt.Errorf("drill folder: %w", err))
 	}
@@ -164,6 +167,41 @@ func (e *Executor) drillSnapshot(ctx context.Context, r *repo.Repository, s *rep
 			Err: fmt.Errorf("snapshot %s cannot be restored: %w", s.ID, err)}
 	}
 	return Classify(fmt.Errorf("drill of snapshot %s: %w", s.ID, err))
+}
+
+// drillFolderPrefix begins the name of every drill's folder, followed by
+// the pid of the process whose drill made it and a dash.
+const drillFolderPrefix = "nightjar-drill-"
+
+// removeAbandonedDrills removes the folders in tempDir ("" is the system's
+// temporary folder) of drills whose process is gone: a drill killed
+// (SIGKILL, a crash, a power cut) could not remove its restored copy
+// itself. Folders of processes that still run are left alone; each one
+// removed is counted, and one that cannot be removed is a skipped object
+// of this run.
+func removeAbandonedDrills(tempDir string, f *pass.Figures) {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	entries, err := os.ReadDir(tempDir)
+	if err != nil {
+		skip(f, "drill folders in "+tempDir, "not searched for abandoned drills: "+err.Error())
+		return
+	}
+	for _, entry := range entries {
+		rest, ok := strings.CutPrefix(entry.Name(), drillFolderPrefix)
+		pidText, _, dashed := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || !dashed || err != nil || !entry.IsDir() || pid == os.Getpid() || !processGone(pid) {
+			continue
+		}
+		dir := filepath.Join(tempDir, entry.Name())
+		if err := removeAll(dir); err != nil {
+			skip(f, "drill folder "+dir, "abandoned by process "+pidText+", not removed: "+err.Error())
+			continue
+		}
+		f.Counters[CounterAbandonedRemoved]++
+	}
 }
 
 // removeAll removes a drill's folder. The restore gave its folders their

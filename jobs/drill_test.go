@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -392,4 +393,44 @@ func TestDrillCancelledRemovesItsFolder(t *testing.T) {
 		t.Fatalf("err = %v, want class cancelled", out.err)
 	}
 	w.noFolderLeft(t)
+}
+
+// A drill killed before it could remove its folder (SIGKILL, a crash)
+// leaves a restored copy; the next drill removes the folders of drills
+// whose process is gone, counts them, and leaves alone those of a process
+// that still runs and anything that is not a drill's folder.
+func TestDrillRemovesTheFoldersOfKilledDrills(t *testing.T) {
+	w := newDrillWorld(t)
+	w.backup(t, 1)
+	const deadPid = 1<<22 + 1 // above Linux's largest pid_max: no process has it
+	if !processGone(deadPid) {
+		t.Fatalf("processGone(%d) = false, want true", deadPid)
+	}
+	killed := filepath.Join(w.drills, fmt.Sprintf("nightjar-drill-%d-123", deadPid))
+	live := filepath.Join(w.drills, fmt.Sprintf("nightjar-drill-%d-456", os.Getppid()))
+	other := filepath.Join(w.drills, "nightjar-drill-notapid")
+	for _, dir := range []string{filepath.Join(killed, "data", "locked"), live, other} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(killed, "data", "locked", "secret.txt"), []byte("restored plaintext"))
+	if err := os.Chmod(filepath.Join(killed, "data", "locked"), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.drill(context.Background(), func(pass.Progress) {})
+	if err != nil {
+		t.Fatalf("drill: %v", err)
+	}
+	if got := res.Figures.Counters[CounterAbandonedRemoved]; got != 1 {
+		t.Errorf("counter %s = %d, want 1", CounterAbandonedRemoved, got)
+	}
+	if _, err := os.Lstat(killed); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the folder of the killed drill is still there (lstat: %v)", err)
+	}
+	for _, dir := range []string{live, other} {
+		if _, err := os.Lstat(dir); err != nil {
+			t.Errorf("%s was removed (lstat: %v), want it left alone", dir, err)
+		}
+	}
 }

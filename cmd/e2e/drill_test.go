@@ -83,7 +83,7 @@ func TestDrill(t *testing.T) {
 
 	e.expect(exitOK, "job", "run", "nightly", "--wait", "--config", cfg)
 	ok := drill(exitOK, "nightly")
-	wantCounters := map[string]int64{"snapshots_checked": 1, "files_checked": 2, "bytes_checked": int64(len(big) + len("dear operator\n")), "mismatches": 0}
+	wantCounters := map[string]int64{"snapshots_checked": 1, "files_checked": 2, "bytes_checked": int64(len(big) + len("dear operator\n")), "mismatches": 0, "abandoned_removed": 0}
 	if ok.Kind != "drill" || ok.Status != "succeeded" || fmt.Sprint(ok.Counters) != fmt.Sprint(wantCounters) {
 		t.Errorf("drill run %+v, want a succeeded run of kind drill with counters %v", ok, wantCounters)
 	}
