@@ -18,7 +18,7 @@ import (
 // repository name from r, the truth; a failure is recorded in the
 // catalog's status (job show reports it) and returned.
 func syncCatalog(ctx context.Context, state *db.DB, name string, r *repo.Repository) (db.CatalogChanges, error) {
-	listing, err := readCatalog(ctx, name, r)
+	listing, err := readCatalog(ctx, name, r, state.CatalogNow())
 	if err != nil {
 		err = fmt.Errorf("read repository %s: %w", name, err)
 		return db.CatalogChanges{}, recordSyncFailure(ctx, state, name, err)
@@ -46,8 +46,8 @@ func recordSyncFailure(ctx context.Context, state *db.DB, name string, cause err
 // readCatalog lists every snapshot record of r for the catalog: readable
 // ones with what they say and whether they are pinned, damaged ones as
 // manifest_invalid.
-func readCatalog(ctx context.Context, name string, r *repo.Repository) (db.CatalogListing, error) {
-	l := db.CatalogListing{Repository: name, RepositoryID: r.ID()}
+func readCatalog(ctx context.Context, name string, r *repo.Repository, readAt time.Time) (db.CatalogListing, error) {
+	l := db.CatalogListing{Repository: name, RepositoryID: r.ID(), ReadAt: readAt}
 	snaps, unreadable, err := jobs.ReadSnapshots(ctx, r)
 	if err != nil {
 		return l, err

@@ -51,7 +51,12 @@ type CatalogSnapshot struct {
 type CatalogListing struct {
 	Repository   string // the repository's name in the config
 	RepositoryID string
-	Snapshots    []CatalogSnapshot
+	// ReadAt is when reading the listing began. A listing read before the
+	// one the catalog holds is older than it, and changes nothing (two
+	// syncs of one repository may overlap: serve's start and a retention
+	// run's). Zero: now.
+	ReadAt    time.Time
+	Snapshots []CatalogSnapshot
 }
 
 // CatalogChanges counts what a sync changed in the catalog.
@@ -60,13 +65,16 @@ type CatalogChanges struct {
 	Updated   int // known, with something changed (pinned, state, ...)
 	Forgotten int // gone from the repository since the last sync
 	Total     int // in the repository now
+	// Stale: the listing was read before the one the catalog holds, and
+	// was dropped; nothing changed.
+	Stale bool
 }
 
 // CatalogStatus says how fresh the catalog of one repository is.
 type CatalogStatus struct {
 	Repository   string
 	RepositoryID string    // the ID the last good sync read
-	SyncedAt     time.Time // the last good sync; zero: never
+	SyncedAt     time.Time // when the listing of the last good sync was read; zero: never
 	AttemptedAt  time.Time // the last sync, good or not; zero: never
 	Error        string    // why the last sync failed; "" when it did not
 }
@@ -78,6 +86,10 @@ type CatalogFilter struct {
 	WithForgotten bool // also the snapshots gone from the repository
 }
 
+// CatalogNow is the time on the catalog's clock, for a
+// listing's ReadAt: the database's (the --at clock of tick and serve).
+func (d *DB) CatalogNow() time.Time { return d.now() }
+
 // SyncCatalog makes the catalog of l.Repository what the repository holds:
 // the snapshots of l are added or updated, the ones the catalog knows but l
 // does not are marked forgotten, and the repository's status records a good
@@ -88,12 +100,25 @@ func (d *DB) SyncCatalog(ctx context.Context, l CatalogListing) (CatalogChanges,
 		return ch, errors.New("sync catalog: listing without its repository's name and ID")
 	}
 	now := d.now()
+	readAt := l.ReadAt
+	if readAt.IsZero() {
+		readAt = now
+	}
 	err := d.write(ctx, "sync catalog of repository "+l.Repository, func(tx *sql.Tx) error {
+		var holds sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT synced_at FROM catalog_repositories WHERE name = ?`, l.Repository).Scan(&holds)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if holds.Valid && readAt.UnixNano() < holds.Int64 {
+			ch.Stale = true
+			return nil
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO catalog_repositories (name, repository_id, synced_at, attempted_at, sync_error)
 			VALUES (?, ?, ?, ?, '')
 			ON CONFLICT (name) DO UPDATE SET repository_id = excluded.repository_id, synced_at = excluded.synced_at,
 				attempted_at = excluded.attempted_at, sync_error = ''`,
-			l.Repository, l.RepositoryID, now.UnixNano(), now.UnixNano()); err != nil {
+			l.Repository, l.RepositoryID, readAt.UnixNano(), now.UnixNano()); err != nil {
 			return err
 		}
 		known, err := catalogRows(ctx, tx, CatalogFilter{Repository: l.Repository, WithForgotten: true})

@@ -103,6 +103,34 @@ func TestSyncCatalog(t *testing.T) {
 	}
 }
 
+// Two syncs of one repository may overlap (serve's start and a retention
+// run's): a listing read before the one the catalog holds is older and
+// changes nothing, so a snapshot forgotten in between does not come back
+// and one added in between is not marked forgotten.
+func TestSyncCatalogDropsAnOlderListing(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDB(t)
+	a, b, c := snap("run-1-data", "nightly", 1), snap("run-2-data", "nightly", 2), snap("run-3-data", "nightly", 3)
+	readAt := func(l CatalogListing, at time.Time) CatalogListing { l.ReadAt = at; return l }
+	slow := clk.Now() // serve's start sync begins reading: a and b
+	clk.Add(time.Minute)
+	if _, err := d.SyncCatalog(ctx, readAt(listing(b, c), clk.Now())); err != nil { // a retention forgot a, a backup made c
+		t.Fatal(err)
+	}
+	clk.Add(time.Minute)
+	got, err := d.SyncCatalog(ctx, readAt(listing(a, b), slow)) // the slow sync ends last
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Stale || got.Added != 0 || got.Forgotten != 0 {
+		t.Errorf("changes of the older listing %+v, want it dropped as stale", got)
+	}
+	want := map[string]string{b.ID: CatalogPresent, c.ID: CatalogPresent}
+	if s := states(t, d); !maps.Equal(s, want) {
+		t.Errorf("states %v, want %v", s, want)
+	}
+}
+
 // What the catalog lists is what the repository said: every field, and a
 // record that became unreadable keeps what was read of it before; the job
 // filter selects one job's snapshots, oldest first, without the forgotten.
