@@ -32,7 +32,7 @@ state = "{{state}}"
 
 [repository.main]
 path = "{{repo}}"
-password_command = "if [ -e {{dir}}/skip-password-block ]; then rm {{dir}}/skip-password-block; elif [ -e {{dir}}/block-password ]; then rm {{dir}}/block-password; i=0; while [ ! -e {{dir}}/release-password ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; cat {{pw}}"
+password_command = "if [ -e {{dir}}/skip-password-block ]; then rm {{dir}}/skip-password-block; elif [ -e {{dir}}/block-password ]; then rm {{dir}}/block-password; while [ ! -e {{dir}}/release-password ] && [ -d {{dir}} ]; do sleep 0.1; done; fi; cat {{pw}}"
 create_if_missing = true
 prune = "weekly sun 04:00"
 ` + job("a", "manual", "", src))
@@ -53,7 +53,7 @@ prune = "weekly sun 04:00"
 	slot := at(t, "2026-06-07T04:00:30Z")
 	ticker := w.startNJ("tick", "--json", "--at", rfc(slot))
 	var prune runRec
-	eventually(t, 30*time.Second, 100*time.Millisecond, "the prune run is running and opening the repository", func() bool {
+	eventually(t, 5*time.Minute, 100*time.Millisecond, "the prune run is running and opening the repository", func() bool {
 		select {
 		case <-ticker.done:
 			t.Fatalf("the tick ended before the prune was held\n%s", ticker.wait(t, time.Second))
