@@ -279,3 +279,10 @@ func sortedIndexFile(blobs []IndexedBlob) indexFile {
 	f.Blobs = out
 	return f
 }
+
+// reset empties the index, for a prune that removed packs it may list.
+func (x *Index) reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.packs, x.packNum, x.blobs = nil, map[ID]uint32{}, map[ID]indexEntry{}
+}

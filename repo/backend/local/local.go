@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,6 +42,7 @@ const openPacks = 64
 var (
 	_ repo.Backend       = (*Backend)(nil)
 	_ repo.ProcessLocker = (*Backend)(nil)
+	_ repo.ObjectTimer   = (*Backend)(nil)
 )
 
 // Create prepares an empty or missing folder to hold a new repository. It
@@ -353,6 +355,20 @@ func (b *Backend) Stat(ctx context.Context, h repo.Handle) (int64, error) {
 		return 0, notFound(h, err)
 	}
 	return fi.Size(), nil
+}
+
+// ModTime returns when an object was stored: its file's modification
+// time (repo.ObjectTimer, for prune's age of leftover packs).
+func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error) {
+	name, err := b.path(h)
+	if err != nil {
+		return time.Time{}, err
+	}
+	fi, err := os.Stat(name)
+	if err != nil {
+		return time.Time{}, notFound(h, err)
+	}
+	return fi.ModTime(), nil
 }
 
 // List calls fn for each object of type t.
