@@ -14,6 +14,7 @@ func commands() []*cli.Command {
 		pinCommand(),
 		unpinCommand(),
 		forgetCommand(),
+		pruneCommand(),
 		keyCommand(),
 		scheduleCommand(),
 		configCommand(),
