@@ -121,6 +121,18 @@ func (e *env) runCrashing(bin string, kill killPoint, args ...string) crashOutco
 	return out
 }
 
+// stepKind is a step without its number and its object's name (lock
+// names are random, those of new packs and index files may be): "remove
+// snapshots/".
+func stepKind(step string) string {
+	f := strings.Fields(step)
+	if len(f) != 4 {
+		return step
+	}
+	kind, _, _ := strings.Cut(f[3], "/")
+	return f[2] + " " + kind + "/"
+}
+
 // crashFixture is a repository of four backdated snapshots of one source,
 // made once and copied for every case. Each snapshot holds a file that
 // every snapshot shares and one of its own, so that forgetting the two
@@ -232,12 +244,15 @@ func TestCrashAtEveryStep(t *testing.T) {
 	t.Cleanup(cleanup)
 	f := newCrashFixture(t)
 
+	forgetFirst := func(t *testing.T, e *env) { e.expect(exitOK, append([]string{"forget"}, crashKeep...)...) }
 	scenarios := []struct {
 		name    string
 		args    []string
 		prepare func(t *testing.T, e *env) // before the run, with the release binary
 	}{
 		{"forget", append([]string{"forget"}, crashKeep...), nil},
+		{"prune", []string{"prune"}, forgetFirst},
+		{"forget --prune", append([]string{"forget", "--prune"}, crashKeep...), nil},
 	}
 	seed := time.Now().UnixNano()
 	t.Logf("random kill points from seed %d", seed)
@@ -257,8 +272,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("clean run of %q: exit %d, %d steps:\n%s", sc.args, out.code, len(out.steps), out.stderr)
 			}
 			t.Logf("a clean run of %q takes %d steps:\n%s", sc.args, len(out.steps), strings.Join(out.steps, "\n"))
-			final := clean.snapshotIDs()
-			if !slices.Equal(final, f.kept()) {
+			if final := clean.snapshotIDs(); !slices.Equal(final, f.kept()) {
 				t.Fatalf("a clean run leaves %v, want %v", final, f.kept())
 			}
 			points := make([]killPoint, 0, len(out.steps)+2)
@@ -274,16 +288,29 @@ func TestCrashAtEveryStep(t *testing.T) {
 					name = fmt.Sprintf("kill %s into step %d", kp.delay, kp.step)
 				}
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					e := fresh(t)
 					got := e.runCrashing(bin, kp, sc.args...)
 					if !kp.inside && !got.killed {
 						t.Fatalf("the run was not killed at step %d (exit %d after %d steps):\n%s", kp.step, got.code, len(got.steps), got.stderr)
 					}
-					e.expect(exitOK, append([]string{"forget"}, crashKeep...)...)
+					if !kp.inside && stepKind(got.steps[kp.step-1]) != stepKind(out.steps[kp.step-1]) {
+						t.Errorf("killed at %q, where a clean run has %q", got.steps[kp.step-1], out.steps[kp.step-1])
+					}
+					// The next prune completes what the killed run left.
+					e.expect(exitOK, "prune")
 					f.verify(t, e)
+					// The interrupted command, again, ends where a clean run ends.
 					e.expect(exitOK, sc.args...)
-					if left := e.snapshotIDs(); !slices.Equal(left, final) {
-						t.Errorf("after the command again: snapshots %v, want %v as after a clean run", left, final)
+					if left := e.snapshotIDs(); !slices.Equal(left, f.kept()) {
+						t.Errorf("after the command again: snapshots %v, want %v as after a clean run", left, f.kept())
+					}
+					if sc.name != "forget" {
+						var plan pruneReport
+						decodeJSON(t, e.expect(exitOK, "prune", "--dry-run", "--json"), &plan)
+						if plan.PacksDeleted != 0 || plan.PacksRepacked != 0 || len(plan.ForgetsCompleted) != 0 {
+							t.Errorf("after the command again, prune still has work: %+v", plan)
+						}
 					}
 				})
 			}
