@@ -50,7 +50,7 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 	case pass.KindBackup:
 		return e.backupRun(ctx, job, run, progress)
 	case pass.KindRetention:
-		return e.retentionRun(ctx, job, progress)
+		return e.retentionRun(ctx, job, run, progress)
 	}
 	return pass.Result{}, &pass.ClassError{Class: pass.ClassConfig, Code: CodeUnknownKind,
 		Err: fmt.Errorf("run %d of job %s has kind %q, which this nightjar cannot run: upgrade nightjar", run.ID, job.Name, run.Kind)}

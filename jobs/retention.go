@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -17,14 +18,30 @@ const (
 	CounterSnapshotsKept      = "snapshots_kept"      // the job's snapshots the policy keeps
 	CounterSnapshotsForgotten = "snapshots_forgotten" // removed by this run, with those of an interrupted forget it completed
 	CounterKeptPinned         = "kept_pinned"         // chosen, but found pinned after marking, and kept
+	CounterPruned             = "pruned"              // 1: prune ran after the forget; 0: skipped, as nothing was forgotten
+	CounterPacksDeleted       = "packs_deleted"       // packs nothing used, deleted by prune
+	CounterPacksRepacked      = "packs_repacked"      // packs partly unused, rewritten and deleted by prune
+	CounterPacksWritten       = "packs_written"       // new packs of the blobs copied out of repacked ones
+	CounterLeftoversDeleted   = "leftovers_deleted"   // packs no index listed (from interrupted backups), old enough, deleted
+	CounterLeftoversKept      = "leftovers_kept"      // such packs too young to delete: a backup may still be writing them
+	CounterBytesFreed         = "bytes_freed"         // sizes of every pack prune deleted
+	CounterBytesUnusedLeft    = "bytes_unused_left"   // unused bytes left in packs within the max-unused limit
 )
 
+// CodeInvalidManifest is the error code of a retention run whose prune
+// stopped because a snapshot, or a tree one references, cannot be read:
+// nothing was deleted.
+const CodeInvalidManifest = "INVALID_MANIFEST"
+
 // retentionRun forgets the job's snapshots its retention policy does not
-// keep, by repo.Forget: it takes the repository's exclusive lock by trying
-// (a busy repository is class busy, and retried), and touches only the
-// snapshots the job made on this host (MadeByJob). Prune is not built: the
-// data of the forgotten snapshots stays.
-func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
+// keep, by repo.Forget, and then, when it forgot any (or when it is a
+// retry, whose first attempt may have forgotten some and failed to
+// prune), prunes the repository with restic's defaults (repo.Prune): the
+// data no snapshot uses goes, of every job, while the data of every
+// snapshot kept, of any job, stays. Both take the repository's exclusive
+// lock by trying (a busy repository is class busy, and retried), and the
+// forget touches only the snapshots the job made on this host (MadeByJob).
+func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
 	var res pass.Result
 	if !job.Retention.Enabled {
 		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "RETENTION_OFF", Err: fmt.Errorf("job %s has retention = \"off\"", job.Name)}
@@ -57,11 +74,39 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress f
 	if err != nil {
 		return res, Classify(err)
 	}
+	forgotten := len(out.Forgotten) + len(out.Completed)
 	res.Figures.Counters = map[string]int64{
 		CounterSnapshotsKept:      int64(kept),
-		CounterSnapshotsForgotten: int64(len(out.Forgotten) + len(out.Completed)),
+		CounterSnapshotsForgotten: int64(forgotten),
 		CounterKeptPinned:         int64(len(out.KeptPinned)),
+		CounterPruned:             0,
 	}
+	if forgotten == 0 && run.Trigger != pass.TriggerRetry {
+		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune skipped: nothing was forgotten"})
+		return res, nil
+	}
+	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune with max-unused " + repo.DefaultMaxUnused.String()})
+	pruned, err := r.Prune(ctx, repo.PruneOptions{
+		MaxUnused: repo.DefaultMaxUnused,
+		Progress: func(p repo.PruneProgress) {
+			progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune: " + p.Phase})
+		},
+	})
+	if errors.Is(err, repo.ErrInvalidManifest) {
+		return res, &pass.ClassError{Class: pass.ClassIntegrity, Code: CodeInvalidManifest, Err: fmt.Errorf("%w (nothing was deleted)", err)}
+	}
+	if err != nil {
+		return res, Classify(err)
+	}
+	c := res.Figures.Counters
+	c[CounterPruned] = 1
+	c[CounterPacksDeleted] = int64(pruned.PacksDeleted)
+	c[CounterPacksRepacked] = int64(pruned.PacksRepacked)
+	c[CounterPacksWritten] = int64(pruned.PacksWritten)
+	c[CounterLeftoversDeleted] = int64(pruned.LeftoversDeleted)
+	c[CounterLeftoversKept] = int64(pruned.LeftoversKept)
+	c[CounterBytesFreed] = pruned.BytesFreed
+	c[CounterBytesUnusedLeft] = pruned.UnusedLeft
 	return res, nil
 }
 
