@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -315,5 +317,33 @@ func TestCrashAtEveryStep(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestReleaseBinaryHasNoCrashPoint: the binary users get holds no crash
+// point hook, and NIGHTJAR_CRASHPOINT does nothing to it: naming a socket
+// that does not exist, forget --prune still works (the hook would fail to
+// connect at the first change).
+func TestReleaseBinaryHasNoCrashPoint(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	out, err := exec.Command(goTool, "tool", "nm", binPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool nm %s: %v\n%s", binPath, err, out)
+	}
+	if strings.Contains(string(out), "crashpoint.(*hookedBackend)") {
+		t.Errorf("the release binary contains the crash point hook")
+	}
+	f := newCrashFixture(t)
+	e := f.template
+	res := e.runEnv([]string{crashPointEnv + "=" + filepath.Join(e.dir, "no-such-socket")}, append([]string{"forget", "--prune"}, crashKeep...)...)
+	if res.Code != exitOK {
+		t.Fatalf("forget --prune with %s set: want exit 0:\n%s", crashPointEnv, res)
+	}
+	if left := e.snapshotIDs(); !slices.Equal(left, f.kept()) {
+		t.Errorf("snapshots left %v, want %v", left, f.kept())
 	}
 }
