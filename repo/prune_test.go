@@ -3,7 +3,10 @@ package repo_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,6 +38,7 @@ type pruneFixture struct {
 	r     *repo.Repository
 	keep  *repo.Snapshot
 	old   *repo.Snapshot
+	sub   repo.ID // the tree of keep's folder "data"
 	packs map[string]repo.ID
 	files map[string][]byte // keep's files: name -> content
 }
@@ -83,6 +87,7 @@ func newPruneFixture(t *testing.T, be repo.Backend) *pruneFixture {
 	slices.SortFunc(keepNodes, byName)
 	slices.SortFunc(oldNodes, byName)
 	sub := saveTree(t, f.r, &repo.Tree{Nodes: keepNodes})
+	f.sub = sub
 	oldSub := saveTree(t, f.r, &repo.Tree{Nodes: oldNodes})
 	keepRoot := saveTree(t, f.r, &repo.Tree{Nodes: []repo.Node{{Name: "data", Type: repo.NodeDir, Mode: 0o755, Subtree: &sub}}})
 	oldRoot := saveTree(t, f.r, &repo.Tree{Nodes: []repo.Node{{Name: "data", Type: repo.NodeDir, Mode: 0o755, Subtree: &oldSub}}})
@@ -274,5 +279,445 @@ func TestPruneFreesExactlyTheUnusedData(t *testing.T) {
 				t.Errorf("second prune: %+v, want nothing to do", res)
 			}
 		})
+	}
+}
+
+// packNames are the fixture's packs.
+var packNames = []string{"gone", "little", "mostly", "shared", "trees", "used"}
+
+// Prune repacks the partly used packs with the most unused bytes first
+// until the unused bytes left are within MaxUnused, and never more pack
+// bytes than MaxRepackSize; the wholly unused pack goes whatever the
+// limits.
+func TestPruneRepacksByMaxUnusedWithinMaxRepackSize(t *testing.T) {
+	blob := int64(pruneBlobSize) // about one blob's sealed bytes
+	tests := []struct {
+		name         string
+		maxUnused    repo.UnusedLimit
+		maxRepack    func(size func(string) int64) int64
+		wantRepacked []string
+	}{
+		{name: "unlimited: only the wholly unused pack goes", maxUnused: repo.UnusedLimit{Unlimited: true}},
+		{name: "none may stay", wantRepacked: []string{"little", "mostly", "trees"}},
+		{name: "two blobs may stay: the pack with most unused goes", maxUnused: repo.UnusedLimit{Bytes: 2 * blob},
+			wantRepacked: []string{"mostly"}},
+		{name: "20% of what stays: the pack with most unused goes", maxUnused: repo.UnusedLimit{Fraction: 0.20},
+			wantRepacked: []string{"mostly"}},
+		{name: "40% of what stays: nothing to repack", maxUnused: repo.UnusedLimit{Fraction: 0.40}},
+		{name: "repack size fits one pack", maxRepack: func(size func(string) int64) int64 { return size("mostly") },
+			wantRepacked: []string{"mostly"}},
+		{name: "repack size skips the pack that does not fit", maxRepack: func(size func(string) int64) int64 {
+			return size("mostly") + size("trees")
+		}, wantRepacked: []string{"mostly", "trees"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPruneFixture(t, memory.New())
+			f.forgetOld(t)
+			opts := repo.PruneOptions{MaxUnused: tc.maxUnused, TempDir: t.TempDir()}
+			if tc.maxRepack != nil {
+				opts.MaxRepackSize = tc.maxRepack(func(name string) int64 { return f.packSize(t, name) })
+			}
+			var wantBytes int64
+			for _, name := range tc.wantRepacked {
+				wantBytes += f.packSize(t, name)
+			}
+			res, err := openRepo(t, f.be).Prune(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantLeft []string
+			for _, name := range packNames {
+				if name != "gone" && !slices.Contains(tc.wantRepacked, name) {
+					wantLeft = append(wantLeft, name)
+				}
+			}
+			if left := f.packsLeft(t); !slices.Equal(left, wantLeft) {
+				t.Errorf("packs left %v, want %v (repacked %v)", left, wantLeft, tc.wantRepacked)
+			}
+			if res.PacksRepacked != len(tc.wantRepacked) || res.BytesRepacked != wantBytes || res.PacksDeleted != 1 {
+				t.Errorf("repacked %d packs of %d bytes and deleted %d, want %d of %d and 1", res.PacksRepacked, res.BytesRepacked,
+					res.PacksDeleted, len(tc.wantRepacked), wantBytes)
+			}
+			if opts.MaxRepackSize > 0 && res.BytesRepacked > opts.MaxRepackSize {
+				t.Errorf("repacked %d bytes, more than the limit %d", res.BytesRepacked, opts.MaxRepackSize)
+			}
+			if res.BytesUnused-res.UnusedLeft <= 0 && len(tc.wantRepacked) > 0 {
+				t.Errorf("unused %d, left %d: nothing freed", res.BytesUnused, res.UnusedLeft)
+			}
+			f.assertSound(t, false)
+		})
+	}
+}
+
+// A snapshot that stays and cannot be read, or a tree it references that
+// cannot be decoded, stops prune with ErrInvalidManifest naming the
+// snapshot, and nothing is written or deleted.
+func TestPruneStopsOnAnInvalidManifest(t *testing.T) {
+	tests := []struct {
+		name     string
+		damage   func(t *testing.T, f *pruneFixture)
+		wantTree bool
+	}{
+		{name: "damaged snapshot", damage: func(t *testing.T, f *pruneFixture) {
+			h := repo.Handle{Type: repo.SnapshotFile, Name: f.keep.ID}
+			data := load(t, f.be, h)
+			store(t, f.be, h, flipped(data, len(data)-5))
+		}},
+		{name: "damaged tree", wantTree: true, damage: func(t *testing.T, f *pruneFixture) {
+			b, ok := openRepo(t, f.be).Index().Lookup(f.sub)
+			if !ok {
+				t.Fatal("the tree of keep's folder is not indexed")
+			}
+			h := repo.Handle{Type: repo.PackFile, Name: b.Pack.String()}
+			store(t, f.be, h, flipped(load(t, f.be, h), int(b.Offset+b.Length/2)))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPruneFixture(t, memory.New())
+			f.forgetOld(t)
+			tc.damage(t, f)
+			before := allFiles(t, f.be)
+			for _, dry := range []bool{true, false} {
+				_, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+				if !errors.Is(err, repo.ErrInvalidManifest) || !strings.Contains(err.Error(), f.keep.ID) {
+					t.Fatalf("prune (dry run %v): %v, want ErrInvalidManifest naming snapshot %s", dry, err, f.keep.ID)
+				}
+				var te *repo.SnapshotTreeError
+				if errors.As(err, &te) != tc.wantTree || (tc.wantTree && te.Tree != f.sub) {
+					t.Errorf("prune: %v; want a *SnapshotTreeError of tree %s: %v", err, f.sub.Short(), tc.wantTree)
+				}
+			}
+			if after := allFiles(t, f.be); !slices.Equal(before, after) {
+				t.Errorf("a stopped prune changed the repository:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// makeLeftover writes a pack that no index lists, as an interrupted
+// backup leaves one, and returns its name.
+func makeLeftover(t *testing.T, f *pruneFixture) string {
+	t.Helper()
+	indexes := names(t, f.be, repo.IndexFile)
+	packs := names(t, f.be, repo.PackFile)
+	saveBlob(t, f.r, random(9999, pruneBlobSize))
+	flush(t, f.r)
+	for _, name := range names(t, f.be, repo.IndexFile) {
+		if !slices.Contains(indexes, name) {
+			if err := f.be.Remove(context.Background(), repo.Handle{Type: repo.IndexFile, Name: name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return onlyNewPack(t, f.be, packs).String()
+}
+
+// A pack that no index lists is deleted when it is older than the
+// leftover age and kept when younger; both are reported with their bytes.
+func TestPruneDeletesOnlyOldLeftovers(t *testing.T) {
+	tests := []struct {
+		name        string
+		age         time.Duration
+		leftoverAge time.Duration
+		wantDeleted bool
+	}{
+		{name: "older than the default age", age: 3 * time.Hour, wantDeleted: true},
+		{name: "younger than the default age", age: time.Hour},
+		{name: "older than a set age", age: 20 * time.Minute, leftoverAge: 10 * time.Minute, wantDeleted: true},
+		{name: "younger than a set age", age: 20 * time.Minute, leftoverAge: time.Hour},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPruneFixture(t, newLocal(t))
+			name := makeLeftover(t, f)
+			size, err := f.be.Stat(context.Background(), repo.Handle{Type: repo.PackFile, Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(f.be.Location(), string(repo.PackFile), name[:2], name)
+			mtime := time.Now().Add(-tc.age)
+			if err := os.Chtimes(path, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+			opts := repo.PruneOptions{LeftoverAge: tc.leftoverAge, TempDir: t.TempDir(), MaxUnused: repo.UnusedLimit{Unlimited: true}}
+			dry, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{DryRun: true, LeftoverAge: opts.LeftoverAge, TempDir: opts.TempDir, MaxUnused: opts.MaxUnused})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := openRepo(t, f.be).Prune(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Stat(path)
+			for _, r := range []*repo.PruneResult{dry, res} {
+				if tc.wantDeleted && (r.LeftoversDeleted != 1 || r.LeftoverBytesDeleted != size || r.LeftoversKept != 0 || r.BytesFreed != size) {
+					t.Errorf("result %+v, want one leftover of %d bytes deleted and freed", r, size)
+				}
+				if !tc.wantDeleted && (r.LeftoversKept != 1 || r.LeftoverBytesKept != size || r.LeftoversDeleted != 0 || r.BytesFreed != 0) {
+					t.Errorf("result %+v, want one leftover of %d bytes kept", r, size)
+				}
+			}
+			if gone := errors.Is(statErr, os.ErrNotExist); gone != tc.wantDeleted {
+				t.Errorf("leftover pack gone: %v, want %v", gone, tc.wantDeleted)
+			}
+			f.assertSound(t, !tc.wantDeleted)
+		})
+	}
+}
+
+// Beside any other lock, prune is busy at once and changes nothing; a dry
+// run takes no lock and goes ahead.
+func TestPruneIsBusyBesideALock(t *testing.T) {
+	for _, exclusive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exclusive=%v", exclusive), func(t *testing.T) {
+			ctx := context.Background()
+			f := newPruneFixture(t, memory.New())
+			f.forgetOld(t)
+			lock, err := openRepo(t, f.be).Lock(ctx, exclusive, "backup")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Unlock()
+			before := allFiles(t, f.be)
+			if _, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); !errors.Is(err, repo.ErrBusy) {
+				t.Fatalf("prune beside a lock: %v, want ErrBusy", err)
+			}
+			res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			if err != nil || res.PacksDeleted != 1 {
+				t.Errorf("dry run beside a lock: %+v, %v; want the plan", res, err)
+			}
+			if after := allFiles(t, f.be); !slices.Equal(before, after) {
+				t.Errorf("a busy prune changed the repository:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// forgetInterrupted starts forgetting snapshot old and dies after marking
+// it: the mark stays, and so does the snapshot record.
+func forgetInterrupted(t *testing.T, f *pruneFixture, mem *memory.Backend) {
+	t.Helper()
+	be := &crashing{Backend: mem}
+	r := openRepo(t, be)
+	be.mu.Lock()
+	be.at = be.n + 2 // the mark is write 1, the record's removal write 2
+	be.mu.Unlock()
+	if _, err := r.Forget(context.Background(), repo.ForgetOptions{Plan: forgetIDs(f.old.ID), GroupKey: byHost}); !errors.Is(err, errCrashed) {
+		t.Fatalf("forget that dies: %v", err)
+	}
+	be.abandonLocks()
+	if marks := names(t, mem, repo.ForgetFile); !slices.Equal(marks, []string{f.old.ID}) {
+		t.Fatalf("marks %v after the interrupted forget, want %s", marks, f.old.ID)
+	}
+}
+
+// A dry run writes nothing and reports what the real run then does, also
+// for a forget it completes first: its data is garbage only once that
+// forget is completed, which a dry run counts as done.
+func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	f := newPruneFixture(t, mem)
+	forgetInterrupted(t, f, mem)
+	before := allFiles(t, mem)
+	var phases []string
+	dry, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir(), Progress: func(p repo.PruneProgress) {
+		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+			phases = append(phases, p.Phase)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := allFiles(t, mem); !slices.Equal(before, after) {
+		t.Fatalf("a dry run changed the repository:\nbefore %v\nafter  %v", before, after)
+	}
+	if slices.Contains(phases, "repack") || slices.Contains(phases, "delete") {
+		t.Errorf("a dry run went through phases %v", phases)
+	}
+	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.ForgetsCompleted, []string{f.old.ID}) || res.PacksDeleted != 1 || res.PacksRepacked != 3 {
+		t.Errorf("real run %+v: want old's forget completed, one pack deleted and three repacked", res)
+	}
+	if dry.PacksWritten != 0 || dry.BytesWritten != 0 || res.PacksWritten == 0 || res.BytesWritten == 0 {
+		t.Errorf("written: dry run %d packs, %d bytes; real run %d, %d", dry.PacksWritten, dry.BytesWritten, res.PacksWritten, res.BytesWritten)
+	}
+	real := *res
+	real.PacksWritten, real.BytesWritten = 0, 0
+	if fmt.Sprintf("%+v", *dry) != fmt.Sprintf("%+v", real) {
+		t.Errorf("dry run and real run differ:\ndry  %+v\nreal %+v", *dry, real)
+	}
+	f.assertSound(t, false)
+}
+
+// A prune that dies at any of its writes leaves a repository that check
+// finds clean (packs no index lists are only a warning) and whose
+// remaining snapshot restores; the next prune completes it.
+func TestPruneCompletesAfterACrashAtEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	// An uninterrupted prune: how many writes it makes.
+	counter := &crashing{Backend: memory.New()}
+	f := newPruneFixture(t, counter)
+	f.forgetOld(t)
+	counter.mu.Lock()
+	made := counter.n
+	counter.mu.Unlock()
+	if _, err := openRepo(t, counter).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	counter.mu.Lock()
+	writes := counter.n - made
+	counter.mu.Unlock()
+	if writes < 5 {
+		t.Fatalf("an uninterrupted prune made %d writes, want at least a pack, its index, a new index and removals", writes)
+	}
+	for at := 1; at <= writes; at++ {
+		t.Run(fmt.Sprintf("dies at write %d", at), func(t *testing.T) {
+			mem := memory.New()
+			f := newPruneFixture(t, mem)
+			f.forgetOld(t)
+			be := &crashing{Backend: mem}
+			r := openRepo(t, be)
+			be.mu.Lock()
+			be.at = be.n + at
+			be.mu.Unlock()
+			if _, err := r.Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); !errors.Is(err, errCrashed) {
+				t.Fatalf("prune that dies: %v, want it to fail", err)
+			}
+			be.abandonLocks()
+			f.assertSound(t, true)
+			if _, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+				t.Fatalf("the next prune: %v", err)
+			}
+			f.assertSound(t, true)
+			// What stays is what an uninterrupted prune leaves, and packs
+			// that no index lists (a memory backend cannot tell their age).
+			res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BlobsUnused != 0 || res.PacksDeleted+res.PacksRepacked != 0 {
+				t.Errorf("after the next prune, unused blobs are still indexed: %+v", res)
+			}
+			for _, name := range []string{"gone", "mostly", "little", "trees"} {
+				if slices.Contains(f.packsLeft(t), name) && res.LeftoversKept == 0 {
+					t.Errorf("pack %s stays, yet no leftover is reported: %+v", name, res)
+				}
+			}
+		})
+	}
+}
+
+// ParseUnusedLimit reads restic's --max-unused forms and refuses others
+// with one line that names what is allowed.
+func TestParseUnusedLimit(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    repo.UnusedLimit
+		wantErr bool
+	}{
+		{in: "10%", want: repo.UnusedLimit{Fraction: 0.10}},
+		{in: "0.5%", want: repo.UnusedLimit{Fraction: 0.005}},
+		{in: "0%", want: repo.UnusedLimit{}},
+		{in: "0", want: repo.UnusedLimit{}},
+		{in: "5G", want: repo.UnusedLimit{Bytes: 5 << 30}},
+		{in: "500M", want: repo.UnusedLimit{Bytes: 500 << 20}},
+		{in: "2k", want: repo.UnusedLimit{Bytes: 2 << 10}},
+		{in: "1TiB", want: repo.UnusedLimit{Bytes: 1 << 40}},
+		{in: "123", want: repo.UnusedLimit{Bytes: 123}},
+		{in: "unlimited", want: repo.UnusedLimit{Unlimited: true}},
+		{in: "100%", wantErr: true},
+		{in: "-1%", wantErr: true},
+		{in: "-5", wantErr: true},
+		{in: "ten", wantErr: true},
+		{in: "", wantErr: true},
+		{in: "5X", wantErr: true},
+		{in: "99999999999T", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := repo.ParseUnusedLimit(tc.in)
+			if tc.wantErr {
+				if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "unlimited") {
+					t.Errorf("ParseUnusedLimit(%q) = %+v, %v; want a one-line error naming the forms allowed", tc.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("ParseUnusedLimit(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// A write session never writes an index file of more than 65,536 blobs,
+// however many blobs one pack holds: prune decodes one index file at a
+// time, so their size bounds its memory.
+func TestIndexFilesAreCapped(t *testing.T) {
+	ctx := context.Background()
+	const blobs, limit = 70_000, 1 << 16
+	be := memory.New()
+	r := initRepo(t, be)
+	w := writer(t, r)
+	for i := range blobs {
+		data := fmt.Appendf(nil, "tiny blob %d", i)
+		if _, err := w.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, r) // the packs are small: all 70,000 blobs wait for this flush
+	total := 0
+	files := names(t, be, repo.IndexFile)
+	for _, name := range files {
+		got, _, err := r.ReadIndexFile(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) > limit {
+			t.Errorf("index file %s lists %d blobs, more than %d", name, len(got), limit)
+		}
+		total += len(got)
+	}
+	if total != blobs || len(files) != 2 {
+		t.Errorf("%d index files list %d blobs, want 2 listing %d", len(files), total, blobs)
+	}
+}
+
+// A used blob stored in two packs keeps one copy: the other counts as
+// unused, and prune frees it like any unused blob.
+func TestPruneKeepsOneCopyOfADuplicatedBlob(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	f := newPruneFixture(t, mem)
+	// A repository value that knows no index stores a blob of keep again.
+	again, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+	before := names(t, mem, repo.PackFile)
+	saveBlob(t, again, f.files["used-keep-0"])
+	flush(t, again)
+	f.packs["dup"] = onlyNewPack(t, mem, before)
+
+	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlobsUnused == 0 || res.PacksDeleted+res.PacksRepacked == 0 {
+		t.Errorf("prune %+v: want the extra copy unused and its pack, or the original's, deleted or repacked", res)
+	}
+	f.assertSound(t, false)
+	after, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.BlobsUnused != 0 || after.BlobsUsed != res.BlobsUsed {
+		t.Errorf("after prune: %d blobs used, %d unused; want %d used and none unused", after.BlobsUsed, after.BlobsUnused, res.BlobsUsed)
 	}
 }

@@ -3,12 +3,15 @@ package repo
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/nightjar-backup/nightjar/repo/extsort"
 )
 
 // ObjectTimer is implemented by backends that know when an object was
@@ -60,9 +63,10 @@ type pruneRun struct {
 	// indexFiles are the index files read, sorted, with the packs each
 	// lists.
 	indexFiles []indexFileInfo
-	// copies are the used blobs in packs that may be repacked (sorted by
-	// pack, then offset, once planned).
-	copies []IndexedBlob
+	// copies are the used blobs (one copy each) by pack, then offset: the
+	// blobs a repack copies, of the packs it chooses.
+	copies *extsort.Sorter
+	rec    [blobRecordSize]byte // count's record
 }
 
 type indexFileInfo struct {
@@ -112,21 +116,19 @@ func (r *Repository) Prune(ctx context.Context, opts PruneOptions) (*PruneResult
 			p.res.ForgetsCompleted = done
 		}
 	} else {
-		preview, err := r.PreviewForget(ctx, ForgetOptions{
-			Plan:     func([]*Snapshot, map[string]bool) ([]string, error) { return nil, nil },
-			GroupKey: func(*Snapshot) string { return "" },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("prune: %w", err)
-		}
-		p.res.ForgetsCompleted = preview.Completed
+		// As Forget would: the marked snapshots that are not pinned go.
 		pending, err := r.ForgettingIDs(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("prune: %w", err)
 		}
+		pinned, err := r.pinnedSet(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("prune: %w", err)
+		}
 		for _, id := range pending {
-			if !slices.Contains(preview.KeptPinned, id) {
+			if !pinned[id] {
 				completing[id] = true
+				p.res.ForgetsCompleted = append(p.res.ForgetsCompleted, id)
 			}
 		}
 	}
@@ -152,31 +154,38 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 	if err := p.listPacks(ctx); err != nil {
 		return err
 	}
-	reader, err := p.r.shadow()
-	if err != nil {
-		return err
-	}
-	defer reader.closeShadow()
-	records, err := p.readIndex(ctx, reader)
-	if err != nil {
-		return err
-	}
-	p.progress("walk", 0, int64(len(snaps)))
 	u := &usage{opts: UsageOptions{TempDir: p.opts.TempDir}}
 	defer u.close()
-	used := u.sorter()
-	if _, err := reader.walkUsed(ctx, snaps, u, used); err != nil {
-		var te *SnapshotTreeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("snapshot %s: %w: %w", strings.Join(te.Snapshots, ", "), ErrInvalidManifest, err)
+	p.copies = u.recordSorter(blobRecordSize)
+	hooks := usageHooks{
+		usage: u,
+		phase: func(name string) { p.progress(name, 0, 0) },
+		indexFile: func(name string, packs []ID, done, total int) {
+			p.progress("index", int64(done), int64(total))
+			p.indexFiles = append(p.indexFiles, indexFileInfo{name: name, packs: packs})
+			for _, pk := range packs {
+				p.pack(pk).indexed = true
+			}
+		},
+	}
+	var g usedGroup
+	_, err = p.r.blobUsage(ctx, snaps, u.opts, hooks, func(b BlobUse) error {
+		if b.ID != g.id || !g.started {
+			if err := g.check(); err != nil {
+				return err
+			}
+			g = usedGroup{id: b.ID, pack: b.Pack, used: b.Used, started: true}
 		}
-		return err
+		return p.count(b, &g)
+	})
+	if err == nil {
+		err = g.check()
 	}
-	usedIDs, err := used.Sorted()
+	var te *SnapshotTreeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("snapshot %s: %w: %w", strings.Join(te.Snapshots, ", "), ErrInvalidManifest, err)
+	}
 	if err != nil {
-		return fmt.Errorf("sort the used blobs: %w", err)
-	}
-	if err := p.join(ctx, usedIDs, records); err != nil {
 		return err
 	}
 	p.progress("plan", 0, 0)
@@ -244,99 +253,89 @@ func (p *pruneRun) pack(id ID) *packFigures {
 	return f
 }
 
-// readIndex streams the index files: it records which packs each lists,
-// indexes the tree blobs in reader (for the walk) and returns every entry
-// sorted by blob, then pack.
-func (p *pruneRun) readIndex(ctx context.Context, reader *Repository) ([]IndexedBlob, error) {
-	names, err := p.r.sortedIndexFileNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p.res.IndexFiles = len(names)
-	var records []IndexedBlob
-	var trees []IndexedBlob
-	err = p.r.eachIndexFile(ctx, names, func(name string, f indexFile) error {
-		p.progress("index", int64(len(p.indexFiles)), int64(len(names)))
-		p.indexFiles = append(p.indexFiles, indexFileInfo{name: name, packs: f.Packs})
-		for _, pk := range f.Packs {
-			p.pack(pk).indexed = true
-		}
-		trees = trees[:0]
-		for _, b := range f.Blobs {
-			if b.Type == TreeBlob {
-				trees = append(trees, b)
-			}
-			records = append(records, b)
-		}
-		reader.idx.add(trees)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(records, func(i, j int) bool { return lessBlobPack(records[i], records[j]) })
-	return records, nil
+// usedGroup is the entries of one blob that prune has counted so far.
+type usedGroup struct {
+	id      ID
+	pack    ID // of its first entry
+	used    bool
+	kept    bool // a copy counts as the used one
+	started bool
 }
 
-// lessBlobPack orders index entries by blob, then pack.
-func lessBlobPack(a, b IndexedBlob) bool {
-	if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
-		return c < 0
-	}
-	return bytes.Compare(a.Pack[:], b.Pack[:]) < 0
-}
-
-// join walks the sorted used IDs beside the index entries (sorted by blob,
-// then pack) and counts each entry used or unused in its pack. Of a used
-// blob indexed in several packs, one copy counts as used: the first in a
-// pack that exists; the other copies are unused bytes of their packs.
-func (p *pruneRun) join(ctx context.Context, used interface {
-	Next() bool
-	ID() [32]byte
-	Err() error
-}, records []IndexedBlob) error {
-	haveUsed := used.Next()
-	for i := 0; i < len(records); {
-		if i%cancelCheck == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		id := records[i].ID
-		j := i + 1
-		for j < len(records) && records[j].ID == id {
-			j++
-		}
-		for haveUsed && before(used.ID(), id) {
-			return fmt.Errorf("blob %s: %w", ID(used.ID()), ErrBlobMissing)
-		}
-		isUsed := haveUsed && used.ID() == [32]byte(id)
-		if isUsed {
-			haveUsed = used.Next()
-		}
-		kept := false
-		for _, b := range records[i:j] {
-			f := p.pack(b.Pack)
-			if isUsed && !kept && f.size >= 0 {
-				kept = true
-				f.usedBlobs++
-				f.usedBytes += int64(b.Length)
-				p.copies = append(p.copies, b)
-				continue
-			}
-			f.unusedBlobs++
-			f.unusedBytes += int64(b.Length)
-		}
-		if isUsed && !kept {
-			return fmt.Errorf("blob %s is used but its pack %s is missing: run nightjar check", id.Short(), records[i].Pack.Short())
-		}
-		i = j
-	}
-	if err := used.Err(); err != nil {
-		return fmt.Errorf("read the sorted used blobs: %w", err)
-	}
-	if haveUsed {
-		return fmt.Errorf("blob %s: %w", ID(used.ID()), ErrBlobMissing)
+// check fails for a used blob none of whose copies is in a pack that
+// exists.
+func (g *usedGroup) check() error {
+	if g.started && g.used && !g.kept {
+		return fmt.Errorf("blob %s is used but its pack %s is missing: run nightjar check", g.id.Short(), g.pack.Short())
 	}
 	return nil
+}
+
+// count adds an index entry to its pack's figures. Of a used blob indexed
+// in several packs, one copy counts as used: the first in a pack that
+// exists (entries come by pack ID); the other copies are unused bytes of
+// their packs. The copy that counts goes to p.copies, by pack.
+func (p *pruneRun) count(b BlobUse, g *usedGroup) error {
+	f := p.pack(b.Pack)
+	if !b.Used || g.kept || f.size < 0 {
+		f.unusedBlobs++
+		f.unusedBytes += int64(b.Length)
+		return nil
+	}
+	g.kept = true
+	f.usedBlobs++
+	f.usedBytes += int64(b.Length)
+	if err := p.copies.AddRecord(byPackRecord(p.rec[:], b.IndexedBlob)); err != nil {
+		return fmt.Errorf("sort the blobs to copy: %w", err)
+	}
+	return nil
+}
+
+// blobRecordSize is the size of an index entry as an extsort record:
+// two IDs (blob and pack, in either order), type, compression, offset,
+// length and raw length.
+const blobRecordSize = 32 + 32 + 1 + 1 + 4 + 4 + 4
+
+// byBlobRecord writes b into rec so that records sort by blob, then pack.
+func byBlobRecord(rec []byte, b IndexedBlob) []byte {
+	copy(rec, b.ID[:])
+	copy(rec[32:], b.Pack[:])
+	putBlobPlace(rec[64:], b.PackedBlob)
+	return rec
+}
+
+// byPackRecord writes b into rec so that records sort by pack, then
+// offset.
+func byPackRecord(rec []byte, b IndexedBlob) []byte {
+	copy(rec, b.Pack[:])
+	putBlobPlace(rec[32:], b.PackedBlob)
+	copy(rec[46:], b.ID[:])
+	return rec
+}
+
+// putBlobPlace writes the offset first, big-endian, so that it orders.
+func putBlobPlace(p []byte, b PackedBlob) {
+	binary.BigEndian.PutUint32(p, b.Offset)
+	binary.BigEndian.PutUint32(p[4:], b.Length)
+	binary.BigEndian.PutUint32(p[8:], b.RawLength)
+	p[12], p[13] = byte(b.Type), b.Compression
+}
+
+func blobPlace(p []byte) PackedBlob {
+	return PackedBlob{Offset: binary.BigEndian.Uint32(p), Length: binary.BigEndian.Uint32(p[4:]),
+		RawLength: binary.BigEndian.Uint32(p[8:]), Type: BlobType(p[12]), Compression: p[13]}
+}
+
+func fromBlobRecord(rec []byte) IndexedBlob {
+	b := IndexedBlob{PackedBlob: blobPlace(rec[64:]), Pack: ID(rec[32:64])}
+	b.ID = ID(rec[:32])
+	return b
+}
+
+func fromPackRecord(rec []byte) IndexedBlob {
+	b := IndexedBlob{PackedBlob: blobPlace(rec[32:46]), Pack: ID(rec[:32])}
+	b.ID = ID(rec[46:78])
+	return b
 }
 
 // plan chooses what happens to every pack and fills the result's figures.
@@ -433,15 +432,6 @@ func (p *pruneRun) plan(ctx context.Context) error {
 			res.IndexFilesReplaced++
 		}
 	}
-	// Keep only the copies to make, in pack order.
-	p.copies = slices.DeleteFunc(p.copies, func(b IndexedBlob) bool { return p.packs[b.Pack].action != packRepack })
-	sort.Slice(p.copies, func(i, j int) bool {
-		a, b := p.copies[i], p.copies[j]
-		if c := bytes.Compare(a.Pack[:], b.Pack[:]); c != 0 {
-			return c < 0
-		}
-		return a.Offset < b.Offset
-	})
 	return nil
 }
 
@@ -492,13 +482,21 @@ func (p *pruneRun) repack(ctx context.Context) error {
 		return err
 	}
 	defer w.closeShadow()
+	copies, err := p.copies.Sorted()
+	if err != nil {
+		return fmt.Errorf("sort the blobs to copy: %w", err)
+	}
 	var done int64
 	written, err := w.WriteSession(ctx, WriteOptions{}, func(ctx context.Context, wr *Writer) error {
-		var data []byte
+		var data, plain []byte
 		var cur ID
-		var plain []byte
-		for i, b := range p.copies {
-			if i == 0 || b.Pack != cur {
+		for first := true; copies.Next(); {
+			b := fromPackRecord(copies.Record())
+			if p.packs[b.Pack].action != packRepack {
+				continue
+			}
+			if first || b.Pack != cur {
+				first = false
 				cur = b.Pack
 				done++
 				p.progress("repack", done, int64(p.res.PacksRepacked))
@@ -513,8 +511,8 @@ func (p *pruneRun) repack(ctx context.Context) error {
 			if end > int64(len(data)) {
 				return fmt.Errorf("blob %s lies beyond the end of pack %s: %w", b.ID.Short(), cur.Short(), ErrIntegrity)
 			}
-			sealed := slices.Clone(data[b.Offset:end]) // openBlob decrypts in place
-			out, err := p.r.openBlob(b.PackedBlob, sealed, &plain)
+			// openBlob decrypts in place: each blob of data is read once.
+			out, err := p.r.openBlob(b.PackedBlob, data[b.Offset:end], &plain)
 			if err != nil {
 				return fmt.Errorf("repack pack %s: %w", cur.Short(), err)
 			}
@@ -522,7 +520,7 @@ func (p *pruneRun) repack(ctx context.Context) error {
 				return fmt.Errorf("repack: %w", err)
 			}
 		}
-		return nil
+		return copies.Err()
 	})
 	if err != nil {
 		return err

@@ -18,7 +18,9 @@ import (
 // indexed blob, and the answer must not cost memory in proportion to the
 // number of blobs. BlobUsage therefore never holds a set of blobs or of
 // trees: every ID it meets goes into an external sorter (repo/extsort),
-// and the sorted streams are joined in order.
+// and the sorted streams are joined in order. Nor does it load the index:
+// it reads the index files one at a time into a sorter of entries, and
+// keeps in memory only where the trees are, for the walk.
 //
 // The trees are walked level by level, breadth first: the roots of all
 // snapshots are level 0, the subtrees their trees name are level 1, and so
@@ -107,6 +109,13 @@ func (u *usage) sorter() *extsort.Sorter {
 	return s
 }
 
+// recordSorter is sorter for records of size bytes.
+func (u *usage) recordSorter(size int) *extsort.Sorter {
+	s := extsort.New(extsort.Options{Dir: u.opts.TempDir, MemoryBudget: u.opts.MemoryBudget, MaxOpen: sorterMaxOpen, RecordSize: size})
+	u.sorters = append(u.sorters, s)
+	return s
+}
+
 // close removes the files of every sorter and reports what failed.
 func (u *usage) close() error {
 	var errs []error
@@ -116,75 +125,132 @@ func (u *usage) close() error {
 	return errors.Join(errs...)
 }
 
-// BlobUsage walks every tree of snaps once and calls fn for each indexed
-// blob, in ID order, with its pack and whether snaps use it: as a tree
-// (tree lists' parts included) or as a file's data. It fails, and calls fn
-// no more, when a tree cannot be read (a *SnapshotTreeError), when a used
-// blob is not indexed (ErrBlobMissing) or when fn fails; fn's answers are
-// final only when it returns nil, so a caller deletes nothing before. Its
-// memory does not grow with the number of blobs (see the top of used.go).
-func (r *Repository) BlobUsage(ctx context.Context, snaps []*Snapshot, opts UsageOptions, fn func(BlobUse) error) (stats UsageStats, err error) {
-	u := &usage{opts: opts}
-	defer func() {
-		if cerr := u.close(); err == nil && cerr != nil {
-			err = fmt.Errorf("blob usage: %w", cerr)
-		}
-	}()
-	used := u.sorter()
-	if stats, err = r.walkUsed(ctx, snaps, u, used); err != nil {
+// BlobUsage walks every tree of snaps once and calls fn for each entry of
+// the index files, in blob ID order (a blob listed for several packs comes
+// once per pack, by pack ID), with whether snaps use it: as a tree (tree
+// lists' parts included) or as a file's data. It reads the index files
+// itself, one at a time, and neither needs nor uses the in-memory index
+// that LoadIndex fills. It fails, and calls fn no more, when a tree cannot
+// be read (a *SnapshotTreeError), when a used blob is not indexed
+// (ErrBlobMissing) or when fn fails; fn's answers are final only when it
+// returns nil, so a caller deletes nothing before. Its memory does not
+// grow with the number of blobs (see the top of used.go).
+func (r *Repository) BlobUsage(ctx context.Context, snaps []*Snapshot, opts UsageOptions, fn func(BlobUse) error) (UsageStats, error) {
+	return r.blobUsage(ctx, snaps, opts, usageHooks{}, fn)
+}
+
+// usageHooks let prune see more of a blobUsage: every index file read
+// (with the packs it lists), the sorters' options for sorters of its own,
+// and the phases.
+type usageHooks struct {
+	indexFile func(name string, packs []ID, done, total int)
+	phase     func(name string)
+	usage     *usage // the sorters' owner, closed by the caller; nil: blobUsage's own
+}
+
+func (r *Repository) blobUsage(ctx context.Context, snaps []*Snapshot, opts UsageOptions, hooks usageHooks, fn func(BlobUse) error) (stats UsageStats, err error) {
+	u := hooks.usage
+	if u == nil {
+		u = &usage{opts: opts}
+		defer func() {
+			if cerr := u.close(); err == nil && cerr != nil {
+				err = fmt.Errorf("blob usage: %w", cerr)
+			}
+		}()
+	}
+	// The walk finds trees in an index of their own: trees are far
+	// fewer than data blobs.
+	reader, err := r.shadow()
+	if err != nil {
 		return stats, err
 	}
-	indexed := u.sorter()
-	var addErr error
-	n := 0
-	r.idx.Each(func(b IndexedBlob) {
-		if n++; n%cancelCheck == 0 && addErr == nil {
-			addErr = ctx.Err()
-		}
-		if addErr == nil {
-			addErr = indexed.Add(b.ID)
-		}
-	})
-	if addErr != nil {
-		return stats, fmt.Errorf("sort the index: %w", addErr)
+	defer reader.closeShadow()
+	if hooks.phase != nil {
+		hooks.phase("index")
+	}
+	entries, err := r.sortIndex(ctx, u, reader.idx, hooks.indexFile)
+	if err != nil {
+		return stats, err
+	}
+	if hooks.phase != nil {
+		hooks.phase("walk")
+	}
+	used := u.sorter()
+	if stats, err = reader.walkUsed(ctx, snaps, u, used); err != nil {
+		return stats, err
 	}
 	usedIDs, err := used.Sorted()
 	if err != nil {
 		return stats, fmt.Errorf("sort the used blobs: %w", err)
 	}
-	indexedIDs, err := indexed.Sorted()
+	indexed, err := entries.Sorted()
 	if err != nil {
 		return stats, fmt.Errorf("sort the index: %w", err)
 	}
-	return stats, joinUsage(ctx, usedIDs, indexedIDs, r.idx.Lookup, fn)
+	return stats, joinUsage(ctx, usedIDs, indexed, fn)
 }
 
-// joinUsage walks the sorted indexed IDs and the sorted used IDs side by
-// side and calls fn for each indexed blob (lookup says where it is).
-func joinUsage(ctx context.Context, used, indexed *extsort.Iterator, lookup func(ID) (IndexedBlob, bool), fn func(BlobUse) error) error {
+// sortIndex reads the index files one at a time, puts every entry into a
+// sorter of records ordered by blob, then pack, and the tree blobs into
+// trees.
+func (r *Repository) sortIndex(ctx context.Context, u *usage, trees *Index, hook func(name string, packs []ID, done, total int)) (*extsort.Sorter, error) {
+	names, err := r.sortedIndexFileNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries := u.recordSorter(blobRecordSize)
+	var treeBlobs []IndexedBlob
+	rec := make([]byte, blobRecordSize)
+	done := 0
+	err = r.eachIndexFile(ctx, names, func(name string, f indexFile) error {
+		if hook != nil {
+			hook(name, f.Packs, done, len(names))
+		}
+		done++
+		treeBlobs = treeBlobs[:0]
+		for _, b := range f.Blobs {
+			if b.Type == TreeBlob {
+				treeBlobs = append(treeBlobs, b)
+			}
+			if err := entries.AddRecord(byBlobRecord(rec, b)); err != nil {
+				return fmt.Errorf("sort the index: %w", err)
+			}
+		}
+		trees.add(treeBlobs)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// joinUsage walks the index entries (records ordered by blob, then pack)
+// and the sorted used IDs side by side and calls fn for each entry.
+func joinUsage(ctx context.Context, used, entries *extsort.Iterator, fn func(BlobUse) error) error {
 	haveUsed := used.Next()
-	for n := 1; indexed.Next(); n++ {
+	var last ID
+	for n := 1; entries.Next(); n++ {
 		if n%cancelCheck == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		id := indexed.ID()
-		if haveUsed && before(used.ID(), id) {
+		b := fromBlobRecord(entries.Record())
+		if n > 1 && b.ID != last && haveUsed && used.ID() == [32]byte(last) {
+			haveUsed = used.Next() // past the blob of the entries before
+		}
+		if haveUsed && before(used.ID(), b.ID) {
 			return fmt.Errorf("blob %s: %w", ID(used.ID()), ErrBlobMissing)
 		}
-		b, ok := lookup(ID(id))
-		if !ok {
-			return fmt.Errorf("blob %s left the index while its use was computed", ID(id))
-		}
-		isUsed := haveUsed && used.ID() == id
-		if isUsed {
-			haveUsed = used.Next()
-		}
-		if err := fn(BlobUse{IndexedBlob: b, Used: isUsed}); err != nil {
+		last = b.ID
+		if err := fn(BlobUse{IndexedBlob: b, Used: haveUsed && used.ID() == [32]byte(b.ID)}); err != nil {
 			return err
 		}
 	}
-	if err := indexed.Err(); err != nil {
+	if err := entries.Err(); err != nil {
 		return fmt.Errorf("read the sorted index: %w", err)
+	}
+	if haveUsed && used.ID() == [32]byte(last) {
+		haveUsed = used.Next()
 	}
 	if err := used.Err(); err != nil {
 		return fmt.Errorf("read the sorted used blobs: %w", err)

@@ -18,20 +18,19 @@ func benchID(i uint64) ID {
 	return id
 }
 
-// benchLookup stands for the index: blob i lies in pack i/1000.
-func benchLookup(id ID) (IndexedBlob, bool) {
-	i := binary.BigEndian.Uint64(id[8:16])
+// benchEntry is blob i's index entry: it lies in pack i/1000.
+func benchEntry(i uint64) IndexedBlob {
 	var pack ID
 	binary.BigEndian.PutUint64(pack[:], i/1000)
-	return IndexedBlob{PackedBlob: PackedBlob{ID: id, Type: DataBlob, Offset: uint32(i%1000) << 10, Length: 1 << 10}, Pack: pack}, true
+	return IndexedBlob{PackedBlob: PackedBlob{ID: benchID(i), Type: DataBlob, Offset: uint32(i%1000) << 10, Length: 1 << 10}, Pack: pack}
 }
 
 // BenchmarkBlobUsageStream runs the part of BlobUsage that grows with the
 // number of blobs, on generated IDs instead of a repository's: the used
 // blobs (n distinct, one in seven referenced twice, as shared blobs are)
-// and the index (n used and n/10 unused blobs, handed over in no order, as
-// Index.Each hands them) go through the same sorters, and the sorted
-// streams through the same join. Its memory must not grow with n: see
+// and the index entries (n used and n/10 unused blobs, in no order, as
+// index files come) go through the same sorters, and the sorted streams
+// through the same join. Its memory must not grow with n: see
 // bench/usedblobs/run.sh for the peak RSS of the 1M and 10M cases.
 func BenchmarkBlobUsageStream(b *testing.B) {
 	for _, n := range []int{1_000_000, 10_000_000} {
@@ -57,9 +56,10 @@ func BenchmarkBlobUsageStream(b *testing.B) {
 						}
 					}
 				}
-				indexed := u.sorter()
+				indexed := u.recordSorter(blobRecordSize)
+				rec := make([]byte, blobRecordSize)
 				for i := range total {
-					if err := indexed.Add(benchID(i)); err != nil {
+					if err := indexed.AddRecord(byBlobRecord(rec, benchEntry(i))); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -72,13 +72,13 @@ func BenchmarkBlobUsageStream(b *testing.B) {
 					b.Fatal(err)
 				}
 				gotUsed, gotAll := 0, 0
-				err = joinUsage(context.Background(), usedIDs, indexedIDs, benchLookup, func(bu BlobUse) error {
+				err = joinUsage(context.Background(), usedIDs, indexedIDs, func(bu BlobUse) error {
 					gotAll++
 					if bu.Used {
 						gotUsed++
 					}
-					if i := binary.BigEndian.Uint64(bu.ID[8:16]); bu.Used != isUsed(i) {
-						return fmt.Errorf("blob %d: used %v", i, bu.Used)
+					if i := binary.BigEndian.Uint64(bu.ID[8:16]); bu.Used != isUsed(i) || bu.IndexedBlob != benchEntry(i) {
+						return fmt.Errorf("blob %d: used %v at %+v", i, bu.Used, bu.IndexedBlob)
 					}
 					return nil
 				})

@@ -321,3 +321,56 @@ func TestBlobUsageStopsOnFnError(t *testing.T) {
 		t.Errorf("BlobUsage returned %v after %d calls, want fn's error after 3", err, calls)
 	}
 }
+
+// BlobUsage reads the index files itself: on a repository opened without
+// LoadIndex it reports every entry, and a blob stored in two packs comes
+// once for each, by pack ID, both times with its use.
+func TestBlobUsageStreamsTheIndexWithEveryCopy(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	data := []byte("stored twice")
+	twice := saveBlob(t, r, data)
+	unused := saveBlob(t, r, []byte("used by nothing"))
+	root := saveTree(t, r, &repo.Tree{Nodes: []repo.Node{{Name: "f", Type: repo.NodeFile, Content: []repo.ID{twice}}}})
+	flush(t, r)
+	// A second repository value knows no index: it stores the blob again.
+	again, err := repo.Open(ctx, be, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(again.Close)
+	saveBlob(t, again, data)
+	flush(t, again)
+
+	fresh, err := repo.Open(ctx, be, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fresh.Close)
+	var got []repo.BlobUse
+	_, err = fresh.BlobUsage(ctx, []*repo.Snapshot{{ID: "s1", Tree: root}}, repo.UsageOptions{TempDir: t.TempDir()}, func(b repo.BlobUse) error {
+		got = append(got, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Index().Len() != 0 {
+		t.Errorf("BlobUsage filled the repository's index with %d blobs", fresh.Index().Len())
+	}
+	var copies []repo.BlobUse
+	uses := map[repo.ID]bool{}
+	for _, b := range got {
+		uses[b.ID] = b.Used
+		if b.ID == twice {
+			copies = append(copies, b)
+		}
+	}
+	if len(got) != 4 || len(uses) != 3 || !uses[twice] || !uses[root] || uses[unused] {
+		t.Errorf("BlobUsage told of %d entries %v, want 4 entries of 3 blobs, the tree and the file's blob used", len(got), uses)
+	}
+	if len(copies) != 2 || !copies[0].Used || !copies[1].Used || bytes.Compare(copies[0].Pack[:], copies[1].Pack[:]) >= 0 {
+		t.Errorf("the blob stored twice came as %+v, want two used entries in ascending pack order", copies)
+	}
+}

@@ -387,7 +387,10 @@ func (w *Writer) writePack(ctx context.Context, blobs []PackedBlob, out packOutp
 // An index file is written while a session runs once its blobs fill
 // maxPacksPerIndex packs or number maxBlobsPerIndex, so that an interrupted
 // backup leaves most of its work indexed and the list of blobs waiting for
-// an index file stays small (about 5 MiB) even for many tiny files.
+// an index file stays small (about 5 MiB) even for many tiny files. No
+// index file holds more than maxBlobsPerIndex blobs (more are split into
+// several), so that prune, which streams the index, decodes at most that
+// many at a time.
 const (
 	maxPacksPerIndex = 64
 	maxBlobsPerIndex = 1 << 16
@@ -400,13 +403,19 @@ func (w *Writer) flushIndex(ctx context.Context) error {
 		return nil
 	}
 	r := w.r
-	body := encodeIndexBody(sortedIndexFile(w.unindexed))
-	data := sealObject(r.seal, "index", "", body)
-	name := fileID(data)
-	if err := r.be.Save(ctx, Handle{Type: IndexFile, Name: name.String()}, data); err != nil {
-		return fmt.Errorf("write index: %w", err)
+	// At most maxBlobsPerIndex blobs a file, however many a pack of tiny
+	// blobs or the adopted packs bring: prune decodes one file at a time.
+	for blobs := sortedIndexFile(w.unindexed).Blobs; len(blobs) > 0; {
+		n := min(len(blobs), maxBlobsPerIndex)
+		body := encodeIndexBody(sortedIndexFile(blobs[:n]))
+		data := sealObject(r.seal, "index", "", body)
+		name := fileID(data)
+		if err := r.be.Save(ctx, Handle{Type: IndexFile, Name: name.String()}, data); err != nil {
+			return fmt.Errorf("write index: %w", err)
+		}
+		w.stats.Bytes += int64(len(data))
+		blobs = blobs[n:]
 	}
-	w.stats.Bytes += int64(len(data))
 	w.unindexed = nil
 	w.unindexedPacks = map[ID]bool{}
 	return nil

@@ -1,13 +1,17 @@
-// Command usedblobs measures prune's set of used blobs (repo.BlobUsage) on
-// a generated repository, for bench/usedblobs/run.sh:
+// Command usedblobs measures prune's set of used blobs (repo.BlobUsage) and
+// prune itself (repo.Prune) on a generated repository, for
+// bench/usedblobs/run.sh:
 //
 //	usedblobs -dir DIR -make -blobs N   # a repository of N data blobs
 //	usedblobs -dir DIR                  # BlobUsage of its newer snapshot
+//	usedblobs -dir DIR -prune           # forget "old", then Prune
 //
 // The repository holds N tiny data blobs, one file each, in folders of
 // 1000 files (split trees), and two snapshots: "old" holds every folder,
 // "new" all but the first tenth, so that BlobUsage of "new" finds about
-// nine in ten blobs used. Run under /usr/bin/time -v for the peak RSS.
+// nine in ten blobs used, and a prune after forgetting "old" has a tenth
+// of the blobs to delete or repack away. Run under /usr/bin/time -v for
+// the peak RSS.
 package main
 
 import (
@@ -16,7 +20,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -34,6 +37,7 @@ const perFolder = 1000
 func main() {
 	dir := flag.String("dir", "", "the repository's folder")
 	create := flag.Bool("make", false, "make the repository")
+	prune := flag.Bool("prune", false, "forget snapshot old, then prune (restic's default --max-unused 10%)")
 	blobs := flag.Int("blobs", 1_000_000, "data blobs of the repository made")
 	flag.Parse()
 	if *dir == "" {
@@ -41,9 +45,12 @@ func main() {
 	}
 	ctx := context.Background()
 	var err error
-	if *create {
+	switch {
+	case *create:
 		err = makeRepository(ctx, *dir, *blobs)
-	} else {
+	case *prune:
+		err = forgetAndPrune(ctx, *dir)
+	default:
 		err = usage(ctx, *dir)
 	}
 	if err != nil {
@@ -121,13 +128,6 @@ func usage(ctx context.Context, dir string) error {
 		return err
 	}
 	defer r.Close()
-	if err := r.LoadIndex(ctx); err != nil {
-		return err
-	}
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	indexHeap, indexPeak := ms.HeapAlloc, peakRSS()
 	snap, err := r.LoadSnapshot(ctx, "new")
 	if err != nil {
 		return err
@@ -149,10 +149,51 @@ func usage(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	runtime.ReadMemStats(&ms)
 	fmt.Printf("%d blobs used, %d unused, %d trees walked\n", used, unused, stats.Trees)
-	fmt.Printf("the index holds %.0f MiB of heap; peak RSS after LoadIndex %s, after BlobUsage %s\n",
-		float64(indexHeap)/(1<<20), indexPeak, peakRSS())
+	fmt.Printf("peak RSS after BlobUsage %s (it streams the index: no LoadIndex)\n", peakRSS())
+	return nil
+}
+
+// forgetAndPrune forgets snapshot "old" and prunes with restic's default
+// --max-unused, without loading the index (Prune streams it).
+func forgetAndPrune(ctx context.Context, dir string) error {
+	be, err := backend.Open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return password, nil }})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = r.Forget(ctx, repo.ForgetOptions{
+		Plan: func(snaps []*repo.Snapshot, _ map[string]bool) ([]string, error) {
+			for _, s := range snaps {
+				if s.ID == "old" {
+					return []string{"old"}, nil
+				}
+			}
+			return nil, nil // forgotten by an earlier run
+		},
+		GroupKey: func(*repo.Snapshot) string { return "" },
+	})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "usedblobs-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	res, err := r.Prune(ctx, repo.PruneOptions{MaxUnused: repo.DefaultMaxUnused, TempDir: tmp})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("prune in %s: %d blobs used, %d unused; %d packs deleted, %d repacked (%d blobs copied), %d written; %d index files replaced; %.1f MiB freed, %.1f MiB unused left\n",
+		time.Since(start).Round(time.Millisecond), res.BlobsUsed, res.BlobsUnused, res.PacksDeleted, res.PacksRepacked,
+		res.BlobsCopied, res.PacksWritten, res.IndexFilesReplaced, float64(res.BytesFreed)/(1<<20), float64(res.UnusedLeft)/(1<<20))
+	fmt.Printf("peak RSS after Prune %s\n", peakRSS())
 	return nil
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Peak RSS of prune's set of used blobs (repo.BlobUsage), with GOMEMLIMIT
-# unset. Issue 13 wants it under 256 MiB for 1 million and 10 million
-# referenced blobs.
+# Peak RSS of prune's set of used blobs (repo.BlobUsage) and of prune
+# (repo.Prune), with GOMEMLIMIT unset. Issue 13 wants it under 256 MiB for
+# 1 million and 10 million referenced blobs.
 #
 #   bench/usedblobs/run.sh            # exits 1 when a case is over LIMIT_MIB
 #
@@ -11,8 +11,12 @@
 #                           without a repository (see there why)
 #   repository REAL_BLOBS   usedblobs (main.go) on a generated local repository
 #                           of REAL_BLOBS data blobs (default 1,000,000): the
-#                           whole BlobUsage, tree walk included, plus the
-#                           repository's in-memory index, which LoadIndex builds
+#                           whole BlobUsage, tree walk and streamed index
+#                           included (no LoadIndex)
+#   prune REAL_BLOBS        usedblobs -prune on the same repository: forget
+#                           snapshot "old" (a tenth of the blobs become unused),
+#                           then the whole Prune, which streams the index instead
+#                           of loading it
 #
 # Environment: WORK=/tmp/nightjar-usedblobs (the repository and the sorted
 # runs: about 1.5 GB at 10M), LIMIT_MIB=256, REAL_BLOBS=1000000 (0: skip),
@@ -50,5 +54,7 @@ if [ "$REAL_BLOBS" -gt 0 ]; then
 	"$WORK/usedblobs" -dir "$WORK/repo" -make -blobs "$REAL_BLOBS"
 	TMPDIR="$WORK" /usr/bin/time -v "$WORK/usedblobs" -dir "$WORK/repo" 2>"$WORK/repo.time"
 	report "repository $REAL_BLOBS" "$WORK/repo.time"
+	TMPDIR="$WORK" /usr/bin/time -v "$WORK/usedblobs" -dir "$WORK/repo" -prune 2>"$WORK/prune.time"
+	report "prune $REAL_BLOBS" "$WORK/prune.time"
 fi
 exit $status

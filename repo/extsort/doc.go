@@ -1,12 +1,15 @@
-// Package extsort sorts a stream of 32-byte blob IDs that may not fit in
-// memory, and hands them back in order without duplicates: IDs are
-// buffered up to a memory budget, each full buffer is sorted and spilled
-// as a run to a temporary file, and the runs are merged k-way, at most
-// MaxOpen files open at once (more runs are first merged into intermediate
-// files). Prune uses it for the set of blobs the snapshots use and for the
-// index, so that its memory does not grow with the number of blobs.
+// Package extsort sorts a stream of fixed-size records (32-byte blob IDs
+// by default) that may not fit in memory, and hands them back in order,
+// as byte strings, without duplicates: records are buffered up to a
+// memory budget, each full buffer is sorted and spilled as a run to a
+// temporary file, and the runs are merged k-way, at most MaxOpen files
+// open at once (more runs are first merged into intermediate files).
+// Prune uses it for the set of blobs the snapshots use and for the index
+// entries (a blob ID, then its pack and place), so that its memory does
+// not grow with the number of blobs.
 //
-// It must never hold more than its budget of IDs in memory, never keep
-// more than MaxOpen files open, and never leave a file behind after Close,
-// whatever failed. It knows nothing of repositories: an ID is 32 bytes.
+// It must never hold more than its budget of records in memory, never
+// keep more than MaxOpen files open, and never leave a file behind after
+// Close, whatever failed. It knows nothing of repositories: a record is
+// bytes, ordered from its first byte.
 package extsort

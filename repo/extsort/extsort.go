@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"sort"
 )
 
-// ID is what is sorted: 32 bytes, ordered as byte strings.
+// ID is what a Sorter sorts by default: 32 bytes, ordered as byte strings.
 type ID = [32]byte
 
+// IDSize is the size of an ID, the default record size.
+const IDSize = len(ID{})
+
 // DefaultMemoryBudget is the memory budget of a Sorter whose options name
-// none: 4 MiB, 131,072 IDs per run.
+// none: 4 MiB, 131,072 IDs (or fewer, larger records) per run.
 const DefaultMemoryBudget = 4 << 20
 
 // MaxOpen is the most files a Sorter keeps open at once.
@@ -31,9 +34,13 @@ const (
 type Options struct {
 	// Dir is the folder of the temporary run files; "" is os.TempDir().
 	Dir string
-	// MemoryBudget is the bytes of IDs held in memory before they are
-	// spilled as a run; 0 is DefaultMemoryBudget, and it is at least one ID.
+	// MemoryBudget is the bytes of records held in memory before they
+	// are spilled as a run; 0 is DefaultMemoryBudget, and it is at least
+	// one record.
 	MemoryBudget int
+	// RecordSize is the size of every record; 0 is IDSize. Records are
+	// ordered as byte strings: what a record starts with sorts first.
+	RecordSize int
 	// MaxOpen bounds the files open at once (at least 3); 0 or more than
 	// MaxOpen is MaxOpen. A final merge reads up to MaxOpen runs; an
 	// intermediate merge reads MaxOpen-1 runs into one more file.
@@ -43,14 +50,16 @@ type Options struct {
 // ErrSorted is returned by Add after Sorted was called.
 var ErrSorted = errors.New("add to a sorter after Sorted")
 
-// Sorter collects IDs with Add and returns them sorted by Sorted. Close
-// removes its files. Not safe for concurrent use.
+// Sorter collects records (IDs by default) with Add or AddRecord and
+// returns them sorted, without duplicates, by Sorted. Close removes its
+// files. Not safe for concurrent use.
 type Sorter struct {
 	dir     string
+	size    int // of a record
 	perRun  int
 	maxOpen int
 
-	buf   []ID
+	buf   records
 	runs  []string        // runs not yet merged, oldest first
 	files map[string]bool // every file on disk, removed by Close
 	open  []*os.File      // the files of the final merge, closed by Close
@@ -84,36 +93,50 @@ func New(opts Options) *Sorter {
 	if dir == "" {
 		dir = os.TempDir()
 	}
+	size := opts.RecordSize
+	if size <= 0 {
+		size = IDSize
+	}
 	return &Sorter{
 		dir:     dir,
-		perRun:  max(budget/len(ID{}), 1),
+		size:    size,
+		buf:     records{size: size},
+		perRun:  max(budget/size, 1),
 		maxOpen: max(maxOpen, 3),
 		files:   map[string]bool{},
 	}
 }
 
-// Add adds id; when the memory budget is full it sorts the IDs held and
-// spills them to a run file.
-func (s *Sorter) Add(id ID) error {
+// Add adds id to a Sorter of IDs (RecordSize IDSize).
+func (s *Sorter) Add(id ID) error { return s.AddRecord(id[:]) }
+
+// AddRecord adds a copy of rec, which must be RecordSize bytes; when the
+// memory budget is full it sorts the records held and spills them to a run
+// file.
+func (s *Sorter) AddRecord(rec []byte) error {
 	if s.done {
 		return ErrSorted
 	}
-	if s.buf == nil {
-		s.buf = make([]ID, 0, s.perRun)
+	if len(rec) != s.size {
+		return fmt.Errorf("add a record of %d bytes to a sorter of %d-byte records", len(rec), s.size)
 	}
-	s.buf = append(s.buf, id)
-	if len(s.buf) < s.perRun {
+	if s.buf.data == nil {
+		s.buf.data = make([]byte, 0, s.perRun*s.size)
+	}
+	s.buf.data = append(s.buf.data, rec...)
+	if s.buf.Len() < s.perRun {
 		return nil
 	}
 	return s.spill()
 }
 
-// spill writes the IDs held, sorted and without duplicates, to a new run.
+// spill writes the records held, sorted and without duplicates, to a new
+// run.
 func (s *Sorter) spill() error {
-	sortUnique(&s.buf)
-	name, err := s.writeRun(func(emit func(ID) error) error {
-		for _, id := range s.buf {
-			if err := emit(id); err != nil {
+	s.buf.sortUnique()
+	name, err := s.writeRun(func(emit func([]byte) error) error {
+		for i := range s.buf.Len() {
+			if err := emit(s.buf.at(i)); err != nil {
 				return err
 			}
 		}
@@ -122,21 +145,51 @@ func (s *Sorter) spill() error {
 	if err != nil {
 		return fmt.Errorf("spill sorted run: %w", err)
 	}
-	s.buf = s.buf[:0]
+	s.buf.data = s.buf.data[:0]
 	s.runs = append(s.runs, name)
 	s.stats.runs++
 	return nil
 }
 
-// sortUnique sorts ids and removes duplicates.
-func sortUnique(ids *[]ID) {
-	slices.SortFunc(*ids, func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
-	*ids = slices.Compact(*ids)
+// records are fixed-size records one after another in memory.
+type records struct {
+	size int
+	data []byte
+	tmp  []byte // Swap's scratch
+}
+
+func (r *records) Len() int           { return len(r.data) / r.size }
+func (r *records) at(i int) []byte    { return r.data[i*r.size : (i+1)*r.size] }
+func (r *records) Less(i, j int) bool { return bytes.Compare(r.at(i), r.at(j)) < 0 }
+func (r *records) Swap(i, j int) {
+	if r.tmp == nil {
+		r.tmp = make([]byte, r.size)
+	}
+	a, b := r.at(i), r.at(j)
+	copy(r.tmp, a)
+	copy(a, b)
+	copy(b, r.tmp)
+}
+
+// sortUnique sorts the records and removes duplicates.
+func (r *records) sortUnique() {
+	sort.Sort(r)
+	n := 0
+	for i := range r.Len() {
+		if n > 0 && bytes.Equal(r.at(i), r.at(n-1)) {
+			continue
+		}
+		if n != i {
+			copy(r.at(n), r.at(i))
+		}
+		n++
+	}
+	r.data = r.data[:n*r.size]
 }
 
 // writeRun creates a run file and fills it with what produce emits; on
 // failure the file is removed.
-func (s *Sorter) writeRun(produce func(emit func(ID) error) error) (string, error) {
+func (s *Sorter) writeRun(produce func(emit func([]byte) error) error) (string, error) {
 	f, err := os.CreateTemp(s.dir, "nightjar-sort-*.run")
 	if err != nil {
 		return "", fmt.Errorf("create run file: %w", err)
@@ -149,8 +202,8 @@ func (s *Sorter) writeRun(produce func(emit func(ID) error) error) (string, erro
 		w = s.wrap(w)
 	}
 	bw := bufio.NewWriterSize(w, writeBufferSize)
-	err = produce(func(id ID) error {
-		_, err := bw.Write(id[:])
+	err = produce(func(rec []byte) error {
+		_, err := bw.Write(rec)
 		return err
 	})
 	if err == nil {
@@ -185,33 +238,33 @@ func (s *Sorter) remove(name string) error {
 	return nil
 }
 
-// Sorted returns the distinct IDs added, in order. After it, Add fails.
-// The iterator is valid until Close.
+// Sorted returns the distinct records added, in order. After it, Add
+// fails. The iterator is valid until Close.
 func (s *Sorter) Sorted() (*Iterator, error) {
 	if s.done {
 		return nil, ErrSorted
 	}
 	s.done = true
 	if len(s.runs) == 0 {
-		sortUnique(&s.buf)
-		return &Iterator{ids: s.buf}, nil
+		s.buf.sortUnique()
+		return &Iterator{mem: s.buf, size: s.size}, nil
 	}
-	if len(s.buf) > 0 {
+	if s.buf.Len() > 0 {
 		if err := s.spill(); err != nil {
 			return nil, err
 		}
 	}
-	s.buf = nil
+	s.buf.data = nil
 	for len(s.runs) > s.maxOpen {
 		group := s.runs[:s.maxOpen-1]
-		name, err := s.writeRun(func(emit func(ID) error) error {
+		name, err := s.writeRun(func(emit func([]byte) error) error {
 			m, err := s.openMerge(group)
 			if err != nil {
 				return err
 			}
 			defer s.closeMerge(m)
 			for m.next() {
-				if err := emit(m.id); err != nil {
+				if err := emit(m.rec); err != nil {
 					return err
 				}
 			}
@@ -232,14 +285,14 @@ func (s *Sorter) Sorted() (*Iterator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge sorted runs: %w", err)
 	}
-	return &Iterator{merge: m}, nil
+	return &Iterator{merge: m, size: s.size}, nil
 }
 
 // Close closes the files of the merge and removes every file the Sorter
 // made. It may be called more than once, and after any failure.
 func (s *Sorter) Close() error {
 	s.done = true
-	s.buf = nil
+	s.buf.data = nil
 	var errs []error
 	for _, f := range s.open {
 		if err := s.closeFile(f); err != nil {
@@ -258,38 +311,43 @@ func (s *Sorter) Close() error {
 	return nil
 }
 
-// Iterator walks sorted, distinct IDs:
+// Iterator walks sorted, distinct records:
 //
 //	for it.Next() { use(it.ID()) }
 //	if err := it.Err(); err != nil { ... }
 type Iterator struct {
-	ids   []ID // when everything fit in memory
+	mem   records // when everything fit in memory
 	pos   int
 	merge *merger
-	id    ID
+	size  int
+	rec   []byte
 	err   error
 }
 
-// Next moves to the next ID and reports whether there is one.
+// Next moves to the next record and reports whether there is one.
 func (it *Iterator) Next() bool {
 	if it.merge != nil {
 		if !it.merge.next() {
 			it.err = it.merge.err
 			return false
 		}
-		it.id = it.merge.id
+		it.rec = it.merge.rec
 		return true
 	}
-	if it.pos >= len(it.ids) {
+	if it.pos >= it.mem.Len() {
 		return false
 	}
-	it.id = it.ids[it.pos]
+	it.rec = it.mem.at(it.pos)
 	it.pos++
 	return true
 }
 
-// ID returns the current ID.
-func (it *Iterator) ID() ID { return it.id }
+// ID returns the first IDSize bytes of the current record: the current ID
+// of a Sorter of IDs.
+func (it *Iterator) ID() ID { return ID(it.rec[:IDSize]) }
+
+// Record returns the current record, valid until the next call of Next.
+func (it *Iterator) Record() []byte { return it.rec }
 
 // Err returns the error that ended the iteration, if any.
 func (it *Iterator) Err() error { return it.err }

@@ -274,3 +274,76 @@ func TestAddAfterSorted(t *testing.T) {
 		t.Errorf("second Sorted: %v, want ErrSorted", err)
 	}
 }
+
+// Records larger than an ID sort as byte strings, whole: records that
+// share their first 32 bytes are ordered by the rest, and only identical
+// records are merged, in memory and across runs and merges alike.
+func TestRecordsLargerThanAnID(t *testing.T) {
+	const size = 80
+	tests := []struct {
+		name       string
+		n, perRun  int
+		wantMerges int
+	}{
+		{name: "in memory", n: 300, perRun: 1000},
+		{name: "runs", n: 300, perRun: 37},
+		{name: "merges of runs", n: 3000, perRun: 20, wantMerges: 2},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(i), 2))
+			prefixes := randomIDs(uint64(i), 7, 0) // few prefixes: many records share one
+			var recs [][]byte
+			for range tc.n {
+				rec := make([]byte, size)
+				copy(rec, prefixes[rng.IntN(len(prefixes))][:])
+				rec[40] = byte(rng.IntN(5)) // few tails: some records repeat whole
+				recs = append(recs, rec)
+			}
+			dir := t.TempDir()
+			s := New(Options{Dir: dir, MemoryBudget: tc.perRun * size, RecordSize: size})
+			defer s.Close()
+			for _, rec := range recs {
+				if err := s.AddRecord(rec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			it, err := s.Sorted()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]byte
+			for it.Next() {
+				if it.ID() != ID(it.Record()[:IDSize]) {
+					t.Fatalf("ID() is not the record's first %d bytes", IDSize)
+				}
+				got = append(got, slices.Clone(it.Record()))
+			}
+			if err := it.Err(); err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(recs)
+			slices.SortFunc(want, bytes.Compare)
+			want = slices.CompactFunc(want, bytes.Equal)
+			if !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Errorf("got %d records, want the %d of an in-memory sort", len(got), len(want))
+			}
+			if s.stats.merges != tc.wantMerges {
+				t.Errorf("%d intermediate merges, want %d", s.stats.merges, tc.wantMerges)
+			}
+		})
+	}
+}
+
+// A record of the wrong size is refused, and so is an ID added to a
+// sorter of larger records.
+func TestRecordOfTheWrongSize(t *testing.T) {
+	s := New(Options{Dir: t.TempDir(), RecordSize: 40})
+	defer s.Close()
+	if err := s.AddRecord(make([]byte, 39)); err == nil {
+		t.Error("a 39-byte record was added to a sorter of 40-byte records")
+	}
+	if err := s.Add(ID{}); err == nil {
+		t.Error("an ID was added to a sorter of 40-byte records")
+	}
+}

@@ -15,21 +15,21 @@ type merger struct {
 	s     *Sorter
 	files []*os.File
 	heap  []*cursor // a min-heap by head
-	id    ID
-	seen  bool // id holds the last ID handed out
+	rec   []byte    // the last record handed out
+	seen  bool      // rec holds it
 	err   error
 }
 
-// cursor is a run being read: head is its smallest unread ID.
+// cursor is a run being read: head is its smallest unread record.
 type cursor struct {
 	name string
 	r    *bufio.Reader
-	head ID
+	head []byte
 }
 
 // openMerge opens the runs named and reads the first ID of each.
 func (s *Sorter) openMerge(names []string) (*merger, error) {
-	m := &merger{s: s}
+	m := &merger{s: s, rec: make([]byte, s.size)}
 	for _, name := range names {
 		f, err := os.Open(name)
 		if err != nil {
@@ -39,7 +39,7 @@ func (s *Sorter) openMerge(names []string) (*merger, error) {
 		s.opened()
 		m.files = append(m.files, f)
 		s.open = append(s.open, f)
-		c := &cursor{name: name, r: bufio.NewReaderSize(f, readBufferSize)}
+		c := &cursor{name: name, r: bufio.NewReaderSize(f, readBufferSize), head: make([]byte, s.size)}
 		ok, err := c.advance()
 		if err != nil {
 			s.closeMerge(m)
@@ -65,7 +65,7 @@ func (s *Sorter) closeMerge(m *merger) {
 
 // advance reads the cursor's next ID; false at the end of the run.
 func (c *cursor) advance() (bool, error) {
-	_, err := io.ReadFull(c.r, c.head[:])
+	_, err := io.ReadFull(c.r, c.head)
 	switch {
 	case err == nil:
 		return true, nil
@@ -78,28 +78,37 @@ func (c *cursor) advance() (bool, error) {
 	}
 }
 
-// next moves m.id to the next distinct ID.
+// next moves m.rec to the next distinct record.
 func (m *merger) next() bool {
 	for m.err == nil && len(m.heap) > 0 {
 		c := m.heap[0]
-		id := c.head
-		ok, err := c.advance()
-		if err != nil {
-			m.err = err
-			return false
-		}
-		if ok {
-			m.down(0)
-		} else {
-			m.pop()
-		}
-		if m.seen && id == m.id {
+		if m.seen && bytes.Equal(c.head, m.rec) {
+			if !m.advance(c) {
+				return false
+			}
 			continue
 		}
-		m.id, m.seen = id, true
-		return true
+		copy(m.rec, c.head)
+		m.seen = true
+		return m.advance(c)
 	}
 	return false
+}
+
+// advance moves the cursor at the top of the heap on and restores the
+// heap; false on a failure, kept in m.err.
+func (m *merger) advance(c *cursor) bool {
+	ok, err := c.advance()
+	if err != nil {
+		m.err = err
+		return false
+	}
+	if ok {
+		m.down(0)
+	} else {
+		m.pop()
+	}
+	return true
 }
 
 func less(a, b *cursor) bool { return bytes.Compare(a.head[:], b.head[:]) < 0 }
