@@ -75,7 +75,7 @@ func parseRepackSize(s string) (int64, error) {
 type pruneJSON struct {
 	DryRun        bool   `json:"dry_run"`
 	MaxUnused     string `json:"max_unused"`
-	MaxRepackSize int64  `json:"max_repack_size"` // 0: no limit
+	MaxRepackSize int64  `json:"max_repack_size"` // 0: no limit; 1: nothing repacked (--max-repack-size 0)
 	LeftoverAge   string `json:"leftover_age"`    // how old a pack no index lists must be to go
 	*repo.PruneResult
 }
@@ -180,7 +180,10 @@ func printPrune(p *printer, out *pruneJSON) {
 	}
 	p.Printf("%s %s in %d packs\n", verb("freed:      ", "would free: "), bytesText(res.BytesFreed), res.PacksDeleted+res.PacksRepacked+res.LeftoversDeleted)
 	limit := out.MaxUnused
-	if out.MaxRepackSize > 0 {
+	switch {
+	case out.MaxRepackSize == 1:
+		limit += ", repacking nothing"
+	case out.MaxRepackSize > 0:
 		limit += ", repacking at most " + bytesText(out.MaxRepackSize)
 	}
 	p.Printf("left:        %d packs (%s), %s of it unused (max-unused %s)\n", res.PacksLeft, bytesText(res.BytesLeft), bytesText(res.UnusedLeft), limit)

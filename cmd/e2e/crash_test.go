@@ -152,7 +152,15 @@ var crashKeep = []string{"--keep-last", "2"}
 
 func newCrashFixture(t *testing.T) *crashFixture {
 	t.Helper()
+	return newCrashFixtureWith(t, "")
+}
+
+// newCrashFixtureWith is newCrashFixture made, and copied, with the binary
+// bin ("": the one under test).
+func newCrashFixtureWith(t *testing.T, bin string) *crashFixture {
+	t.Helper()
 	e := newEnv(t)
+	e.bin = bin
 	e.init()
 	f := &crashFixture{template: e, src: filepath.Join(e.dir, "src"), files: map[string]map[string]string{}}
 	mkdirAll(t, f.src, 0o755)
@@ -185,6 +193,7 @@ func fileHash(t *testing.T, p string) string {
 func (f *crashFixture) copyEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t)
+	e.bin = f.template.bin
 	copyDir(t, f.template.repo, e.repo)
 	return e
 }
@@ -236,7 +245,9 @@ func (f *crashFixture) verify(t *testing.T, e *env) {
 // steps. After each kill, prune must succeed and complete the work, check
 // --read-data must be clean and every snapshot left must restore
 // bit-identical; running the interrupted command again must end where a
-// clean run ends.
+// clean run ends. Every command of the test runs the binary built with the
+// hook (inert without NIGHTJAR_CRASHPOINT) and without the race detector:
+// it runs some 450 times, and the other tests run the commands under it.
 func TestCrashAtEveryStep(t *testing.T) {
 	t.Parallel()
 	bin, cleanup, err := buildbin.BuildTagged("crashtest")
@@ -244,7 +255,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	f := newCrashFixture(t)
+	f := newCrashFixtureWith(t, bin)
 
 	forgetFirst := func(t *testing.T, e *env) { e.expect(exitOK, append([]string{"forget"}, crashKeep...)...) }
 	scenarios := []struct {

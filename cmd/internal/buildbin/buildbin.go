@@ -72,11 +72,12 @@ func BuildStatic() (string, func(), error) {
 	return build(false, "")
 }
 
-// BuildTagged compiles the binary as Build does, with the build tags given
-// (comma-separated), for tests that need code users never get (the crash
-// test's hook, tag crashtest).
+// BuildTagged compiles the binary as BuildStatic does (without the race
+// detector, also under go test -race), with the build tags given
+// (comma-separated), for tests that need code users never get and run the
+// binary hundreds of times (the crash test's hook, tag crashtest).
 func BuildTagged(tags string) (string, func(), error) {
-	return build(raceDetector, tags)
+	return build(false, tags)
 }
 
 func build(race bool, tags string) (string, func(), error) {
