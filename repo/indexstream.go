@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 )
 
 // Prune reads the index as a stream, one index file at a time, instead of
@@ -35,18 +36,59 @@ func (r *Repository) readIndexBody(ctx context.Context, name string) (indexFile,
 	return f, nil
 }
 
-// eachIndexFile calls fn with each of the named index files in turn,
-// decoded; only one is in memory at a time.
+// indexReadAhead is how many index files eachIndexFile reads and decodes
+// ahead of the one it hands over: loading, hashing and decrypting them is
+// most of the work, and four at a time keep the cores busy in 4 x 6 MiB.
+const indexReadAhead = 4
+
+// eachIndexFile calls fn with each of the named index files in turn, in
+// the order given, decoded; at most indexReadAhead more are in memory.
 func (r *Repository) eachIndexFile(ctx context.Context, names []string, fn func(name string, f indexFile) error) error {
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return err
+	type result struct {
+		f   indexFile
+		err error
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel, below: no read goes on after return
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]chan result, len(names))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	tokens := make(chan struct{}, indexReadAhead)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, name := range names {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f, err := r.readIndexBody(ctx, name)
+				results[i] <- result{f, err}
+			}()
 		}
-		f, err := r.readIndexBody(ctx, name)
-		if err != nil {
-			return fmt.Errorf("read index: %w (nightjar check tells more)", err)
+	}()
+	for i, name := range names {
+		var res result
+		select {
+		case res = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if err := fn(name, f); err != nil {
+		<-tokens
+		if res.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("read index: %w (nightjar check tells more)", res.err)
+		}
+		if err := fn(name, res.f); err != nil {
 			return err
 		}
 	}

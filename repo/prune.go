@@ -133,7 +133,11 @@ type PruneOptions struct {
 	// LeftoverAge is how old a pack that no index lists must be before it
 	// is deleted; 0 is DefaultLeftoverAge.
 	LeftoverAge time.Duration
-	// TempDir is the folder of the sorted runs; "" is os.TempDir().
+	// TempDir is the folder of the sorted runs; "" is os.TempDir(). It
+	// needs about 200 bytes per indexed blob at the peak (the index
+	// entries, the used IDs and the used blobs by pack, sorted on disk):
+	// some 2 GB for 10 million blobs. On a RAM-backed folder (tmpfs) that
+	// is memory.
 	TempDir string
 	// Progress, when set, is called as prune moves on (see PruneProgress).
 	Progress func(PruneProgress)
@@ -172,6 +176,9 @@ type PruneResult struct {
 	LeftoverBytesDeleted int64 `json:"leftover_bytes_deleted"` // their sizes
 	LeftoversKept        int   `json:"leftovers_kept"`         // packs no index listed, too young (or of unknown age): kept
 	LeftoverBytesKept    int64 `json:"leftover_bytes_kept"`    // their sizes
+	TempFilesDeleted     int   `json:"temp_files_deleted"`     // temporary files of killed writes, old enough: deleted
+	TempBytesDeleted     int64 `json:"temp_bytes_deleted"`     // their sizes
+	TempFilesKept        int   `json:"temp_files_kept"`        // temporary files too young: kept
 
 	BytesFreed         int64 `json:"bytes_freed"`          // sizes of all packs deleted (wholly unused, repacked, leftovers)
 	UnusedLeft         int64 `json:"unused_left"`          // unused bytes that stay in packs kept

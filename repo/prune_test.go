@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -523,7 +524,14 @@ func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
 	forgetInterrupted(t, f, mem)
 	before := allFiles(t, mem)
 	var phases []string
-	dry, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir(), Progress: func(p repo.PruneProgress) {
+	// A repository opened without LoadIndex: prune streams the index and
+	// leaves the in-memory one empty.
+	unloaded, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unloaded.Close)
+	dry, err := unloaded.Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir(), Progress: func(p repo.PruneProgress) {
 		if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
 			phases = append(phases, p.Phase)
 		}
@@ -531,11 +539,14 @@ func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := unloaded.Index().Len(); n != 0 {
+		t.Errorf("a prune filled the in-memory index with %d blobs", n)
+	}
 	if after := allFiles(t, mem); !slices.Equal(before, after) {
 		t.Fatalf("a dry run changed the repository:\nbefore %v\nafter  %v", before, after)
 	}
-	if slices.Contains(phases, "repack") || slices.Contains(phases, "delete") {
-		t.Errorf("a dry run went through phases %v", phases)
+	if slices.Contains(phases, "repack") || slices.Contains(phases, "delete") || !slices.Contains(phases, "index") || !slices.Contains(phases, "walk") {
+		t.Errorf("a dry run went through phases %v, want index and walk but no repack or delete", phases)
 	}
 	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 	if err != nil {
@@ -651,6 +662,9 @@ func TestParseUnusedLimit(t *testing.T) {
 			if err != nil || got != tc.want {
 				t.Errorf("ParseUnusedLimit(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 			}
+			if again, err := repo.ParseUnusedLimit(got.String()); err != nil || again != got {
+				t.Errorf("%+v prints as %q, which parses as %+v, %v", got, got.String(), again, err)
+			}
 		})
 	}
 }
@@ -719,5 +733,175 @@ func TestPruneKeepsOneCopyOfADuplicatedBlob(t *testing.T) {
 	}
 	if after.BlobsUnused != 0 || after.BlobsUsed != res.BlobsUsed {
 		t.Errorf("after prune: %d blobs used, %d unused; want %d used and none unused", after.BlobsUsed, after.BlobsUnused, res.BlobsUsed)
+	}
+}
+
+// Temporary files of killed writes are removed when older than the
+// leftover age and kept when younger; a dry run counts them and removes
+// nothing.
+func TestPruneRemovesOldTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	f := newPruneFixture(t, newLocal(t))
+	tmp := filepath.Join(f.be.Location(), "tmp")
+	for name, age := range map[string]time.Duration{"0123abcd": 3 * time.Hour, "4567ef01": time.Minute} {
+		path := filepath.Join(tmp, name)
+		if err := os.WriteFile(path, make([]byte, 100), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mtime := time.Now().Add(-age)
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TempFilesDeleted != 1 || res.TempBytesDeleted != 100 || res.TempFilesKept != 1 {
+			t.Errorf("dry run %v: %d temporary files (%d bytes) deleted and %d kept, want 1 (100) and 1",
+				dry, res.TempFilesDeleted, res.TempBytesDeleted, res.TempFilesKept)
+		}
+		_, oldErr := os.Stat(filepath.Join(tmp, "0123abcd"))
+		_, youngErr := os.Stat(filepath.Join(tmp, "4567ef01"))
+		if errors.Is(oldErr, os.ErrNotExist) != !dry || youngErr != nil {
+			t.Errorf("dry run %v: old file gone: %v, young file: %v", dry, oldErr, youngErr)
+		}
+	}
+}
+
+// cancelling is a memory backend that cancels a context at its nth write
+// (Save or Remove of anything but a lock) and fails that write, as a
+// prune stopped by its caller (a signal, a shutdown) sees it.
+type cancelling struct {
+	*memory.Backend
+	mu     sync.Mutex
+	at, n  int
+	cancel context.CancelFunc
+}
+
+func (c *cancelling) write(h repo.Handle) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.Type == repo.LockFile {
+		return nil
+	}
+	if c.n++; c.n == c.at {
+		c.cancel()
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *cancelling) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	if err := c.write(h); err != nil {
+		return err
+	}
+	return c.Backend.Save(ctx, h, data)
+}
+
+func (c *cancelling) Remove(ctx context.Context, h repo.Handle) error {
+	if err := c.write(h); err != nil {
+		return err
+	}
+	return c.Backend.Remove(ctx, h)
+}
+
+// A prune cancelled at any of its writes returns the cancellation,
+// releases its lock, and leaves a sound repository that the next prune
+// completes.
+func TestPruneCancelledAtEveryWrite(t *testing.T) {
+	// An uninterrupted prune: how many writes it makes.
+	counter := &cancelling{Backend: memory.New(), cancel: func() {}}
+	f := newPruneFixture(t, counter)
+	f.forgetOld(t)
+	counter.mu.Lock()
+	made := counter.n
+	counter.mu.Unlock()
+	if _, err := openRepo(t, counter).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	counter.mu.Lock()
+	writes := counter.n - made
+	counter.mu.Unlock()
+	for at := 1; at <= writes; at++ {
+		t.Run(fmt.Sprintf("cancelled at write %d", at), func(t *testing.T) {
+			mem := memory.New()
+			f := newPruneFixture(t, mem)
+			f.forgetOld(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			be := &cancelling{Backend: mem, cancel: cancel}
+			r := openRepo(t, be)
+			be.mu.Lock()
+			be.at = be.n + at
+			be.mu.Unlock()
+			if _, err := r.Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled prune: %v, want context.Canceled", err)
+			}
+			if locks := names(t, mem, repo.LockFile); len(locks) != 0 {
+				t.Errorf("a cancelled prune left locks %v", locks)
+			}
+			f.assertSound(t, true)
+			if _, err := openRepo(t, mem).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+				t.Fatalf("the next prune: %v", err)
+			}
+			f.assertSound(t, true)
+			res, err := openRepo(t, mem).Prune(context.Background(), repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BlobsUnused != 0 || res.PacksDeleted+res.PacksRepacked != 0 {
+				t.Errorf("after the next prune, unused blobs are still indexed: %+v", res)
+			}
+		})
+	}
+}
+
+// A damaged index file stops prune (and its dry run) with ErrIntegrity
+// before anything is written: which packs hold what is then unknown.
+func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
+	f := newPruneFixture(t, memory.New())
+	f.forgetOld(t)
+	files := names(t, f.be, repo.IndexFile)
+	slices.Sort(files)
+	h := repo.Handle{Type: repo.IndexFile, Name: files[len(files)/2]}
+	data := load(t, f.be, h)
+	store(t, f.be, h, flipped(data, len(data)-3))
+	before := allFiles(t, f.be)
+	for _, dry := range []bool{true, false} {
+		r, err := repo.Open(context.Background(), f.be, repo.OpenOptions{Password: pw(password)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		_, err = r.Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+		if !errors.Is(err, repo.ErrIntegrity) || errors.Is(err, repo.ErrInvalidManifest) {
+			t.Errorf("prune (dry run %v) with a damaged index file: %v, want ErrIntegrity", dry, err)
+		}
+	}
+	if after := allFiles(t, f.be); !slices.Equal(before, after) {
+		t.Errorf("a stopped prune changed the repository:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// A repack longer than one session's share of blobs goes on in further
+// sessions without losing or repeating a blob, whatever the boundary.
+func TestPruneRepacksAcrossSessions(t *testing.T) {
+	for _, perSession := range []int{1, 2, 3, 7} {
+		t.Run(fmt.Sprintf("%d blobs a session", perSession), func(t *testing.T) {
+			t.Cleanup(repo.SetRepackSessionBlobs(perSession))
+			f := newPruneFixture(t, memory.New())
+			f.forgetOld(t)
+			res, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// mostly 1, little 3 and the 2 trees of keep.
+			if res.BlobsCopied != 6 || res.PacksWritten < int((res.BlobsCopied+int64(perSession)-1)/int64(perSession)) {
+				t.Errorf("copied %d blobs into %d packs, want 6 in at least one pack a session of %d", res.BlobsCopied, res.PacksWritten, perSession)
+			}
+			f.assertSound(t, false)
+		})
 	}
 }

@@ -25,10 +25,23 @@ type ObjectTimer interface {
 	ModTime(ctx context.Context, h Handle) (time.Time, error)
 }
 
+// TempFiles is implemented by backends that keep the files of writes in
+// progress apart from the objects (a local folder's tmp/). A write that
+// was killed leaves its file behind; prune removes those older than
+// PruneOptions.LeftoverAge.
+type TempFiles interface {
+	// ListTemp calls fn for each temporary file.
+	ListTemp(ctx context.Context, fn func(name string, size int64, modTime time.Time) error) error
+	// RemoveTemp removes one; one already gone is no error.
+	RemoveTemp(ctx context.Context, name string) error
+}
+
 // packFigures is what prune knows of one pack. Prune keeps one per pack,
-// in a map keyed by pack: a pack holds thousands of blobs (16 MiB of
-// chunks of about 1 MiB, or of small files), so packs are far fewer than
-// blobs and this map is the one structure that grows with the repository.
+// in a map keyed by pack, with the index files' pack lists: the structures
+// that grow with the repository, by about 150 bytes a pack. Packs are far
+// fewer than blobs: a pack holds 16 MiB, at least 16 chunks of the default
+// 1 MiB average and thousands of small files' blobs, so 10 million chunks
+// of 1 MiB (10 TiB) make about 625,000 packs and 90 MiB of figures.
 type packFigures struct {
 	size        int64 // file size; -1: no such file
 	indexed     bool  // an index file lists it
@@ -151,15 +164,16 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 		return err
 	}
 	p.res.Snapshots = len(snaps)
-	if err := p.listPacks(ctx); err != nil {
-		return err
-	}
 	u := &usage{opts: UsageOptions{TempDir: p.opts.TempDir}}
 	defer u.close()
 	p.copies = u.recordSorter(blobRecordSize)
 	hooks := usageHooks{
 		usage: u,
 		phase: func(name string) { p.progress(name, 0, 0) },
+		// The packs are listed after the index is read: a pack that a
+		// backup beside a dry run adds then is a young leftover, never
+		// an indexed pack that seems missing.
+		indexRead: func() error { return p.listPacks(ctx) },
 		indexFile: func(name string, packs []ID, done, total int) {
 			p.progress("index", int64(done), int64(total))
 			p.indexFiles = append(p.indexFiles, indexFileInfo{name: name, packs: packs})
@@ -192,10 +206,49 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 	if err := p.plan(ctx); err != nil {
 		return err
 	}
+	if !p.opts.DryRun {
+		if err := p.execute(ctx); err != nil {
+			return err
+		}
+	}
+	return p.tempFiles(ctx)
+}
+
+// tempFiles removes (or, in a dry run, counts) the temporary files of
+// killed writes that are older than the leftover age; younger ones are
+// counted as kept.
+func (p *pruneRun) tempFiles(ctx context.Context) error {
+	tf, ok := Capability[TempFiles](p.r.be)
+	if !ok {
+		return nil
+	}
+	var old []string
+	now := p.r.now()
+	err := tf.ListTemp(ctx, func(name string, size int64, modTime time.Time) error {
+		if now.Sub(modTime) <= p.opts.LeftoverAge {
+			p.res.TempFilesKept++
+			return nil
+		}
+		old = append(old, name)
+		p.res.TempFilesDeleted++
+		p.res.TempBytesDeleted += size
+		return nil
+	})
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	if p.opts.DryRun {
 		return nil
 	}
-	return p.execute(ctx)
+	for _, name := range old {
+		if err := tf.RemoveTemp(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadSnapshots reads every snapshot but those in skip (being forgotten);
@@ -233,7 +286,7 @@ func (p *pruneRun) listPacks(ctx context.Context) error {
 		if err != nil {
 			return nil // not a pack of ours: check reports it
 		}
-		p.packs[id] = &packFigures{size: size}
+		p.pack(id).size = size
 		return nil
 	})
 	if err != nil {
@@ -464,7 +517,9 @@ func (p *pruneRun) execute(ctx context.Context) error {
 		}
 	}
 	slices.SortFunc(victims, func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
-	p.r.idx.reset()
+	if len(victims) > 0 || p.res.IndexFilesReplaced > 0 {
+		p.r.idx.reset() // it may list the packs removed
+	}
 	for i, id := range victims {
 		p.progress("delete", int64(i), int64(len(victims)))
 		if err := p.r.removeIfPresent(ctx, Handle{Type: PackFile, Name: id.String()}); err != nil {
@@ -474,8 +529,14 @@ func (p *pruneRun) execute(ctx context.Context) error {
 	return nil
 }
 
+// repackSessionBlobs is how many blobs one repack session copies at most:
+// a session's in-memory index holds every blob it stored, so a long repack
+// is cut into sessions of this many, each writing its packs and index
+// files before the next begins.
+var repackSessionBlobs = 1 << 16
+
 // repack copies the used blobs of the packs to repack into new packs
-// through a write session, which also writes their index files.
+// through write sessions, which also write their index files.
 func (p *pruneRun) repack(ctx context.Context) error {
 	w, err := p.r.shadow()
 	if err != nil {
@@ -486,49 +547,71 @@ func (p *pruneRun) repack(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sort the blobs to copy: %w", err)
 	}
-	var done int64
-	written, err := w.WriteSession(ctx, WriteOptions{}, func(ctx context.Context, wr *Writer) error {
-		var data, plain []byte
-		var cur ID
-		for first := true; copies.Next(); {
-			b := fromPackRecord(copies.Record())
-			if p.packs[b.Pack].action != packRepack {
-				continue
-			}
-			if first || b.Pack != cur {
-				first = false
-				cur = b.Pack
-				done++
-				p.progress("repack", done, int64(p.res.PacksRepacked))
-				f := p.packs[cur]
-				var err error
-				data, err = p.r.be.Load(ctx, Handle{Type: PackFile, Name: cur.String()}, 0, f.size)
-				if err != nil {
-					return fmt.Errorf("read pack %s: %w", cur.Short(), err)
-				}
-			}
-			end := int64(b.Offset) + int64(b.Length)
-			if end > int64(len(data)) {
-				return fmt.Errorf("blob %s lies beyond the end of pack %s: %w", b.ID.Short(), cur.Short(), ErrIntegrity)
-			}
-			// openBlob decrypts in place: each blob of data is read once.
-			out, err := p.r.openBlob(b.PackedBlob, data[b.Offset:end], &plain)
-			if err != nil {
-				return fmt.Errorf("repack pack %s: %w", cur.Short(), err)
-			}
-			if _, err := wr.SaveBlob(ctx, b.Type, b.ID, out); err != nil {
-				return fmt.Errorf("repack: %w", err)
+	c := &repackCursor{p: p, copies: copies}
+	for more := true; more; {
+		written, err := w.WriteSession(ctx, WriteOptions{}, func(ctx context.Context, wr *Writer) error {
+			var err error
+			more, err = c.copy(ctx, wr, repackSessionBlobs)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		st := written.Stats()
+		p.res.PacksWritten += st.Packs
+		p.res.BytesWritten += st.Bytes
+		w.idx.reset() // what the session stored is indexed in its files
+	}
+	return nil
+}
+
+// repackCursor walks the blobs to copy, by pack, across sessions.
+type repackCursor struct {
+	p      *pruneRun
+	copies *extsort.Iterator
+	cur    ID     // the pack in data
+	data   []byte // its bytes, nil before the first
+	plain  []byte // openBlob's buffer
+	packs  int64  // packs read so far
+}
+
+// copy copies at most n blobs through wr and reports whether blobs are
+// left.
+func (c *repackCursor) copy(ctx context.Context, wr *Writer, n int) (bool, error) {
+	p := c.p
+	for i := 0; i < n; {
+		if !c.copies.Next() {
+			return false, c.copies.Err()
+		}
+		b := fromPackRecord(c.copies.Record())
+		f := p.packs[b.Pack]
+		if f.action != packRepack {
+			continue
+		}
+		if c.data == nil || b.Pack != c.cur {
+			c.cur = b.Pack
+			c.packs++
+			p.progress("repack", c.packs, int64(p.res.PacksRepacked))
+			var err error
+			if c.data, err = p.r.be.Load(ctx, Handle{Type: PackFile, Name: c.cur.String()}, 0, f.size); err != nil {
+				return false, fmt.Errorf("read pack %s: %w", c.cur.Short(), err)
 			}
 		}
-		return copies.Err()
-	})
-	if err != nil {
-		return err
+		end := int64(b.Offset) + int64(b.Length)
+		if end > int64(len(c.data)) {
+			return false, fmt.Errorf("blob %s lies beyond the end of pack %s: %w", b.ID.Short(), c.cur.Short(), ErrIntegrity)
+		}
+		// openBlob decrypts in place: each blob of data is read once.
+		out, err := p.r.openBlob(b.PackedBlob, c.data[b.Offset:end], &c.plain)
+		if err != nil {
+			return false, fmt.Errorf("repack pack %s: %w", c.cur.Short(), err)
+		}
+		if _, err := wr.SaveBlob(ctx, b.Type, b.ID, out); err != nil {
+			return false, fmt.Errorf("repack: %w", err)
+		}
+		i++
 	}
-	st := written.Stats()
-	p.res.PacksWritten += st.Packs
-	p.res.BytesWritten += st.Bytes
-	return nil
+	return true, nil
 }
 
 // rewriteIndex writes, for the index files that list a pack prune

@@ -140,10 +140,11 @@ func (r *Repository) BlobUsage(ctx context.Context, snaps []*Snapshot, opts Usag
 }
 
 // usageHooks let prune see more of a blobUsage: every index file read
-// (with the packs it lists), the sorters' options for sorters of its own,
-// and the phases.
+// (with the packs it lists), the moment the index is read, the sorters'
+// owner for sorters of its own, and the phases.
 type usageHooks struct {
 	indexFile func(name string, packs []ID, done, total int)
+	indexRead func() error // after the last index file, before the walk
 	phase     func(name string)
 	usage     *usage // the sorters' owner, closed by the caller; nil: blobUsage's own
 }
@@ -171,6 +172,11 @@ func (r *Repository) blobUsage(ctx context.Context, snaps []*Snapshot, opts Usag
 	entries, err := r.sortIndex(ctx, u, reader.idx, hooks.indexFile)
 	if err != nil {
 		return stats, err
+	}
+	if hooks.indexRead != nil {
+		if err := hooks.indexRead(); err != nil {
+			return stats, err
+		}
 	}
 	if hooks.phase != nil {
 		hooks.phase("walk")

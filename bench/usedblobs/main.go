@@ -4,7 +4,7 @@
 //
 //	usedblobs -dir DIR -make -blobs N   # a repository of N data blobs
 //	usedblobs -dir DIR                  # BlobUsage of its newer snapshot
-//	usedblobs -dir DIR -prune           # forget "old", then Prune
+//	usedblobs -dir DIR -prune           # forget "old", then Prune (-max-unused 0)
 //
 // The repository holds N tiny data blobs, one file each, in folders of
 // 1000 files (split trees), and two snapshots: "old" holds every folder,
@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -37,23 +38,39 @@ const perFolder = 1000
 func main() {
 	dir := flag.String("dir", "", "the repository's folder")
 	create := flag.Bool("make", false, "make the repository")
-	prune := flag.Bool("prune", false, "forget snapshot old, then prune (restic's default --max-unused 10%)")
+	prune := flag.Bool("prune", false, "forget snapshot old, then prune")
+	maxUnused := flag.String("max-unused", "0", "prune's --max-unused (0: repack every partly used pack)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	blobs := flag.Int("blobs", 1_000_000, "data blobs of the repository made")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("usedblobs: -dir is required")
 	}
 	ctx := context.Background()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatalf("usedblobs: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("usedblobs: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch {
 	case *create:
 		err = makeRepository(ctx, *dir, *blobs)
 	case *prune:
-		err = forgetAndPrune(ctx, *dir)
+		var limit repo.UnusedLimit
+		if limit, err = repo.ParseUnusedLimit(*maxUnused); err == nil {
+			err = forgetAndPrune(ctx, *dir, limit)
+		}
 	default:
 		err = usage(ctx, *dir)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		log.Fatalf("usedblobs: %v", err)
 	}
 }
@@ -154,9 +171,9 @@ func usage(ctx context.Context, dir string) error {
 	return nil
 }
 
-// forgetAndPrune forgets snapshot "old" and prunes with restic's default
-// --max-unused, without loading the index (Prune streams it).
-func forgetAndPrune(ctx context.Context, dir string) error {
+// forgetAndPrune forgets snapshot "old" and prunes, without loading the
+// index (Prune streams it).
+func forgetAndPrune(ctx context.Context, dir string, maxUnused repo.UnusedLimit) error {
 	be, err := backend.Open(ctx, dir)
 	if err != nil {
 		return err
@@ -186,7 +203,7 @@ func forgetAndPrune(ctx context.Context, dir string) error {
 	}
 	defer os.RemoveAll(tmp)
 	start := time.Now()
-	res, err := r.Prune(ctx, repo.PruneOptions{MaxUnused: repo.DefaultMaxUnused, TempDir: tmp})
+	res, err := r.Prune(ctx, repo.PruneOptions{MaxUnused: maxUnused, TempDir: tmp})
 	if err != nil {
 		return err
 	}

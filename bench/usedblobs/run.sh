@@ -15,8 +15,9 @@
 #                           included (no LoadIndex)
 #   prune REAL_BLOBS        usedblobs -prune on the same repository: forget
 #                           snapshot "old" (a tenth of the blobs become unused),
-#                           then the whole Prune, which streams the index instead
-#                           of loading it
+#                           then the whole Prune with --max-unused 0 (every
+#                           partly used pack is repacked), which streams the
+#                           index instead of loading it
 #
 # Environment: WORK=/tmp/nightjar-usedblobs (the repository and the sorted
 # runs: about 1.5 GB at 10M), LIMIT_MIB=256, REAL_BLOBS=1000000 (0: skip),

@@ -43,6 +43,7 @@ var (
 	_ repo.Backend       = (*Backend)(nil)
 	_ repo.ProcessLocker = (*Backend)(nil)
 	_ repo.ObjectTimer   = (*Backend)(nil)
+	_ repo.TempFiles     = (*Backend)(nil)
 )
 
 // Create prepares an empty or missing folder to hold a new repository. It
@@ -369,6 +370,46 @@ func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error)
 		return time.Time{}, notFound(h, err)
 	}
 	return fi.ModTime(), nil
+}
+
+// ListTemp calls fn for each temporary file in tmp/ (repo.TempFiles): a
+// write that was killed leaves its file there.
+func (b *Backend) ListTemp(ctx context.Context, fn func(name string, size int64, modTime time.Time) error) error {
+	entries, err := os.ReadDir(filepath.Join(b.root, tmpDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list temporary files: %w", err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.Mode().IsRegular() {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("list temporary files: %w", err)
+		}
+		if err := fn(e.Name(), fi.Size(), fi.ModTime()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveTemp removes a temporary file that ListTemp named.
+func (b *Backend) RemoveTemp(ctx context.Context, name string) error {
+	if !repo.ValidObjectName(name) {
+		return fmt.Errorf("invalid temporary file name %q", name)
+	}
+	err := os.Remove(filepath.Join(b.root, tmpDir, name))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove temporary file: %w", err)
+	}
+	return nil
 }
 
 // List calls fn for each object of type t.
