@@ -236,13 +236,20 @@ func TestPruneInvalidManifest(t *testing.T) {
 			return f.template, f.ids[3]
 		}},
 		{"tree", func(t *testing.T) (*env, string) {
-			// One backup: a pack of file data, and a small one of trees.
+			// One backup with one packer: a pack of file data, and a
+			// small one of trees.
 			e := newEnv(t)
 			e.init()
 			src := filepath.Join(e.dir, "src")
 			mkdirAll(t, src, 0o755)
 			writeRandom(t, filepath.Join(src, "data.bin"), 3, 300<<10)
-			id := e.backup(exitOK, src).SnapshotID
+			res := e.runEnv([]string{"GOMAXPROCS=1"}, "backup", "--json", src)
+			if res.Code != exitOK {
+				t.Fatalf("backup:\n%s", res)
+			}
+			var b backupReport
+			decodeJSON(t, res, &b)
+			id := b.SnapshotID
 			packs := objects(t, filepath.Join(e.repo, "data"))
 			if len(packs) != 2 {
 				t.Fatalf("one backup made %d packs, want 2 (data and trees)", len(packs))
