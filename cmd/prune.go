@@ -178,6 +178,10 @@ func printPrune(p *printer, out *pruneJSON) {
 		p.Printf("             kept %d packs no index lists (%s): younger than %s, or of unknown age, so a backup may still be writing them\n",
 			res.LeftoversKept, bytesText(res.LeftoverBytesKept), out.LeftoverAge)
 	}
+	if res.TempFilesDeleted > 0 || res.TempFilesKept > 0 {
+		p.Printf("temporary files of killed writes: %s %d (%s), kept %d younger than %s\n",
+			verb("deleted", "would delete"), res.TempFilesDeleted, bytesText(res.TempBytesDeleted), res.TempFilesKept, out.LeftoverAge)
+	}
 	p.Printf("%s %s in %d packs\n", verb("freed:      ", "would free: "), bytesText(res.BytesFreed), res.PacksDeleted+res.PacksRepacked+res.LeftoversDeleted)
 	limit := out.MaxUnused
 	switch {
