@@ -26,6 +26,8 @@ type pruneReport struct {
 	LeftoverBytesDeleted int64    `json:"leftover_bytes_deleted"`
 	LeftoversKept        int      `json:"leftovers_kept"`
 	LeftoverBytesKept    int64    `json:"leftover_bytes_kept"`
+	TempFilesDeleted     int      `json:"temp_files_deleted"`
+	TempFilesKept        int      `json:"temp_files_kept"`
 	BytesFreed           int64    `json:"bytes_freed"`
 	UnusedLeft           int64    `json:"unused_left"`
 	PacksLeft            int      `json:"packs_left"`
@@ -297,7 +299,8 @@ func TestPruneInvalidManifest(t *testing.T) {
 
 // TestPruneLeftovers: a pack that no index lists (what a killed backup
 // leaves) is kept while it is young, since a backup may still be writing
-// it, and reported; once older than the stated age it is deleted.
+// it, and reported; once older than the stated age it is deleted. So is a
+// temporary file of a killed write.
 func TestPruneLeftovers(t *testing.T) {
 	t.Parallel()
 	f := newCrashFixture(t)
@@ -312,10 +315,15 @@ func TestPruneLeftovers(t *testing.T) {
 	leftover := filepath.Join(e.repo, "data", name[:2], name)
 	mkdirAll(t, filepath.Dir(leftover), 0o700)
 	writeFile(t, leftover, string(data), 0o600)
+	temp := filepath.Join(e.repo, "tmp", "killed-write")
+	writeFile(t, temp, "half a pack", 0o600)
 
 	young := e.prune(exitOK)
 	if young.LeftoversKept != 1 || young.LeftoverBytesKept != int64(len(data)) || young.LeftoversDeleted != 0 {
 		t.Errorf("a young leftover: %+v; want it kept and counted", young)
+	}
+	if young.TempFilesKept != 1 || young.TempFilesDeleted != 0 {
+		t.Errorf("a young temporary file: %+v; want it kept and counted", young)
 	}
 	text := e.expect(exitOK, "prune").Stdout
 	if !strings.Contains(text, "kept 1 packs no index lists") || !strings.Contains(text, "younger than 2h") {
@@ -325,12 +333,20 @@ func TestPruneLeftovers(t *testing.T) {
 		t.Fatalf("the young leftover is gone: %v", err)
 	}
 	old := time.Now().Add(-3 * time.Hour)
-	if err := os.Chtimes(leftover, old, old); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{leftover, temp} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	gone := e.prune(exitOK)
 	if gone.LeftoversDeleted != 1 || gone.LeftoverBytesDeleted != int64(len(data)) || gone.LeftoversKept != 0 {
 		t.Errorf("an old leftover: %+v; want it deleted and counted", gone)
+	}
+	if gone.TempFilesDeleted != 1 || gone.TempFilesKept != 0 {
+		t.Errorf("an old temporary file: %+v; want it deleted and counted", gone)
+	}
+	if _, err := os.Stat(temp); !os.IsNotExist(err) {
+		t.Errorf("the old temporary file is still there: %v", err)
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Errorf("the old leftover is still there: %v", err)
