@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -19,13 +20,17 @@ const (
 	CounterSnapshotsForgotten = "snapshots_forgotten" // removed by this run, with those of an interrupted forget it completed
 	CounterKeptPinned         = "kept_pinned"         // chosen, but found pinned after marking, and kept
 	CounterPruned             = "pruned"              // 1: prune ran after the forget; 0: skipped, as nothing was forgotten
-	CounterPacksDeleted       = "packs_deleted"       // packs nothing used, deleted by prune
-	CounterPacksRepacked      = "packs_repacked"      // packs partly unused, rewritten and deleted by prune
-	CounterPacksWritten       = "packs_written"       // new packs of the blobs copied out of repacked ones
-	CounterLeftoversDeleted   = "leftovers_deleted"   // packs no index listed (from interrupted backups), old enough, deleted
-	CounterLeftoversKept      = "leftovers_kept"      // such packs too young to delete: a backup may still be writing them
-	CounterBytesFreed         = "bytes_freed"         // sizes of every pack prune deleted
-	CounterBytesUnusedLeft    = "bytes_unused_left"   // unused bytes left in packs within the max-unused limit
+)
+
+// Counters of what the prune of a retention run did.
+const (
+	CounterPacksDeleted     = "packs_deleted"     // packs nothing used, deleted by prune
+	CounterPacksRepacked    = "packs_repacked"    // packs partly unused, rewritten and deleted by prune
+	CounterPacksWritten     = "packs_written"     // new packs of the blobs copied out of repacked ones
+	CounterLeftoversDeleted = "leftovers_deleted" // packs no index listed (from interrupted backups), old enough, deleted
+	CounterLeftoversKept    = "leftovers_kept"    // such packs too young to delete: a backup may still be writing them
+	CounterBytesFreed       = "bytes_freed"       // sizes of every pack prune deleted
+	CounterUnusedLeft       = "bytes_unused_left" // unused bytes left in packs within the max-unused limit
 )
 
 // CodeInvalidManifest is the error code of a retention run whose prune
@@ -86,12 +91,19 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.R
 		return res, nil
 	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune with max-unused " + repo.DefaultMaxUnused.String()})
-	pruned, err := r.Prune(ctx, repo.PruneOptions{
-		MaxUnused: repo.DefaultMaxUnused,
-		Progress: func(p repo.PruneProgress) {
-			progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune: " + p.Phase})
-		},
-	})
+	var mu sync.Mutex // progress takes one call at a time, and none once this returns
+	forgetFigures := res.Figures.Clone()
+	report := func(p repo.PruneProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if progress != nil {
+			progress(pass.Progress{Figures: forgetFigures.Clone(), Current: "prune: " + p.Phase})
+		}
+	}
+	pruned, err := r.Prune(ctx, repo.PruneOptions{MaxUnused: repo.DefaultMaxUnused, Progress: report})
+	mu.Lock()
+	progress = nil
+	mu.Unlock()
 	if errors.Is(err, repo.ErrInvalidManifest) {
 		return res, &pass.ClassError{Class: pass.ClassIntegrity, Code: CodeInvalidManifest, Err: fmt.Errorf("%w (nothing was deleted)", err)}
 	}
@@ -106,7 +118,7 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.R
 	c[CounterLeftoversDeleted] = int64(pruned.LeftoversDeleted)
 	c[CounterLeftoversKept] = int64(pruned.LeftoversKept)
 	c[CounterBytesFreed] = pruned.BytesFreed
-	c[CounterBytesUnusedLeft] = pruned.UnusedLeft
+	c[CounterUnusedLeft] = pruned.UnusedLeft
 	return res, nil
 }
 
