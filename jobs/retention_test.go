@@ -57,7 +57,7 @@ func newRetentionWorldIn(t *testing.T, be repo.Backend) *retentionWorld {
 		w.jobs[name] = pass.JobDef{Name: name, Repository: "r", Sources: []string{src}, Retention: pass.RetentionDef{Enabled: true, Policy: policy}}
 	}
 	w.exec = &Executor{
-		Open:    func(ctx context.Context, _ string) (*repo.Repository, error) { return openAgain(ctx, be) },
+		Open:    func(ctx context.Context, _ string) (*repo.Repository, error) { return openAgain(ctx, w.r.Backend()) },
 		Sources: func(job string) ([]SourceSpec, []string) { return []SourceSpec{{Path: w.sources[job]}}, nil },
 		Now:     w.now,
 	}
