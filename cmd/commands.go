@@ -15,6 +15,7 @@ func commands() []*cli.Command {
 		pinCommand(),
 		unpinCommand(),
 		forgetCommand(),
+		pruneCommand(),
 		keyCommand(),
 		scheduleCommand(),
 		configCommand(),

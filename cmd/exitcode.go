@@ -12,15 +12,16 @@ import (
 // Exit codes. They are part of nightjar's interface and documented in the
 // README; scripts depend on them, so never renumber one.
 const (
-	ExitOK            = 0   // success
-	ExitFailure       = 1   // the command failed (including a check that found damage)
-	ExitUsage         = 2   // bad command line, config or input: nothing was done
-	ExitPartial       = 3   // a snapshot was made but some files or sources were skipped
-	ExitConflict      = 4   // the job already has a queued or running run
-	ExitNoRepository  = 10  // no repository at the given location
-	ExitBusy          = 11  // the repository is locked by another live process
-	ExitWrongPassword = 12  // no key of the repository opens with the password
-	ExitInterrupted   = 130 // interrupted by a signal
+	ExitOK              = 0   // success
+	ExitFailure         = 1   // the command failed (including a check that found damage)
+	ExitUsage           = 2   // bad command line, config or input: nothing was done
+	ExitPartial         = 3   // a snapshot was made but some files or sources were skipped
+	ExitConflict        = 4   // the job already has a queued or running run
+	ExitNoRepository    = 10  // no repository at the given location
+	ExitBusy            = 11  // the repository is locked by another live process
+	ExitWrongPassword   = 12  // no key of the repository opens with the password
+	ExitInvalidManifest = 13  // prune stopped: a snapshot or a tree it references cannot be read (invalid_manifest); nothing was deleted
+	ExitInterrupted     = 130 // interrupted by a signal
 )
 
 // usageError marks an error in what the user asked for: a flag, an argument,
@@ -50,6 +51,7 @@ var domainExitCodes = []struct {
 	{repo.ErrNoRepository, ExitNoRepository},
 	{repo.ErrBusy, ExitBusy},
 	{repo.ErrWrongPassword, ExitWrongPassword},
+	{repo.ErrInvalidManifest, ExitInvalidManifest},
 	{backend.ErrUnknownScheme, ExitUsage},
 	{backend.ErrNoPath, ExitUsage},
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -24,7 +23,7 @@ func forgetCommand() *cli.Command {
 		Name:      "forget",
 		Usage:     "remove snapshots by a retention policy (restic's flags), or the snapshots named",
 		ArgsUsage: "[SNAPSHOT...]",
-		Flags: append(repoFlags(),
+		Flags: append(append(repoFlags(), pruneFlags()...),
 			count("keep-last", "the N newest snapshots"),
 			count("keep-hourly", "the newest snapshot of each of the N newest hours that have one"),
 			count("keep-daily", "the newest snapshot of each of the N newest days that have one"),
@@ -38,7 +37,7 @@ func forgetCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "path", Usage: "only consider snapshots that include `PATH` (repeatable: all of them)"},
 			&cli.StringFlag{Name: "group-by", Value: schedule.DefaultGroupBy.String(), Usage: "group snapshots by `FIELDS` (host, paths, tags; empty: one group)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "only say what would be removed: change nothing, take no lock"},
-			&cli.BoolFlag{Name: "prune", Usage: "also remove the data of the forgotten snapshots (not available yet)"},
+			&cli.BoolFlag{Name: "prune", Usage: "then run prune: remove the data no snapshot uses (with --max-unused and --max-repack-size)"},
 			jsonFlag(),
 		),
 		Action: runForget,
@@ -56,14 +55,12 @@ type forgetOptions struct {
 	dryRun  bool
 	zone    *time.Location
 	only    func(*repo.Snapshot) bool // set: the snapshots considered, instead of hosts, tags and paths
+	prune   *repo.PruneOptions        // set: prune after the forget (--prune)
 }
 
 // forgetArgs reads and checks forget's command line; every problem is a
 // usage error, found before the repository is opened.
 func forgetArgs(c *cli.Context) (forgetOptions, error) {
-	if c.Bool("prune") {
-		return forgetOptions{}, usageError{errors.New("--prune is not available yet: forget removes snapshot records only, and their data stays until prune exists")}
-	}
 	opts := forgetOptions{
 		ids:    c.Args().Slice(),
 		hosts:  c.StringSlice("host"),
@@ -80,6 +77,9 @@ func forgetArgs(c *cli.Context) (forgetOptions, error) {
 		return forgetOptions{}, usageError{err}
 	}
 	opts.groupBy = by
+	if err := opts.pruneArgs(c); err != nil {
+		return forgetOptions{}, err
+	}
 	p := schedule.RetentionPolicy{
 		Last: c.Int("keep-last"), Hourly: c.Int("keep-hourly"), Daily: c.Int("keep-daily"),
 		Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly"), Yearly: c.Int("keep-yearly"),
@@ -103,6 +103,25 @@ func forgetArgs(c *cli.Context) (forgetOptions, error) {
 		return forgetOptions{}, usageError{err}
 	}
 	return opts, nil
+}
+
+// pruneArgs reads --prune and prune's limits, which need it.
+func (o *forgetOptions) pruneArgs(c *cli.Context) error {
+	if !c.Bool("prune") {
+		for _, name := range []string{"max-unused", "max-repack-size"} {
+			if c.IsSet(name) {
+				return usageError{fmt.Errorf("--%s is a limit of prune: give it with --prune", name)}
+			}
+		}
+		return nil
+	}
+	po, err := pruneArgs(c)
+	if err != nil {
+		return err
+	}
+	po.DryRun = o.dryRun
+	o.prune = &po
+	return nil
 }
 
 // considered reports whether the filters let forget consider s at all.
@@ -153,9 +172,11 @@ type forgetJSON struct {
 	Policy     string            `json:"policy"` // "" for explicit snapshots
 	GroupBy    string            `json:"group_by"`
 	Groups     []forgetGroupJSON `json:"groups"`
-	Forgotten  []string          `json:"forgotten"`   // removed by this run (with --dry-run: would be)
-	Completed  []string          `json:"completed"`   // removed to complete an interrupted forget
-	KeptPinned []string          `json:"kept_pinned"` // chosen, but found pinned after marking, and kept
+	Forgotten  []string          `json:"forgotten"`             // removed by this run (with --dry-run: would be)
+	Completed  []string          `json:"completed"`             // removed to complete an interrupted forget
+	KeptPinned []string          `json:"kept_pinned"`           // chosen, but found pinned after marking, and kept
+	Prune      *pruneJSON        `json:"prune,omitempty"`       // with --prune: what prune then did
+	PruneError *pruneFailureJSON `json:"prune_error,omitempty"` // with --prune: why prune failed after the forget
 	zone       *time.Location    // where calendar buckets were counted
 }
 
@@ -174,11 +195,28 @@ func runForget(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	var pruneErr error
+	if opts.prune != nil {
+		if out.Prune, pruneErr = prune(c.Context, r, *opts.prune); pruneErr != nil {
+			pruneErr = explainPruneError(pruneErr)
+			out.PruneError = pruneFailure(pruneErr)
+		}
+	}
 	if p.jsonOut {
-		return p.JSON(out)
+		if err := p.JSON(out); err != nil {
+			return err
+		}
+		return pruneErr
 	}
 	printForget(p, out)
-	return nil
+	if out.Prune != nil {
+		p.Printf("\nprune:\n")
+		if out.DryRun {
+			p.Printf("(before the forget: the snapshots it would forget still count as using their data)\n")
+		}
+		printPrune(p, out.Prune)
+	}
+	return pruneErr
 }
 
 // forget applies opts to r (or, with dryRun, says what it would do) and
@@ -331,8 +369,10 @@ func printForget(p *printer, out *forgetJSON) {
 	switch {
 	case out.DryRun:
 		p.Printf("\ndry run: would forget %d snapshots; nothing was changed\n", len(out.Forgotten))
+	case out.Prune != nil || out.PruneError != nil:
+		p.Printf("\nforgot %d snapshots\n", len(out.Forgotten))
 	default:
-		p.Printf("\nforgot %d snapshots; their data stays in the repository until prune (not available yet)\n", len(out.Forgotten))
+		p.Printf("\nforgot %d snapshots; their data stays in the repository until nightjar prune\n", len(out.Forgotten))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/cmd/internal/crashpoint"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 )
@@ -131,6 +132,7 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 	if err != nil {
 		return nil, err
 	}
+	be = crashpoint.Wrap(be) // the backend itself, but in the crash test's build
 	r, err := repo.Open(c.Context, be, repo.OpenOptions{
 		Password: func() ([]byte, error) { return passwordFrom(c, "enter password for repository: ") },
 	})

@@ -54,7 +54,7 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 	case pass.KindBackup:
 		return e.backupRun(ctx, job, run, progress)
 	case pass.KindRetention:
-		return e.retentionRun(ctx, job, progress)
+		return e.retentionRun(ctx, job, run, progress)
 	case pass.KindVerify:
 		return e.verifyRun(ctx, job, progress)
 	case pass.KindDrill:

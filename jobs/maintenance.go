@@ -10,7 +10,8 @@ import (
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
-// Counters of a prune run (a repository's maintenance).
+// Counters of a prune run (a repository's maintenance), and of the prune
+// of a retention run.
 const (
 	CounterPacksDeleted       = "packs_deleted"       // wholly unused packs deleted
 	CounterPacksRepacked      = "packs_repacked"      // partly unused packs whose used blobs were rewritten, then deleted
@@ -26,8 +27,8 @@ const (
 	CounterSnapshotsRemaining = "snapshots_remaining" // snapshots whose data stays
 )
 
-// CodeInvalidManifest is a prune stopped by a snapshot or tree it could
-// not read: it deleted nothing.
+// CodeInvalidManifest is a prune (of a prune or retention run) stopped by
+// a snapshot or tree it could not read: it deleted no data.
 const CodeInvalidManifest = "INVALID_MANIFEST"
 
 // pruneRun is a repository's maintenance: repo.Prune with restic's
@@ -42,42 +43,56 @@ func (e *Executor) pruneRun(ctx context.Context, job pass.JobDef, progress func(
 		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
 	}
 	defer r.Close()
-	var mu sync.Mutex // progress takes one call at a time
-	report := func(p repo.PruneProgress) {
+	res.Figures.Counters = map[string]int64{}
+	if err := prune(ctx, r, func(current string) { progress(pass.Progress{Current: current}) }, res.Figures.Counters); err != nil {
+		return res, fmt.Errorf("prune of repository %s: %w", job.Repository, err)
+	}
+	return res, nil
+}
+
+// prune runs repo.Prune with restic's defaults (at most DefaultMaxUnused
+// unused data stays, no bound on repacking, the default age of
+// leftovers) for a prune or retention run: it tells report each phase
+// (one call at a time, none once it has returned) and adds its figures
+// to counters. A snapshot or tree it cannot read is class integrity, code
+// INVALID_MANIFEST: it deleted no data.
+func prune(ctx context.Context, r *repo.Repository, report func(current string), counters map[string]int64) error {
+	var mu sync.Mutex
+	progress := func(p repo.PruneProgress) {
 		mu.Lock()
 		defer mu.Unlock()
+		if report == nil {
+			return
+		}
 		current := "prune: " + p.Phase
 		if p.Total > 0 {
 			current += fmt.Sprintf(" %d of %d", p.Done, p.Total)
 		}
-		progress(pass.Progress{Current: current})
+		report(current)
 	}
-	out, err := r.Prune(ctx, repo.PruneOptions{MaxUnused: repo.DefaultMaxUnused, Progress: report})
+	out, err := r.Prune(ctx, repo.PruneOptions{MaxUnused: repo.DefaultMaxUnused, Progress: progress})
 	// A report still under way ends before this returns, and none comes
 	// after: Execute must not call progress once it has returned.
 	mu.Lock()
-	progress = func(pass.Progress) {}
+	report = nil
 	mu.Unlock()
 	if errors.Is(err, repo.ErrInvalidManifest) {
-		return res, &pass.ClassError{Class: pass.ClassIntegrity, Code: CodeInvalidManifest,
-			Err: fmt.Errorf("prune of repository %s: %w", job.Repository, err)}
+		return &pass.ClassError{Class: pass.ClassIntegrity, Code: CodeInvalidManifest, Err: fmt.Errorf("%w (no data was deleted)", err)}
 	}
 	if err != nil {
-		return res, Classify(fmt.Errorf("prune of repository %s: %w", job.Repository, err))
+		return Classify(err)
 	}
-	res.Figures.Counters = map[string]int64{
-		CounterPacksDeleted:       int64(out.PacksDeleted),
-		CounterPacksRepacked:      int64(out.PacksRepacked),
-		CounterPacksWritten:       int64(out.PacksWritten),
-		CounterBytesFreed:         out.BytesFreed,
-		CounterBytesWritten:       out.BytesWritten,
-		CounterUnusedLeft:         out.UnusedLeft,
-		CounterLeftoversDeleted:   int64(out.LeftoversDeleted),
-		CounterLeftoversKept:      int64(out.LeftoversKept),
-		CounterForgetsCompleted:   int64(len(out.ForgetsCompleted)),
-		CounterBlobsUsed:          out.BlobsUsed,
-		CounterBlobsUnused:        out.BlobsUnused,
-		CounterSnapshotsRemaining: int64(out.Snapshots),
-	}
-	return res, nil
+	counters[CounterPacksDeleted] = int64(out.PacksDeleted)
+	counters[CounterPacksRepacked] = int64(out.PacksRepacked)
+	counters[CounterPacksWritten] = int64(out.PacksWritten)
+	counters[CounterBytesFreed] = out.BytesFreed
+	counters[CounterBytesWritten] = out.BytesWritten
+	counters[CounterUnusedLeft] = out.UnusedLeft
+	counters[CounterLeftoversDeleted] = int64(out.LeftoversDeleted)
+	counters[CounterLeftoversKept] = int64(out.LeftoversKept)
+	counters[CounterForgetsCompleted] = int64(len(out.ForgetsCompleted))
+	counters[CounterBlobsUsed] = out.BlobsUsed
+	counters[CounterBlobsUnused] = out.BlobsUnused
+	counters[CounterSnapshotsRemaining] = int64(out.Snapshots)
+	return nil
 }

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -47,7 +49,13 @@ func TestPruneRunFreesTheDataOfForgottenSnapshots(t *testing.T) {
 	ctx := context.Background()
 	w := newRetentionWorld(t)
 	backupsOfNewData(t, w, 4)
-	if _, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 5, Kind: pass.KindRetention}, func(pass.Progress) {}); err != nil {
+	// Forget as a retention run does, without the prune it runs after.
+	plan := RetentionPlan{Policy: w.jobs["a"].Retention.Policy, GroupBy: schedule.DefaultGroupBy, Zone: time.UTC}
+	decide := func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
+		_, victims, err := plan.Decide(snaps, pinned)
+		return victims, err
+	}
+	if _, err := w.r.Forget(ctx, repo.ForgetOptions{Plan: decide, GroupKey: plan.GroupKey}); err != nil {
 		t.Fatal(err)
 	}
 	var phases []string

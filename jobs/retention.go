@@ -17,14 +17,18 @@ const (
 	CounterSnapshotsKept      = "snapshots_kept"      // the job's snapshots the policy keeps
 	CounterSnapshotsForgotten = "snapshots_forgotten" // removed by this run, with those of an interrupted forget it completed
 	CounterKeptPinned         = "kept_pinned"         // chosen, but found pinned after marking, and kept
+	CounterPruned             = "pruned"              // 1: prune ran after the forget; 0: skipped, as nothing was forgotten
 )
 
 // retentionRun forgets the job's snapshots its retention policy does not
-// keep, by repo.Forget: it takes the repository's exclusive lock by trying
-// (a busy repository is class busy, and retried), and touches only the
-// snapshots the job made on this host (MadeByJob). Prune is not built: the
-// data of the forgotten snapshots stays.
-func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
+// keep, by repo.Forget, and then, when it forgot any (or when it is a
+// retry, whose first attempt may have forgotten some and failed to
+// prune), prunes the repository with restic's defaults (repo.Prune): the
+// data no snapshot uses goes, of every job, while the data of every
+// snapshot kept, of any job, stays. Both take the repository's exclusive
+// lock by trying (a busy repository is class busy, and retried), and the
+// forget touches only the snapshots the job made on this host (MadeByJob).
+func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
 	var res pass.Result
 	if !job.Retention.Enabled {
 		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "RETENTION_OFF", Err: fmt.Errorf("job %s has retention = \"off\"", job.Name)}
@@ -64,11 +68,26 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, progress f
 	if err != nil {
 		return res, Classify(err)
 	}
+	forgotten := len(out.Forgotten) + len(out.Completed)
 	res.Figures.Counters = map[string]int64{
 		CounterSnapshotsKept:      int64(kept),
-		CounterSnapshotsForgotten: int64(len(out.Forgotten) + len(out.Completed)),
+		CounterSnapshotsForgotten: int64(forgotten),
 		CounterKeptPinned:         int64(len(out.KeptPinned)),
+		CounterPruned:             0,
 	}
+	if forgotten == 0 && run.Trigger != pass.TriggerRetry {
+		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune skipped: nothing was forgotten"})
+		return res, nil
+	}
+	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune with max-unused " + repo.DefaultMaxUnused.String()})
+	forgetFigures := res.Figures.Clone()
+	err = prune(ctx, r, func(current string) {
+		progress(pass.Progress{Figures: forgetFigures.Clone(), Current: current})
+	}, res.Figures.Counters)
+	if err != nil {
+		return res, err
+	}
+	res.Figures.Counters[CounterPruned] = 1
 	return res, nil
 }
 

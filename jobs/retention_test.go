@@ -1,18 +1,24 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 	"github.com/nightjar-backup/nightjar/repo/repotest"
+	"github.com/nightjar-backup/nightjar/restore"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
@@ -30,8 +36,14 @@ type retentionWorld struct {
 
 func newRetentionWorld(t *testing.T) *retentionWorld {
 	t.Helper()
+	return newRetentionWorldIn(t, memory.New())
+}
+
+// newRetentionWorldIn is newRetentionWorld with the repository in be.
+func newRetentionWorldIn(t *testing.T, be repo.Backend) *retentionWorld {
+	t.Helper()
 	dir := t.TempDir()
-	w := &retentionWorld{r: repotest.New(t, memory.New()), clock: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), sources: map[string]string{}, jobs: map[string]pass.JobDef{}}
+	w := &retentionWorld{r: repotest.New(t, be), clock: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), sources: map[string]string{}, jobs: map[string]pass.JobDef{}}
 	policy := schedule.RetentionPolicy{Last: 2}
 	for _, name := range []string{"a", "b"} {
 		src := filepath.Join(dir, name)
@@ -45,11 +57,17 @@ func newRetentionWorld(t *testing.T) *retentionWorld {
 		w.jobs[name] = pass.JobDef{Name: name, Repository: "r", Sources: []string{src}, Retention: pass.RetentionDef{Enabled: true, Policy: policy}}
 	}
 	w.exec = &Executor{
-		Open:    func(context.Context, string) (*repo.Repository, error) { return w.r, nil },
+		Open:    func(ctx context.Context, _ string) (*repo.Repository, error) { return openAgain(ctx, w.r.Backend()) },
 		Sources: func(job string) ([]SourceSpec, []string) { return []SourceSpec{{Path: w.sources[job]}}, nil },
 		Now:     w.now,
 	}
 	return w
+}
+
+// openAgain opens the repository in be as a process of its own would
+// (runs close theirs when they end).
+func openAgain(ctx context.Context, be repo.Backend) (*repo.Repository, error) {
+	return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }})
 }
 
 func (w *retentionWorld) now() time.Time {
@@ -111,14 +129,19 @@ func TestRetentionRunForgetsOnlyTheJobsVictims(t *testing.T) {
 	if got := w.ids(t); !slices.Equal(got, want) {
 		t.Errorf("the repository holds %v, want %v (a's run 3 forgotten, and nothing else)", got, want)
 	}
-	wantCounters := map[string]int64{CounterSnapshotsKept: 3, CounterSnapshotsForgotten: 1, CounterKeptPinned: 0}
+	wantCounters := map[string]int64{CounterSnapshotsKept: 3, CounterSnapshotsForgotten: 1, CounterKeptPinned: 0, CounterPruned: 1}
 	for name, n := range wantCounters {
 		if res.Figures.Counters[name] != n {
 			t.Errorf("counter %s = %d, want %d (all: %v)", name, res.Figures.Counters[name], n, res.Figures.Counters)
 		}
 	}
-	if len(progress) != 1 || progress[0].Current != "forget by keep 2 last snapshots" {
-		t.Errorf("progress %+v, want one report naming the policy", progress)
+	if len(progress) < 2 || progress[0].Current != "forget by keep 2 last snapshots" || progress[1].Current != "prune with max-unused 10%" {
+		t.Fatalf("progress %+v, want a report naming the policy, then one naming prune's limit", progress)
+	}
+	for _, p := range progress[2:] {
+		if !strings.HasPrefix(p.Current, "prune: ") {
+			t.Errorf("progress %q, want prune's phases after the forget", p.Current)
+		}
 	}
 
 	// Again: nothing more to forget.
@@ -169,5 +192,184 @@ func TestRetentionRunOfAJobWithRetentionOff(t *testing.T) {
 	}
 	if got := w.ids(t); !slices.Equal(got, before) {
 		t.Errorf("snapshots %v, was %v", got, before)
+	}
+}
+
+// retentionPruneWorld is a retention world on a local folder where job a
+// has four snapshots of a file whose content changes each time: its
+// policy (the two newest) lets two go, and with them data no other
+// snapshot has.
+func retentionPruneWorld(t *testing.T) (*retentionWorld, []string, map[string][]byte) {
+	t.Helper()
+	be, err := local.Create(filepath.Join(t.TempDir(), "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newRetentionWorldIn(t, be)
+	var ids []string
+	contents := map[string][]byte{}
+	for run := int64(1); run <= 4; run++ {
+		data := make([]byte, 200<<10)
+		rng := rand.NewChaCha8([32]byte{byte(run)})
+		_, _ = rng.Read(data)
+		if err := os.WriteFile(filepath.Join(w.sources["a"], "f"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		id := w.backup(t, "a", run)
+		ids = append(ids, id)
+		contents[id] = data
+	}
+	return w, ids, contents
+}
+
+// restoresAll proves every snapshot left restores the content backed up,
+// and that reading every pack finds no problem.
+func (w *retentionWorld) restoresAll(t *testing.T, contents map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := openAgain(ctx, w.r.Backend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	report, err := r.Check(ctx, repo.CheckOptions{ReadDataFraction: 1})
+	if err != nil || !report.OK() {
+		t.Fatalf("check reading every pack: %v, %+v", err, report)
+	}
+	for _, id := range w.ids(t) {
+		snap, err := r.LoadSnapshot(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := t.TempDir()
+		if _, err := restore.Run(ctx, r, snap, restore.Options{Target: target}); err != nil {
+			t.Fatalf("restore %s: %v", id, err)
+		}
+		got, err := os.ReadFile(filepath.Join(target, snap.Paths[0], "f"))
+		if want, ok := contents[id]; err != nil || ok && !bytes.Equal(got, want) {
+			t.Errorf("snapshot %s restores other bytes (%v)", id, err)
+		}
+	}
+}
+
+// A retention run that forgot snapshots prunes: the data only they had is
+// deleted and counted, and every snapshot left, of this job and of the
+// other, restores. A run that forgot nothing skips prune and says so; a
+// retry prunes whatever it forgot.
+func TestRetentionRunPrunes(t *testing.T) {
+	ctx := context.Background()
+	w, ids, contents := retentionPruneWorld(t)
+	other := w.backup(t, "b", 5)
+	var progress []string
+	res, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 6, Kind: pass.KindRetention, Trigger: pass.TriggerSchedule}, func(p pass.Progress) { progress = append(progress, p.Current) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ids[2], ids[3], other}
+	slices.Sort(want)
+	if got := w.ids(t); !slices.Equal(got, want) {
+		t.Fatalf("snapshots left %v, want %v", got, want)
+	}
+	c := res.Figures.Counters
+	if c[CounterSnapshotsForgotten] != 2 || c[CounterPruned] != 1 || c[CounterPacksDeleted] == 0 || c[CounterBytesFreed] == 0 {
+		t.Errorf("counters %v: want 2 forgotten, prune run, packs deleted and bytes freed", c)
+	}
+	if !slices.ContainsFunc(progress, func(p string) bool { return strings.HasPrefix(p, "prune: delete") }) {
+		t.Errorf("progress %q names no prune phase delete", progress)
+	}
+	w.restoresAll(t, contents)
+
+	progress = nil
+	res, err = w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 7, Kind: pass.KindRetention, Trigger: pass.TriggerSchedule}, func(p pass.Progress) { progress = append(progress, p.Current) })
+	if err != nil || res.Figures.Counters[CounterPruned] != 0 || res.Figures.Counters[CounterSnapshotsForgotten] != 0 {
+		t.Errorf("a run with nothing to forget: %v, counters %v; want prune skipped", err, res.Figures.Counters)
+	}
+	if !slices.Contains(progress, "prune skipped: nothing was forgotten") {
+		t.Errorf("progress %q does not say why prune was skipped", progress)
+	}
+	res, err = w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 8, Kind: pass.KindRetention, Trigger: pass.TriggerRetry, Attempt: 2}, func(pass.Progress) {})
+	if err != nil || res.Figures.Counters[CounterPruned] != 1 || res.Figures.Counters[CounterPacksDeleted] != 0 {
+		t.Errorf("a retry with nothing to forget: %v, counters %v; want a prune that finds nothing", err, res.Figures.Counters)
+	}
+	w.restoresAll(t, contents)
+}
+
+// A prune that finds the repository busy after the forget (a backup took
+// its shared lock in between) fails with class busy, which is retried;
+// the retry, with nothing left to forget, prunes.
+func TestRetentionRunPruneBusyIsRetried(t *testing.T) {
+	ctx := context.Background()
+	w, _, contents := retentionPruneWorld(t)
+	var lock *repo.Lock
+	take := func(p pass.Progress) {
+		if strings.HasPrefix(p.Current, "prune with") && lock == nil {
+			var err error
+			if lock, err = w.r.Lock(ctx, false, "backup"); err != nil {
+				t.Errorf("take the backup's lock: %v", err)
+			}
+		}
+	}
+	_, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 5, Kind: pass.KindRetention}, take)
+	var ce *pass.ClassError
+	if !errors.As(err, &ce) || ce.Class != pass.ClassBusy || !pass.Retryable(ce.Class) {
+		t.Fatalf("err = %v, want a retryable busy error", err)
+	}
+	if lock == nil {
+		t.Fatal("no prune was started")
+	}
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 6, Kind: pass.KindRetention, Trigger: pass.TriggerRetry, Attempt: 2}, func(pass.Progress) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Figures.Counters; c[CounterSnapshotsForgotten] != 0 || c[CounterPruned] != 1 || c[CounterPacksDeleted] == 0 {
+		t.Errorf("the retry's counters %v: want nothing forgotten and the forgotten snapshots' packs deleted", c)
+	}
+	w.restoresAll(t, contents)
+}
+
+// A tree that cannot be read (of another job's snapshot) stops the prune of a retention run with class
+// integrity and the code INVALID_MANIFEST, naming the snapshot, and not a
+// pack is deleted.
+func TestRetentionRunPruneStopsOnADamagedTree(t *testing.T) {
+	ctx := context.Background()
+	w, _, _ := retentionPruneWorld(t)
+	packs := func() map[string]int64 {
+		out := map[string]int64{}
+		if err := w.r.Backend().List(ctx, repo.PackFile, func(name string, size int64) error { out[name] = size; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := packs()
+	other := w.backup(t, "b", 5)
+	// b's packs: its tiny file's data, and its trees; both damaged.
+	for name := range packs() {
+		if _, old := before[name]; old {
+			continue
+		}
+		h := repo.Handle{Type: repo.PackFile, Name: name}
+		data, err := w.r.Backend().Load(ctx, h, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)/2] ^= 1
+		if err := w.r.Backend().Save(ctx, h, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = packs()
+	_, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 6, Kind: pass.KindRetention}, func(pass.Progress) {})
+	var ce *pass.ClassError
+	if !errors.As(err, &ce) || ce.Class != pass.ClassIntegrity || ce.Code != CodeInvalidManifest || !strings.Contains(err.Error(), other) {
+		t.Fatalf("err = %v, want class integrity, code %s, naming snapshot %s", err, CodeInvalidManifest, other)
+	}
+	if after := packs(); !maps.Equal(after, before) {
+		t.Errorf("packs changed although prune stopped")
 	}
 }

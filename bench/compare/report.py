@@ -21,6 +21,8 @@ where the project states one, the target and whether the medians meet it:
                                (meta compresses.TOOL: restic with repository
                                format 2, borg, kopia-zstd; not plain kopia)
     first backup peak RSS   <= the lowest restic's (tools named restic*)
+    prune                   <= 0.5 x restic 0.19's (tools named restic* whose
+                               version starts with 0.19)
 """
 import os
 import re
@@ -39,6 +41,7 @@ T_RESTORE = (0.67, "all", "≤ 0.67 × fastest")
 T_CHECK = (0.67, "all", "≤ 0.67 × fastest")
 T_SIZE = (1.0, "compressing", "≤ smallest compressing peer")
 T_RSS = (1.0, "restic", "≤ lowest restic")
+T_PRUNE = (0.5, "restic 0.19", "≤ 0.5 × restic 0.19")
 
 # key, label, unit conversion, format, better ("low", "high" or None), target
 ROWS = [
@@ -70,6 +73,13 @@ ROWS = [
     ("check.rss_kib", "check, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", None),
     ("size1", "repository after the first backup (MB)", 1 / MB, "{:.1f}", "low", None),
     ("size3", "repository after all backups (MB)", 1 / MB, "{:.1f}", "low", T_SIZE),
+    ("prune.wall", "prune after forgetting all but the newest snapshot (s)", 1, "{:.2f}", "low", T_PRUNE),
+    ("prune.cpu", "prune, CPU (%)", 1, "{:.0f}", None, None),
+    ("prune.cpusec", "prune, CPU time user+sys (s)", 1, "{:.2f}", "low", None),
+    ("prune.rss_kib", "prune, peak RSS (MiB)", 1 / MIB, "{:.0f}", "low", None),
+    ("prune.freed", "prune: repository shrank by (MB)", 1 / MB, "{:.2f}", None, None),
+    ("size4", "repository after prune (MB)", 1 / MB, "{:.1f}", "low", None),
+    ("prune.check", "check --read-data after prune passed", None, "{}", None, None),
 ]
 
 
@@ -90,7 +100,7 @@ def load(path):
     # CPU seconds from the /usr/bin/time -v logs next to the results
     folder = os.path.dirname(os.path.abspath(path))
     for tool in list(vals):
-        for step in ("b1", "b2", "b3", "restore", "check"):
+        for step in ("b1", "b2", "b3", "restore", "check", "prune"):
             try:
                 txt = open(os.path.join(folder, f"{tool}.{step}.time")).read()
             except OSError:
@@ -157,6 +167,8 @@ def main():
             return [p for p in peers if compresses(meta, p)]
         if kind == "restic":
             return [p for p in peers if p.startswith("restic")]
+        if kind == "restic 0.19":
+            return [p for p in peers if p.startswith("restic") and version(meta, p).startswith("0.19")]
         return peers
 
     gb = float(meta.get("data_bytes", 0)) / 1e9

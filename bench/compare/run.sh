@@ -49,6 +49,9 @@
 #   KEEP=0                     1 keeps data set and repositories afterwards
 #   RESULTS=DIR                where results.tsv, table.md and the logs go
 #                              (default $WORK/results/<UTC time>)
+#   PRUNE_MAX_UNUSED=5%        --max-unused of both tools' prune, the same so that
+#                              both do the same work (restic's default is 5%,
+#                              nightjar's 10%)
 #
 # Every tool gets its repository, cache and config folders under $WORK/cmp
 # (repo-ID, cache-ID, config-ID, ...), and the same password from one file
@@ -80,7 +83,13 @@
 #     tool has restored);
 #   check reading all data (nightjar check --read-data, restic check
 #     --read-data, kopia snapshot verify --verify-files-percent=100, borg
-#     check --verify-data).
+#     check --verify-data);
+#   prune (nightjar and restic only; kopia and borg are left out with a log
+#     line): every snapshot but the newest is forgotten (forget --keep-last
+#     1, not measured: the first backup and its unchanged copy, the
+#     re-backup, whose data is the same), then prune --max-unused
+#     $PRUNE_MAX_UNUSED is measured; the repository's shrinkage is recorded
+#     and check --read-data (not measured) must pass after it.
 # Each measured step runs under /usr/bin/time -v: wall seconds, CPU and
 # peak RSS are recorded.
 set -euo pipefail
@@ -103,6 +112,7 @@ DROP_CACHES=${DROP_CACHES:-0}
 KEEP=${KEEP:-0}
 RES=${RESULTS:-$WORK/results/$(date -u +%Y%m%dT%H%M%SZ)}
 ROUNDS=${ROUNDS:-3}
+PRUNE_MAX_UNUSED=${PRUNE_MAX_UNUSED:-5%}
 
 B=$WORK/cmp
 DATA=$B/data
@@ -359,6 +369,7 @@ record meta cache "$([ "$can_drop" = 1 ] && echo 'dropped before each step' || e
 record meta go "$(go version | awk '{ print $3 }')"
 record meta dataset "$DATASET"
 record meta tools "${tools[*]}"
+record meta prune_max_unused "$PRUNE_MAX_UNUSED"
 KOPIA_VERSION=${KOPIA_VERSION:-}
 if [ -z "$KOPIA_VERSION" ] && found "$KOPIA"; then
 	KOPIA_VERSION=$("$KOPIA" --version 2>/dev/null | awk 'NR == 1 { print $1 }')
@@ -504,6 +515,31 @@ done
 for t in "${tools[@]}"; do
 	cmd_check "$t"
 	timed "$t" check -- "${CMD[@]}"
+done
+
+# --- prune after forgetting all but the newest snapshot ----------------------
+for t in "${tools[@]}"; do
+	case $t in
+	nightjar) bin=$NIGHTJAR ;;
+	restic) bin=$RESTIC ;;
+	restic-new) bin=$RESTIC_NEW ;;
+	*)
+		log "$t: prune is measured for nightjar and restic only, left out"
+		continue
+		;;
+	esac
+	in_tool "$t" "$bin" forget --keep-last 1 >"$RES/$t.forget.out" 2>"$RES/$t.forget.err" ||
+		die "$t: forget --keep-last 1 failed (see $RES/$t.forget.err)"
+	before=$(repo_bytes "$t")
+	timed "$t" prune -- "$bin" prune --max-unused "$PRUNE_MAX_UNUSED"
+	record "$t" prune.freed "$((before - $(repo_bytes "$t")))"
+	record "$t" size4 "$(repo_bytes "$t")"
+	if in_tool "$t" "$bin" check --read-data >"$RES/$t.prunecheck.out" 2>"$RES/$t.prunecheck.err"; then
+		record "$t" prune.check yes
+	else
+		record "$t" prune.check NO
+		log "$t: check --read-data after prune failed (see $RES/$t.prunecheck.*)"
+	fi
 done
 
 log "results in $TSV"

@@ -263,7 +263,7 @@ func TestForgetIDs(t *testing.T) {
 }
 
 // TestForgetFlags: bad flags and a policy that keeps nothing are usage
-// errors; --prune is not there yet; a missing repository and a wrong
+// errors; prune's limits need --prune; a missing repository and a wrong
 // password have their codes. None of them removes a snapshot.
 func TestForgetFlags(t *testing.T) {
 	t.Parallel()
@@ -283,7 +283,8 @@ func TestForgetFlags(t *testing.T) {
 	}{
 		{"no policy", nil, nil, exitUsage, "keeps nothing"},
 		{"zero counts", nil, []string{"--keep-last", "0", "--keep-daily", "0"}, exitUsage, "keeps nothing"},
-		{"prune", nil, []string{"--keep-last", "1", "--prune"}, exitUsage, "prune is not available yet"},
+		{"prune limit without --prune", nil, []string{"--keep-last", "1", "--max-unused", "5%"}, exitUsage, "give it with --prune"},
+		{"bad prune limit", nil, []string{"--keep-last", "1", "--prune", "--max-unused", "120%"}, exitUsage, "want a percentage below 100"},
 		{"count out of range", nil, []string{"--keep-daily", "-2"}, exitUsage, "allowed 0 or more, or -1 for unlimited"},
 		{"bad within", nil, []string{"--keep-within", "3 fortnights"}, exitUsage, "keep-within"},
 		{"bad group-by", nil, []string{"--keep-last", "1", "--group-by", "user"}, exitUsage, "group-by"},

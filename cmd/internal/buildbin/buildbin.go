@@ -64,15 +64,23 @@ func Run(cmd *exec.Cmd, args []string) (Result, error) {
 // then exits with status 66 after reporting a race; otherwise it is the
 // binary users get, as BuildStatic builds it.
 func Build() (string, func(), error) {
-	return build(raceDetector)
+	return build(raceDetector, "")
 }
 
 // BuildStatic compiles the binary users get: static, without cgo.
 func BuildStatic() (string, func(), error) {
-	return build(false)
+	return build(false, "")
 }
 
-func build(race bool) (string, func(), error) {
+// BuildTagged compiles the binary as BuildStatic does (without the race
+// detector, also under go test -race), with the build tags given
+// (comma-separated), for tests that need code users never get and run the
+// binary hundreds of times (the crash test's hook, tag crashtest).
+func BuildTagged(tags string) (string, func(), error) {
+	return build(false, tags)
+}
+
+func build(race bool, tags string) (string, func(), error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", nil, err
@@ -95,6 +103,9 @@ func build(race bool) (string, func(), error) {
 	if race {
 		// The race detector's runtime needs cgo.
 		args, cgo = []string{"build", "-race", "-o", bin, "."}, "CGO_ENABLED=1"
+	}
+	if tags != "" {
+		args = append([]string{"build", "-tags", tags}, args[1:]...)
 	}
 	build := exec.Command(goTool, args...)
 	build.Dir = root
