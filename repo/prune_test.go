@@ -198,7 +198,7 @@ func allFiles(t *testing.T, be repo.Backend) []string {
 func restoreFiles(t *testing.T, be repo.Backend, snap *repo.Snapshot) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	r := openLater(t, be)
+	r := openRepo(t, be)
 	got := map[string][]byte{}
 	err := r.Walk(ctx, snap.Tree, repo.WalkOptions{}, repo.WalkVisitor{
 		Node: func(e *repo.WalkEntry) error {

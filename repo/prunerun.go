@@ -97,8 +97,9 @@ type indexFileInfo struct {
 // opts.MaxRepackSize), rewrites the index files that list packs it
 // removes, and deletes packs no index lists; it deletes or repacks only
 // packs older than opts.LeftoverAge, so that a live backup's packs, unused
-// until its snapshot is saved, stay even if its lock was broken. Every step can be repeated, and a prune that fails or
-// dies at any point is completed by the next one. It does not use the
+// until its snapshot is saved, stay even if its lock was broken. Every
+// step can be repeated, and a prune that fails or dies at any point is
+// completed by the next one. It does not use the
 // in-memory index (LoadIndex): the index files are streamed. Once it has
 // changed anything, the Repository's in-memory index is emptied; call
 // LoadIndex again before reading blobs.
@@ -418,19 +419,23 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		res.BytesUnused += f.unusedBytes
 		switch {
 		case !f.indexed:
-			f.action = packLeftoverYoung
-			if old, err := p.old(ctx, id); err != nil {
+			old, err := p.old(ctx, id)
+			if err != nil {
 				return err
-			} else if old {
+			}
+			f.action = packLeftoverYoung
+			if old {
 				f.action = packLeftoverOld
 			}
 		case f.usedBlobs == 0 && f.size < 0:
 			f.action = packGone
 		case f.usedBlobs == 0:
-			f.action = packKeptYoung
-			if old, err := p.old(ctx, id); err != nil {
+			old, err := p.old(ctx, id)
+			if err != nil {
 				return err
-			} else if old {
+			}
+			f.action = packKeptYoung
+			if old {
 				f.action = packDelete
 			}
 		case f.unusedBlobs > 0:
@@ -455,9 +460,11 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		if p.opts.MaxRepackSize > 0 && repacked+f.size > p.opts.MaxRepackSize {
 			continue
 		}
-		if old, err := p.old(ctx, id); err != nil {
+		old, err := p.old(ctx, id)
+		if err != nil {
 			return err
-		} else if !old {
+		}
+		if !old {
 			f.action = packKeptYoung // its unused bytes stay
 			continue
 		}
