@@ -33,11 +33,14 @@ func backupsOfNewData(t *testing.T, w *retentionWorld, n int) {
 }
 
 // prune runs a prune run on a Repository of its own, opened on the
-// world's backend, as the scheduler's opener gives each run.
+// world's backend, as the scheduler's opener gives each run, with a clock
+// past the leftover age: the packs the backups wrote are old enough to
+// delete or repack, as for a prune that runs hours after them.
 func (w *retentionWorld) prune(t *testing.T, progress func(pass.Progress)) (pass.Result, error) {
 	t.Helper()
+	later := func() time.Time { return time.Now().Add(repo.DefaultLeftoverAge + time.Hour) }
 	w.exec.Open = func(ctx context.Context, _ string) (*repo.Repository, error) {
-		return repo.Open(ctx, w.r.Backend(), repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }})
+		return repo.Open(ctx, w.r.Backend(), repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }, Now: later})
 	}
 	return w.exec.Execute(context.Background(), pruneDef, pass.Run{ID: 100, Kind: pass.KindPrune, Job: pruneDef.Name}, progress)
 }

@@ -16,8 +16,9 @@ import (
 // *SnapshotTreeError too.
 var ErrInvalidManifest = errors.New("invalid_manifest: a snapshot or a tree it references cannot be read")
 
-// DefaultLeftoverAge is how old a pack that no index lists must be before
-// prune deletes it: older than any backup could still be writing it.
+// DefaultLeftoverAge is how old a pack must be before prune deletes or
+// repacks it: older than any backup could still be writing it or about to
+// save the snapshot that uses it.
 const DefaultLeftoverAge = 2 * time.Hour
 
 // DefaultMaxUnused is restic's default for --max-unused: 10% of the
@@ -130,8 +131,10 @@ type PruneOptions struct {
 	// written or deleted. Its figures are the real run's, except what is
 	// written (Written*).
 	DryRun bool
-	// LeftoverAge is how old a pack that no index lists must be before it
-	// is deleted; 0 is DefaultLeftoverAge.
+	// LeftoverAge is how old a pack must be before it is deleted or
+	// repacked, indexed or not, and a temporary file before it is removed:
+	// a live backup's packs are younger, and unused until its snapshot is
+	// saved. 0 is DefaultLeftoverAge.
 	LeftoverAge time.Duration
 	// TempDir is the folder of the sorted runs; "" is os.TempDir(). It
 	// needs about 200 bytes per indexed blob at the peak (the index
@@ -172,6 +175,9 @@ type PruneResult struct {
 	BytesCopied   int64 `json:"bytes_copied"`   // their bytes as read
 	PacksMissing  int   `json:"packs_missing"`  // wholly unused packs an index lists that were already gone
 
+	PacksKeptYoung int   `json:"packs_kept_young"` // indexed packs to delete or repack, but younger than the leftover age (or of unknown age): kept, counted in packs_left too
+	BytesKeptYoung int64 `json:"bytes_kept_young"` // their sizes
+
 	LeftoversDeleted     int   `json:"leftovers_deleted"`      // packs no index listed, old enough: deleted
 	LeftoverBytesDeleted int64 `json:"leftover_bytes_deleted"` // their sizes
 	LeftoversKept        int   `json:"leftovers_kept"`         // packs no index listed, too young (or of unknown age): kept
@@ -179,6 +185,7 @@ type PruneResult struct {
 	TempFilesDeleted     int   `json:"temp_files_deleted"`     // temporary files of killed writes, old enough: deleted
 	TempBytesDeleted     int64 `json:"temp_bytes_deleted"`     // their sizes
 	TempFilesKept        int   `json:"temp_files_kept"`        // temporary files too young: kept
+	TempFilesForeign     int   `json:"temp_files_foreign"`     // files in the temporary folder with names nightjar never gives: left alone
 
 	BytesFreed         int64 `json:"bytes_freed"`          // sizes of all packs deleted (wholly unused, repacked, leftovers)
 	UnusedLeft         int64 `json:"unused_left"`          // unused bytes that stay in packs kept

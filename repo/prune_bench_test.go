@@ -35,7 +35,7 @@ func BenchmarkPruneRepack(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		be := cloneMemory(b, src)
-		r := openRepo(b, be)
+		r := openLater(b, be)
 		b.StartTimer()
 		res, err := r.Prune(ctx, repo.PruneOptions{TempDir: b.TempDir()})
 		if err != nil {

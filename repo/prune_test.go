@@ -105,6 +105,25 @@ func newPruneFixture(t *testing.T, be repo.Backend) *pruneFixture {
 	return f
 }
 
+// later is a clock past the default leftover age: a prune that reads it
+// finds every pack a test wrote old enough to delete or repack, as a
+// prune that runs hours after the backups.
+func later() time.Time { return time.Now().Add(repo.DefaultLeftoverAge + time.Hour) }
+
+// openLater opens a repository, its index loaded, whose clock is later.
+func openLater(tb testing.TB, be repo.Backend) *repo.Repository {
+	tb.Helper()
+	r, err := repo.Open(context.Background(), be, repo.OpenOptions{Password: pw(password), Now: later})
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(r.Close)
+	if err := r.LoadIndex(context.Background()); err != nil {
+		tb.Fatalf("load index: %v", err)
+	}
+	return r
+}
+
 // onlyNewPack returns the one pack that is not in before.
 func onlyNewPack(t *testing.T, be repo.Backend, before []string) repo.ID {
 	t.Helper()
@@ -250,7 +269,7 @@ func TestPruneFreesExactlyTheUnusedData(t *testing.T) {
 			for name := range f.packs {
 				sizes[name] = f.packSize(t, name)
 			}
-			res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+			res, err := openLater(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +291,7 @@ func TestPruneFreesExactlyTheUnusedData(t *testing.T) {
 			}
 			f.assertSound(t, false)
 			// A second prune finds nothing to do.
-			res, err = openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+			res, err = openLater(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -323,7 +342,7 @@ func TestPruneRepacksByMaxUnusedWithinMaxRepackSize(t *testing.T) {
 			for _, name := range tc.wantRepacked {
 				wantBytes += f.packSize(t, name)
 			}
-			res, err := openRepo(t, f.be).Prune(context.Background(), opts)
+			res, err := openLater(t, f.be).Prune(context.Background(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +400,7 @@ func TestPruneStopsOnAnInvalidManifest(t *testing.T) {
 			tc.damage(t, f)
 			before := allFiles(t, f.be)
 			for _, dry := range []bool{true, false} {
-				_, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+				_, err := openLater(t, f.be).Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
 				if !errors.Is(err, repo.ErrInvalidManifest) || !strings.Contains(err.Error(), f.keep.ID) {
 					t.Fatalf("prune (dry run %v): %v, want ErrInvalidManifest naming snapshot %s", dry, err, f.keep.ID)
 				}
@@ -468,6 +487,143 @@ func TestPruneDeletesOnlyOldLeftovers(t *testing.T) {
 	}
 }
 
+// setPackAge sets the modification time of a pack of a local repository
+// to age ago.
+func setPackAge(t *testing.T, be repo.Backend, id repo.ID, age time.Duration) {
+	t.Helper()
+	name := id.String()
+	mtime := time.Now().Add(-age)
+	if err := os.Chtimes(filepath.Join(be.Location(), string(repo.PackFile), name[:2], name), mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pack that prune would delete (wholly unused) or repack (partly
+// unused) is deleted or repacked only when it is older than the leftover
+// age; a younger one is kept, indexed, and counted as kept young with its
+// bytes, by the dry run as by the real run.
+func TestPruneDeletesOrRepacksOnlyPacksOlderThanTheLeftoverAge(t *testing.T) {
+	tests := []struct {
+		name         string
+		pack         string // the fixture's pack whose age is set; the others are 3 hours old
+		age          time.Duration
+		wantKept     bool
+		wantDeleted  int
+		wantRepacked int
+	}{
+		{name: "wholly unused, younger than the age: kept", pack: "gone", age: time.Minute, wantKept: true, wantRepacked: 3},
+		{name: "wholly unused, older than the age: deleted", pack: "gone", age: 3 * time.Hour, wantDeleted: 1, wantRepacked: 3},
+		{name: "partly unused, younger than the age: kept, not repacked", pack: "mostly", age: time.Minute, wantKept: true,
+			wantDeleted: 1, wantRepacked: 2},
+		{name: "partly unused, older than the age: repacked", pack: "mostly", age: 3 * time.Hour, wantDeleted: 1, wantRepacked: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newPruneFixture(t, newLocal(t))
+			f.forgetOld(t)
+			for name, id := range f.packs {
+				age := 3 * time.Hour
+				if name == tc.pack {
+					age = tc.age
+				}
+				setPackAge(t, f.be, id, age)
+			}
+			size := f.packSize(t, tc.pack)
+			dry, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantYoung, wantYoungBytes := 0, int64(0)
+			if tc.wantKept {
+				wantYoung, wantYoungBytes = 1, size
+			}
+			for _, r := range []*repo.PruneResult{dry, res} {
+				if r.PacksKeptYoung != wantYoung || r.BytesKeptYoung != wantYoungBytes || r.PacksDeleted != tc.wantDeleted || r.PacksRepacked != tc.wantRepacked {
+					t.Errorf("%d packs (%d bytes) kept young, %d deleted, %d repacked; want %d (%d bytes), %d, %d",
+						r.PacksKeptYoung, r.BytesKeptYoung, r.PacksDeleted, r.PacksRepacked, wantYoung, wantYoungBytes, tc.wantDeleted, tc.wantRepacked)
+				}
+			}
+			if kept := slices.Contains(f.packsLeft(t), tc.pack); kept != tc.wantKept {
+				t.Errorf("pack %s stays: %v, want %v", tc.pack, kept, tc.wantKept)
+			}
+			f.assertSound(t, false)
+		})
+	}
+}
+
+// A live backup has written and indexed a pack, but not yet saved the
+// snapshot that uses it: a prune that runs then (its lock not seen, or
+// broken as stale) keeps the young pack, and the snapshot the backup then
+// saves checks clean and restores.
+func TestPruneKeepsALiveBackupsIndexedPack(t *testing.T) {
+	ctx := context.Background()
+	f := newPruneFixture(t, newLocal(t))
+	packs := names(t, f.be, repo.PackFile)
+	content := random(4242, pruneBlobSize)
+	blob := saveBlob(t, f.r, content)
+	flush(t, f.r) // the pack and an index file listing it: a backup's session ends so
+	young := onlyNewPack(t, f.be, packs)
+	res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir(), MaxUnused: repo.UnusedLimit{Unlimited: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PacksDeleted != 0 || res.PacksKeptYoung != 1 {
+		t.Errorf("prune beside a live backup deleted %d packs and kept %d young, want none deleted and its pack kept", res.PacksDeleted, res.PacksKeptYoung)
+	}
+	if _, err := f.be.Stat(ctx, repo.Handle{Type: repo.PackFile, Name: young.String()}); err != nil {
+		t.Fatalf("the live backup's pack %s: %v", young.Short(), err)
+	}
+	// The backup goes on and saves its snapshot.
+	node := repo.Node{Name: "late", Type: repo.NodeFile, Size: pruneBlobSize, Mode: 0o644, Content: []repo.ID{blob}}
+	sub := saveTree(t, f.r, &repo.Tree{Nodes: []repo.Node{node}})
+	root := saveTree(t, f.r, &repo.Tree{Nodes: []repo.Node{{Name: "data", Type: repo.NodeDir, Mode: 0o755, Subtree: &sub}}})
+	snap := &repo.Snapshot{ID: forgetSnapID(0, 2), Time: f.keep.Time.Add(time.Hour), Hostname: "h", Paths: []string{"/data"}, Tree: root}
+	if err := flush(t, f.r).SaveSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	f.assertSound(t, false)
+	if got := restoreFiles(t, f.be, snap)["late"]; !bytes.Equal(got, content) {
+		t.Errorf("the live backup's file restores with %d bytes that differ from the %d saved", len(got), len(content))
+	}
+}
+
+// ageless is a memory backend that cannot tell when an object was stored
+// (no repo.ObjectTimer), as storage without modification times.
+type ageless struct {
+	repo.Backend
+	repo.ProcessLocker
+}
+
+// On storage that cannot tell a pack's age, prune deletes and repacks
+// nothing: every pack it would has a writer that may be live. It counts
+// them as kept young.
+func TestPruneKeepsPacksOfUnknownAge(t *testing.T) {
+	mem := memory.New()
+	f := newPruneFixture(t, ageless{mem, mem})
+	f.forgetOld(t)
+	var want int64
+	for _, name := range []string{"gone", "mostly", "little", "trees"} {
+		want += f.packSize(t, name)
+	}
+	res, err := openLater(t, f.be).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PacksDeleted+res.PacksRepacked != 0 || res.PacksKeptYoung != 4 || res.BytesKeptYoung != want {
+		t.Errorf("%d packs deleted, %d repacked, %d (%d bytes) kept young; want none, none and gone, mostly, little and trees (%d bytes)",
+			res.PacksDeleted, res.PacksRepacked, res.PacksKeptYoung, res.BytesKeptYoung, want)
+	}
+	if left := f.packsLeft(t); !slices.Equal(left, packNames) {
+		t.Errorf("packs left %v, want all of %v", left, packNames)
+	}
+	f.assertSound(t, false)
+}
+
 // Beside any other lock, prune is busy at once and changes nothing; a dry
 // run takes no lock and goes ahead.
 func TestPruneIsBusyBesideALock(t *testing.T) {
@@ -482,10 +638,10 @@ func TestPruneIsBusyBesideALock(t *testing.T) {
 			}
 			defer lock.Unlock()
 			before := allFiles(t, f.be)
-			if _, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); !errors.Is(err, repo.ErrBusy) {
+			if _, err := openLater(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); !errors.Is(err, repo.ErrBusy) {
 				t.Fatalf("prune beside a lock: %v, want ErrBusy", err)
 			}
-			res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			res, err := openLater(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
 			if err != nil || res.PacksDeleted != 1 {
 				t.Errorf("dry run beside a lock: %+v, %v; want the plan", res, err)
 			}
@@ -501,7 +657,7 @@ func TestPruneIsBusyBesideALock(t *testing.T) {
 func forgetInterrupted(t *testing.T, f *pruneFixture, mem *memory.Backend) {
 	t.Helper()
 	be := &crashing{Backend: mem}
-	r := openRepo(t, be)
+	r := openLater(t, be)
 	be.mu.Lock()
 	be.at = be.n + 2 // the mark is write 1, the record's removal write 2
 	be.mu.Unlock()
@@ -526,7 +682,7 @@ func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
 	var phases []string
 	// A repository opened without LoadIndex: prune streams the index and
 	// leaves the in-memory one empty.
-	unloaded, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password)})
+	unloaded, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password), Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +704,7 @@ func TestPruneDryRunMatchesTheRealRun(t *testing.T) {
 	if slices.Contains(phases, "repack") || slices.Contains(phases, "delete") || !slices.Contains(phases, "index") || !slices.Contains(phases, "walk") {
 		t.Errorf("a dry run went through phases %v, want index and walk but no repack or delete", phases)
 	}
-	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	res, err := openLater(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +734,7 @@ func TestPruneCompletesAfterACrashAtEveryWrite(t *testing.T) {
 	counter.mu.Lock()
 	made := counter.n
 	counter.mu.Unlock()
-	if _, err := openRepo(t, counter).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+	if _, err := openLater(t, counter).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	counter.mu.Lock()
@@ -593,7 +749,7 @@ func TestPruneCompletesAfterACrashAtEveryWrite(t *testing.T) {
 			f := newPruneFixture(t, mem)
 			f.forgetOld(t)
 			be := &crashing{Backend: mem}
-			r := openRepo(t, be)
+			r := openLater(t, be)
 			be.mu.Lock()
 			be.at = be.n + at
 			be.mu.Unlock()
@@ -602,13 +758,13 @@ func TestPruneCompletesAfterACrashAtEveryWrite(t *testing.T) {
 			}
 			be.abandonLocks()
 			f.assertSound(t, true)
-			if _, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+			if _, err := openLater(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
 				t.Fatalf("the next prune: %v", err)
 			}
 			f.assertSound(t, true)
 			// What stays is what an uninterrupted prune leaves, and packs
-			// that no index lists (a memory backend cannot tell their age).
-			res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			// that no index lists while they are young.
+			res, err := openLater(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -719,7 +875,7 @@ func TestPruneKeepsOneCopyOfADuplicatedBlob(t *testing.T) {
 	flush(t, again)
 	f.packs["dup"] = onlyNewPack(t, mem, before)
 
-	res, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	res, err := openLater(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,12 +883,121 @@ func TestPruneKeepsOneCopyOfADuplicatedBlob(t *testing.T) {
 		t.Errorf("prune %+v: want the extra copy unused and its pack, or the original's, deleted or repacked", res)
 	}
 	f.assertSound(t, false)
-	after, err := openRepo(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+	after, err := openLater(t, mem).Prune(ctx, repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.BlobsUnused != 0 || after.BlobsUsed != res.BlobsUsed {
 		t.Errorf("after prune: %d blobs used, %d unused; want %d used and none unused", after.BlobsUsed, after.BlobsUnused, res.BlobsUsed)
+	}
+}
+
+// A used blob has two copies, the last blob of two packs. When the copy
+// in the pack that sorts first runs past its pack's end (the pack was cut
+// short), prune keeps the other copy, repacks the cut pack's used blobs,
+// and leaves a repository that checks clean and restores every file.
+// When every copy runs past its pack's end, prune stops naming the blob
+// and changes nothing.
+func TestPruneKeepsOnlyACopyWithinItsPack(t *testing.T) {
+	tests := []struct {
+		name    string
+		cutBoth bool
+	}{
+		{name: "the first copy cut short: the other is kept"},
+		{name: "every copy cut short: prune stops", cutBoth: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			onePacker(t)
+			mem := memory.New()
+			r := initRepo(t, mem)
+			// A repository value that knows no index stores the blob again.
+			other, err := repo.Open(ctx, mem, repo.OpenOptions{Password: pw(password)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(other.Close)
+			files := map[string][]byte{}
+			var nodes []repo.Node
+			file := func(w *repo.Repository, name string, seed uint64) repo.ID {
+				data := random(seed, pruneBlobSize)
+				id := saveBlob(t, w, data)
+				files[name] = data
+				nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Size: pruneBlobSize, Mode: 0o644, Content: []repo.ID{id}})
+				return id
+			}
+			before := names(t, mem, repo.PackFile)
+			file(r, "a-0", 1)
+			file(r, "a-1", 2)
+			dup := file(r, "x", 3)
+			flush(t, r)
+			first := onlyNewPack(t, mem, before)
+			before = names(t, mem, repo.PackFile)
+			file(other, "b-0", 4)
+			file(other, "b-1", 5)
+			saveBlob(t, other, files["x"])
+			flush(t, other)
+			second := onlyNewPack(t, mem, before)
+			slices.SortFunc(nodes, func(a, b repo.Node) int { return strings.Compare(a.Name, b.Name) })
+			root := saveTree(t, r, &repo.Tree{Nodes: nodes})
+			snap := &repo.Snapshot{ID: forgetSnapID(0, 0), Time: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), Hostname: "h", Paths: []string{"/data"}, Tree: root}
+			if err := flush(t, r).SaveSnapshot(ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+			cut, whole := first, second
+			if bytes.Compare(second[:], first[:]) < 0 {
+				cut, whole = second, first
+			}
+			victims := []repo.ID{cut}
+			if tc.cutBoth {
+				victims = append(victims, whole)
+			}
+			for _, pack := range victims {
+				h := repo.Handle{Type: repo.PackFile, Name: pack.String()}
+				data := load(t, mem, h)
+				blobs, err := r.ReadPackHeader(ctx, pack, int64(len(data)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if last := blobs[len(blobs)-1]; last.ID != dup {
+					t.Fatalf("pack %s ends with blob %s, want the duplicated %s", pack.Short(), last.ID.Short(), dup.Short())
+				}
+				store(t, mem, h, data[:blobs[len(blobs)-1].Offset]) // storage damage: the pack cut before the copy
+			}
+			unchanged := allFiles(t, mem)
+
+			res, err := openLater(t, mem).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+			if tc.cutBoth {
+				if err == nil || !strings.Contains(err.Error(), dup.Short()) {
+					t.Fatalf("prune with every copy of blob %s cut short: %v, want an error naming it", dup.Short(), err)
+				}
+				if after := allFiles(t, mem); !slices.Equal(unchanged, after) {
+					t.Errorf("a stopped prune changed the repository:\nbefore %v\nafter  %v", unchanged, after)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			packs := names(t, mem, repo.PackFile)
+			if slices.Contains(packs, cut.String()) || !slices.Contains(packs, whole.String()) || res.PacksRepacked != 1 {
+				t.Errorf("prune %+v: want the cut pack %s repacked and gone, the whole %s kept", res, cut.Short(), whole.Short())
+			}
+			rep, err := openRepo(t, mem).Check(ctx, repo.CheckOptions{ReadDataFraction: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() || rep.UnindexedPacks != 0 {
+				t.Errorf("check after prune: %s (%d packs no index lists)", problemList(rep), rep.UnindexedPacks)
+			}
+			got := restoreFiles(t, mem, snap)
+			for name, want := range files {
+				if !bytes.Equal(got[name], want) {
+					t.Errorf("file %s restores with %d bytes that differ from the %d saved", name, len(got[name]), len(want))
+				}
+			}
+		})
 	}
 }
 
@@ -768,6 +1033,46 @@ func TestPruneRemovesOldTemporaryFiles(t *testing.T) {
 			t.Errorf("dry run %v: old file gone: %v, young file: %v", dry, oldErr, youngErr)
 		}
 	}
+}
+
+// A file in the temporary folder whose name nightjar never gives (an NFS
+// ".nfs..." file, an editor's backup) is counted as foreign and left
+// alone, however old, and prune succeeds; old temporary files of its own
+// beside it are still removed.
+func TestPruneLeavesForeignTemporaryFilesAlone(t *testing.T) {
+	ctx := context.Background()
+	f := newPruneFixture(t, newLocal(t))
+	f.forgetOld(t)
+	tmp := filepath.Join(f.be.Location(), "tmp")
+	foreign := []string{".nfs000000000123", "notes~"}
+	for _, name := range append([]string{"0123abcd"}, foreign...) {
+		path := filepath.Join(tmp, name)
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mtime := time.Now().Add(-3 * time.Hour)
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		res, err := openLater(t, f.be).Prune(ctx, repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("prune (dry run %v) beside foreign files in tmp/: %v", dry, err)
+		}
+		if res.TempFilesForeign != len(foreign) || res.TempFilesDeleted != 1 {
+			t.Errorf("dry run %v: %d foreign temporary files and %d deleted, want %d and 1", dry, res.TempFilesForeign, res.TempFilesDeleted, len(foreign))
+		}
+		for _, name := range foreign {
+			if _, err := os.Stat(filepath.Join(tmp, name)); err != nil {
+				t.Errorf("dry run %v: foreign file %s: %v", dry, name, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "0123abcd")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("old temporary file 0123abcd after prune: %v, want it removed", err)
+	}
+	f.assertSound(t, false)
 }
 
 // cancelling is a memory backend that cancels a context at its nth write
@@ -818,7 +1123,7 @@ func TestPruneCancelledAtEveryWrite(t *testing.T) {
 	counter.mu.Lock()
 	made := counter.n
 	counter.mu.Unlock()
-	if _, err := openRepo(t, counter).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+	if _, err := openLater(t, counter).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	counter.mu.Lock()
@@ -832,7 +1137,7 @@ func TestPruneCancelledAtEveryWrite(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			be := &cancelling{Backend: mem, cancel: cancel}
-			r := openRepo(t, be)
+			r := openLater(t, be)
 			be.mu.Lock()
 			be.at = be.n + at
 			be.mu.Unlock()
@@ -843,11 +1148,11 @@ func TestPruneCancelledAtEveryWrite(t *testing.T) {
 				t.Errorf("a cancelled prune left locks %v", locks)
 			}
 			f.assertSound(t, true)
-			if _, err := openRepo(t, mem).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+			if _, err := openLater(t, mem).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
 				t.Fatalf("the next prune: %v", err)
 			}
 			f.assertSound(t, true)
-			res, err := openRepo(t, mem).Prune(context.Background(), repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
+			res, err := openLater(t, mem).Prune(context.Background(), repo.PruneOptions{DryRun: true, TempDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -893,7 +1198,7 @@ func TestPruneRepacksAcrossSessions(t *testing.T) {
 			t.Cleanup(repo.SetRepackSessionBlobs(perSession))
 			f := newPruneFixture(t, memory.New())
 			f.forgetOld(t)
-			res, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()})
+			res, err := openLater(t, f.be).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -947,7 +1252,7 @@ func TestPruneCopiesSealedBytesAsTheyAre(t *testing.T) {
 	f := newPruneFixture(t, memory.New())
 	f.forgetOld(t)
 	before := sealedBlobsIn(t, f.be, f.r, []repo.ID{f.packs["mostly"], f.packs["little"], f.packs["trees"]})
-	res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+	res, err := openLater(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1013,7 +1318,7 @@ func TestPruneStopsOnADamagedBlobToCopy(t *testing.T) {
 			store(t, f.be, h, flipped(data, int(victim.Offset+victim.Length/2)))
 			before := allFiles(t, f.be)
 
-			res, err := openRepo(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
+			res, err := openLater(t, f.be).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()})
 			if !tc.used {
 				if err != nil {
 					t.Fatalf("prune with a damaged unused blob: %v", err)
@@ -1113,7 +1418,7 @@ func TestPruneReadsOnlyTheRunOfBlobsToCopy(t *testing.T) {
 		want[name] = [2]int64{0, end}
 	}
 	rec := &loadRecorder{Backend: mem, loads: map[string][][2]int64{}}
-	if _, err := openRepo(t, rec).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
+	if _, err := openLater(t, rec).Prune(ctx, repo.PruneOptions{TempDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	for name, span := range want {

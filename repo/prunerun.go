@@ -15,10 +15,9 @@ import (
 )
 
 // ObjectTimer is implemented by backends that know when an object was
-// stored (a local folder: the file's modification time). Prune deletes a
-// pack that no index lists only when it is older than
-// PruneOptions.LeftoverAge; on a backend without ObjectTimer such packs
-// are kept, and counted.
+// stored (a local folder: the file's modification time). Prune deletes or
+// repacks a pack only when it is older than PruneOptions.LeftoverAge; on a
+// backend without ObjectTimer such packs are kept, and counted.
 type ObjectTimer interface {
 	// ModTime returns when the object h was stored, or an error wrapping
 	// ErrNotFound.
@@ -62,6 +61,7 @@ const (
 	packGone          // indexed, wholly unused and already missing: only unindexed
 	packLeftoverOld   // no index lists it, old enough: deleted
 	packLeftoverYoung // no index lists it, too young or of unknown age: kept
+	packKeptYoung     // indexed, to delete or repack, but too young or of unknown age: kept
 )
 
 // removed reports whether the pack leaves the index.
@@ -95,9 +95,11 @@ type indexFileInfo struct {
 // anything is written), deletes packs nothing uses, repacks partly used
 // ones with the most unused bytes first until opts.MaxUnused holds (within
 // opts.MaxRepackSize), rewrites the index files that list packs it
-// removes, and deletes packs no index lists that are older than
-// opts.LeftoverAge. Every step can be repeated, and a prune that fails or
-// dies at any point is completed by the next one. It does not use the
+// removes, and deletes packs no index lists; it deletes or repacks only
+// packs older than opts.LeftoverAge, so that a live backup's packs, unused
+// until its snapshot is saved, stay even if its lock was broken. Every
+// step can be repeated, and a prune that fails or dies at any point is
+// completed by the next one. It does not use the
 // in-memory index (LoadIndex): the index files are streamed. Once it has
 // changed anything, the Repository's in-memory index is emptied; call
 // LoadIndex again before reading blobs.
@@ -216,7 +218,8 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 
 // tempFiles removes (or, in a dry run, counts) the temporary files of
 // killed writes that are older than the leftover age; younger ones are
-// counted as kept.
+// counted as kept, and files whose names nightjar never gives (another
+// program's, such as NFS's ".nfs..." files) as foreign, and left alone.
 func (p *pruneRun) tempFiles(ctx context.Context) error {
 	tf, ok := Capability[TempFiles](p.r.be)
 	if !ok {
@@ -225,6 +228,10 @@ func (p *pruneRun) tempFiles(ctx context.Context) error {
 	var old []string
 	now := p.r.now()
 	err := tf.ListTemp(ctx, func(name string, size int64, modTime time.Time) error {
+		if !ValidObjectName(name) {
+			p.res.TempFilesForeign++ // not a name nightjar makes: never ours to delete
+			return nil
+		}
 		if now.Sub(modTime) <= p.opts.LeftoverAge {
 			p.res.TempFilesKept++
 			return nil
@@ -315,22 +322,25 @@ type usedGroup struct {
 	started bool
 }
 
-// check fails for a used blob none of whose copies is in a pack that
-// exists.
+// check fails for a used blob none of whose copies is whole in a pack
+// that exists.
 func (g *usedGroup) check() error {
 	if g.started && g.used && !g.kept {
-		return fmt.Errorf("blob %s is used but its pack %s is missing: run nightjar check", g.id.Short(), g.pack.Short())
+		return fmt.Errorf("blob %s is used but no pack holds it whole (pack %s is missing or too short): run nightjar check", g.id.Short(), g.pack.Short())
 	}
 	return nil
 }
 
 // count adds an index entry to its pack's figures. Of a used blob indexed
-// in several packs, one copy counts as used: the first in a pack that
-// exists (entries come by pack ID); the other copies are unused bytes of
-// their packs. The copy that counts goes to p.copies, by pack.
+// in several packs, one copy counts as used: the first (entries come by
+// pack ID) that ends within its pack's file, so that a copy in a missing
+// or truncated pack never stands for the blob; the other copies are
+// unused bytes of their packs. The copy that counts goes to p.copies, by
+// pack.
 func (p *pruneRun) count(b BlobUse, g *usedGroup) error {
 	f := p.pack(b.Pack)
-	if !b.Used || g.kept || f.size < 0 {
+	whole := int64(b.Offset)+int64(b.Length) <= f.size // false for a missing pack (size -1)
+	if !b.Used || g.kept || !whole {
 		f.unusedBlobs++
 		f.unusedBytes += int64(b.Length)
 		return nil
@@ -401,8 +411,6 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
-	timer, hasTimer := Capability[ObjectTimer](p.r.be)
-	now := p.r.now()
 	for _, id := range ids {
 		f := p.packs[id]
 		res.BlobsUsed += f.usedBlobs
@@ -411,23 +419,25 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		res.BytesUnused += f.unusedBytes
 		switch {
 		case !f.indexed:
+			old, err := p.old(ctx, id)
+			if err != nil {
+				return err
+			}
 			f.action = packLeftoverYoung
-			if hasTimer {
-				mt, err := timer.ModTime(ctx, Handle{Type: PackFile, Name: id.String()})
-				if errors.Is(err, ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("age of pack %s: %w", id.Short(), err)
-				}
-				if now.Sub(mt) > p.opts.LeftoverAge {
-					f.action = packLeftoverOld
-				}
+			if old {
+				f.action = packLeftoverOld
 			}
 		case f.usedBlobs == 0 && f.size < 0:
 			f.action = packGone
 		case f.usedBlobs == 0:
-			f.action = packDelete
+			old, err := p.old(ctx, id)
+			if err != nil {
+				return err
+			}
+			f.action = packKeptYoung
+			if old {
+				f.action = packDelete
+			}
 		case f.unusedBlobs > 0:
 			candidates = append(candidates, id)
 			usedTotal += f.usedBytes
@@ -450,6 +460,14 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		if p.opts.MaxRepackSize > 0 && repacked+f.size > p.opts.MaxRepackSize {
 			continue
 		}
+		old, err := p.old(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !old {
+			f.action = packKeptYoung // its unused bytes stay
+			continue
+		}
 		f.action = packRepack
 		repacked += f.size
 		unusedLeft -= f.unusedBytes
@@ -457,10 +475,14 @@ func (p *pruneRun) plan(ctx context.Context) error {
 	for _, id := range ids {
 		f := p.packs[id]
 		switch f.action {
-		case packKeep:
+		case packKeep, packKeptYoung:
 			res.PacksLeft++
 			res.BytesLeft += f.size
 			res.UnusedLeft += f.unusedBytes
+			if f.action == packKeptYoung {
+				res.PacksKeptYoung++
+				res.BytesKeptYoung += f.size
+			}
 		case packDelete:
 			res.PacksDeleted++
 			res.BytesDeleted += f.size
@@ -486,6 +508,24 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// old reports whether pack id's file is older than the leftover age: no
+// writer can still be using it. A pack whose age the backend cannot tell,
+// or that is gone since it was listed, is not old.
+func (p *pruneRun) old(ctx context.Context, id ID) (bool, error) {
+	timer, ok := Capability[ObjectTimer](p.r.be)
+	if !ok {
+		return false, nil
+	}
+	mt, err := timer.ModTime(ctx, Handle{Type: PackFile, Name: id.String()})
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("age of pack %s: %w", id.Short(), err)
+	}
+	return p.r.now().Sub(mt) > p.opts.LeftoverAge, nil
 }
 
 // replaces reports whether an index file lists a pack that prune removes.

@@ -172,13 +172,16 @@ func usage(ctx context.Context, dir string) error {
 }
 
 // forgetAndPrune forgets snapshot "old" and prunes, without loading the
-// index (Prune streams it).
+// index (Prune streams it). Its clock is past the leftover age, so that
+// packs just made are old enough to delete or repack, as for a prune that
+// runs hours after the backups.
 func forgetAndPrune(ctx context.Context, dir string, maxUnused repo.UnusedLimit) error {
 	be, err := backend.Open(ctx, dir)
 	if err != nil {
 		return err
 	}
-	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return password, nil }})
+	later := func() time.Time { return time.Now().Add(repo.DefaultLeftoverAge + time.Hour) }
+	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return password, nil }, Now: later})
 	if err != nil {
 		return err
 	}

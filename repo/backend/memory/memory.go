@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
 )
@@ -12,17 +13,19 @@ import (
 type Backend struct {
 	mu      sync.Mutex
 	objects map[repo.Handle][]byte
+	saved   map[repo.Handle]time.Time // when each object was last saved
 	held    map[repo.Handle]bool
 }
 
 var (
 	_ repo.Backend       = (*Backend)(nil)
 	_ repo.ProcessLocker = (*Backend)(nil)
+	_ repo.ObjectTimer   = (*Backend)(nil)
 )
 
 // New returns an empty in-memory backend.
 func New() *Backend {
-	return &Backend{objects: map[repo.Handle][]byte{}, held: map[repo.Handle]bool{}}
+	return &Backend{objects: map[repo.Handle][]byte{}, saved: map[repo.Handle]time.Time{}, held: map[repo.Handle]bool{}}
 }
 
 // Location describes the backend for messages.
@@ -55,6 +58,7 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.objects[k] = append([]byte{}, data...)
+	b.saved[k] = time.Now()
 	delete(b.held, k)
 	return nil
 }
@@ -99,6 +103,22 @@ func (b *Backend) Stat(ctx context.Context, h repo.Handle) (int64, error) {
 	return int64(len(data)), nil
 }
 
+// ModTime returns when an object was last saved (repo.ObjectTimer, for
+// prune's age of packs), or an error wrapping repo.ErrNotFound.
+func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error) {
+	k, err := key(h)
+	if err != nil {
+		return time.Time{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	saved, ok := b.saved[k]
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s: %w", h, repo.ErrNotFound)
+	}
+	return saved, nil
+}
+
 // List calls fn for each object of type t. fn may call the backend.
 func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string, size int64) error) error {
 	type entry struct {
@@ -136,6 +156,7 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 		return fmt.Errorf("%s: %w", h, repo.ErrNotFound)
 	}
 	delete(b.objects, k)
+	delete(b.saved, k)
 	delete(b.held, k)
 	return nil
 }
@@ -157,6 +178,7 @@ func (b *Backend) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (fun
 			defer b.mu.Unlock()
 			if b.held[k] {
 				delete(b.objects, k)
+				delete(b.saved, k)
 				delete(b.held, k)
 			}
 		})

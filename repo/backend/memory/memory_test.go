@@ -2,7 +2,9 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
@@ -27,5 +29,27 @@ func TestAbandonLeavesAnUnheldLock(t *testing.T) {
 	}
 	if _, err := be.Stat(ctx, h); err != nil {
 		t.Errorf("abandoned lock object is gone: %v", err)
+	}
+}
+
+// ModTime tells when an object was saved, a time no earlier than the Save
+// began, and ErrNotFound once it is removed.
+func TestModTimeIsWhenTheObjectWasSaved(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	h := repo.Handle{Type: repo.PackFile, Name: "0123abcd"}
+	before := time.Now()
+	if err := be.Save(ctx, h, []byte("pack")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := be.ModTime(ctx, h)
+	if err != nil || got.Before(before) {
+		t.Errorf("ModTime = %v, %v; want a time not before the save began (%v)", got, err, before)
+	}
+	if err := be.Remove(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.ModTime(ctx, h); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("ModTime of a removed object: %v, want ErrNotFound", err)
 	}
 }
