@@ -498,10 +498,28 @@ func setPackAge(t *testing.T, be repo.Backend, id repo.ID, age time.Duration) {
 	}
 }
 
-// A pack that prune would delete (wholly unused) or repack (partly
-// unused) is deleted or repacked only when it is older than the leftover
-// age; a younger one is kept, indexed, and counted as kept young with its
-// bytes, by the dry run as by the real run.
+// leasedLocal is a local folder whose locks are leases (a LockKeeper, as
+// an object store's) instead of flocks: a lease may be broken as stale
+// while its holder still runs, so prune cannot know from its own
+// exclusive lock that no backup is writing. It tells packs' ages.
+type leasedLocal struct {
+	*leases
+	timer repo.ObjectTimer
+}
+
+func (l leasedLocal) ModTime(ctx context.Context, h repo.Handle) (time.Time, error) {
+	return l.timer.ModTime(ctx, h)
+}
+
+func newLeasedLocal(t *testing.T) repo.Backend {
+	be := newLocal(t)
+	return leasedLocal{leases: &leases{Backend: be, expired: map[string]bool{}}, timer: be.(repo.ObjectTimer)}
+}
+
+// Where locks are leases, a pack that prune would delete (wholly unused)
+// or repack (partly unused) is deleted or repacked only when it is older
+// than the leftover age; a younger one is kept, indexed, and counted as
+// kept young with its bytes, by the dry run as by the real run.
 func TestPruneDeletesOrRepacksOnlyPacksOlderThanTheLeftoverAge(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -520,7 +538,7 @@ func TestPruneDeletesOrRepacksOnlyPacksOlderThanTheLeftoverAge(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newPruneFixture(t, newLocal(t))
+			f := newPruneFixture(t, newLeasedLocal(t))
 			f.forgetOld(t)
 			for name, id := range f.packs {
 				age := 3 * time.Hour
@@ -557,12 +575,12 @@ func TestPruneDeletesOrRepacksOnlyPacksOlderThanTheLeftoverAge(t *testing.T) {
 }
 
 // A live backup has written and indexed a pack, but not yet saved the
-// snapshot that uses it: a prune that runs then (its lock not seen, or
-// broken as stale) keeps the young pack, and the snapshot the backup then
-// saves checks clean and restores.
+// snapshot that uses it: where locks are leases, a prune that runs then
+// (the backup's lease broken as stale) keeps the young pack, and the
+// snapshot the backup then saves checks clean and restores.
 func TestPruneKeepsALiveBackupsIndexedPack(t *testing.T) {
 	ctx := context.Background()
-	f := newPruneFixture(t, newLocal(t))
+	f := newPruneFixture(t, newLeasedLocal(t))
 	packs := names(t, f.be, repo.PackFile)
 	content := random(4242, pruneBlobSize)
 	blob := saveBlob(t, f.r, content)
@@ -592,19 +610,43 @@ func TestPruneKeepsALiveBackupsIndexedPack(t *testing.T) {
 	}
 }
 
-// ageless is a memory backend that cannot tell when an object was stored
-// (no repo.ObjectTimer), as storage without modification times.
-type ageless struct {
-	repo.Backend
-	repo.ProcessLocker
+// Where locks are exact (a flock is alive exactly while its process
+// holds it), the exclusive lock prune holds proves that no backup is
+// writing: a pack seconds old that nothing uses is deleted, and a partly
+// unused one repacked, whatever their age.
+func TestPruneUnderExactLocksIgnoresPackAges(t *testing.T) {
+	for _, be := range []struct {
+		name string
+		new  func(*testing.T) repo.Backend
+	}{{"local", newLocal}, {"memory", func(*testing.T) repo.Backend { return memory.New() }}} {
+		t.Run(be.name, func(t *testing.T) {
+			f := newPruneFixture(t, be.new(t))
+			f.forgetOld(t)
+			res, err := openRepo(t, f.be).Prune(context.Background(), repo.PruneOptions{TempDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.PacksKeptYoung != 0 || res.PacksDeleted != 1 || res.PacksRepacked != 3 {
+				t.Errorf("%d packs kept young, %d deleted, %d repacked; want none kept young, 1 deleted, 3 repacked",
+					res.PacksKeptYoung, res.PacksDeleted, res.PacksRepacked)
+			}
+			f.assertSound(t, false)
+		})
+	}
 }
 
-// On storage that cannot tell a pack's age, prune deletes and repacks
-// nothing: every pack it would has a writer that may be live. It counts
-// them as kept young.
+// ageless is a memory backend with leases for locks that cannot tell when
+// an object was stored (no repo.ObjectTimer), as storage without
+// modification times.
+type ageless struct {
+	*leases
+}
+
+// On storage with leases for locks that cannot tell a pack's age, prune
+// deletes and repacks nothing: every pack it would has a writer that may
+// be live. It counts them as kept young.
 func TestPruneKeepsPacksOfUnknownAge(t *testing.T) {
-	mem := memory.New()
-	f := newPruneFixture(t, ageless{mem, mem})
+	f := newPruneFixture(t, ageless{&leases{Backend: memory.New(), expired: map[string]bool{}}})
 	f.forgetOld(t)
 	var want int64
 	for _, name := range []string{"gone", "mostly", "little", "trees"} {

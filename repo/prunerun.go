@@ -430,7 +430,7 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		case f.usedBlobs == 0 && f.size < 0:
 			f.action = packGone
 		case f.usedBlobs == 0:
-			old, err := p.old(ctx, id)
+			old, err := p.unwritten(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -460,7 +460,7 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		if p.opts.MaxRepackSize > 0 && repacked+f.size > p.opts.MaxRepackSize {
 			continue
 		}
-		old, err := p.old(ctx, id)
+		old, err := p.unwritten(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -508,6 +508,22 @@ func (p *pruneRun) plan(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// unwritten reports whether indexed pack id may be deleted or repacked: no
+// backup can be about to save a snapshot that uses its blobs. Where locks
+// are exact (a lock is alive exactly while its process holds it: the
+// flock of a local folder), the exclusive lock prune holds proves it for
+// every pack, whatever its age. Where they are not (leases that may be
+// broken as stale while their holder still runs), only a pack older than
+// the leftover age is.
+func (p *pruneRun) unwritten(ctx context.Context, id ID) (bool, error) {
+	if keeper, ok := p.r.lockKeeper(); ok {
+		if _, exact := keeper.(processLocks); exact {
+			return true, nil
+		}
+	}
+	return p.old(ctx, id)
 }
 
 // old reports whether pack id's file is older than the leftover age: no
