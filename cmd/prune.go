@@ -170,6 +170,13 @@ func printPrune(p *printer, out *pruneJSON) {
 	p.Printf("%s %d packs wholly unused (%s)\n", verb("deleted:    ", "would delete:"), res.PacksDeleted, bytesText(res.BytesDeleted))
 	p.Printf("%s %d packs partly unused (%s), copying %s of used data in %d blobs\n",
 		verb("repacked:   ", "would repack:"), res.PacksRepacked, bytesText(res.BytesRepacked), bytesText(res.BytesCopied), res.BlobsCopied)
+	if res.PacksKeptYoung > 0 {
+		p.Printf("kept young:  %d packs (%s) prune would free, younger than %s or of unknown age: the storage's locks are leases, so a backup may still be writing them\n",
+			res.PacksKeptYoung, bytesText(res.BytesKeptYoung), out.LeftoverAge)
+	}
+	if res.TempFilesForeign > 0 {
+		p.Printf("foreign:     %d files in tmp/ that nightjar did not make, left alone\n", res.TempFilesForeign)
+	}
 	if res.PacksMissing > 0 {
 		p.Printf("unlisted:    %d wholly unused packs that were already gone\n", res.PacksMissing)
 	}

@@ -21,6 +21,7 @@ const (
 	CounterUnusedLeft         = "bytes_unused_left"   // unused bytes that stay, within the max-unused limit
 	CounterLeftoversDeleted   = "leftovers_deleted"   // packs of interrupted backups, old enough, deleted
 	CounterLeftoversKept      = "leftovers_kept"      // such packs too young to delete
+	CounterPacksKeptYoung     = "packs_kept_young"    // packs to delete or repack, kept as too young (storage with leased locks)
 	CounterForgetsCompleted   = "forgets_completed"   // snapshots of an interrupted forget removed first
 	CounterBlobsUsed          = "blobs_used"          // indexed blobs the snapshots use
 	CounterBlobsUnused        = "blobs_unused"        // indexed blobs (and extra copies) nothing uses
@@ -90,6 +91,7 @@ func prune(ctx context.Context, r *repo.Repository, report func(current string),
 	counters[CounterUnusedLeft] = out.UnusedLeft
 	counters[CounterLeftoversDeleted] = int64(out.LeftoversDeleted)
 	counters[CounterLeftoversKept] = int64(out.LeftoversKept)
+	counters[CounterPacksKeptYoung] = int64(out.PacksKeptYoung)
 	counters[CounterForgetsCompleted] = int64(len(out.ForgetsCompleted))
 	counters[CounterBlobsUsed] = out.BlobsUsed
 	counters[CounterBlobsUnused] = out.BlobsUnused
