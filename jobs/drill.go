@@ -58,19 +58,11 @@ func (e *Executor) drillRun(ctx context.Context, job pass.JobDef, progress func(
 	if err != nil {
 		return res, Classify(fmt.Errorf("host name: %w", err))
 	}
-	r, err := e.Open(ctx, job.Repository)
+	r, release, err := e.openShared(ctx, job, "drill")
 	if err != nil {
-		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+		return res, err
 	}
-	defer r.Close()
-	lock, err := r.Lock(ctx, false, "drill of job "+job.Name)
-	if err != nil {
-		return res, Classify(err)
-	}
-	defer lock.Unlock()
-	if err := r.LoadIndex(ctx); err != nil {
-		return res, Classify(err)
-	}
+	defer release()
 	removeAbandonedDrills(e.Drill.TempDir, &res.Figures)
 	targets, err := drillTargets(ctx, r, job, host, &res.Figures)
 	if err != nil {

@@ -64,6 +64,31 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 		Err: fmt.Errorf("run %d of job %s has kind %q, which this nightjar cannot run: upgrade nightjar", run.ID, job.Name, run.Kind)}
 }
 
+// openShared opens the job's repository, takes its shared lock for the
+// purpose ("backup", "verify", "drill": the lock says "PURPOSE of job
+// NAME") and loads its index, as every run that reads or adds data does;
+// release unlocks and closes it. Its errors carry a class.
+func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose string) (r *repo.Repository, release func(), err error) {
+	r, err = e.Open(ctx, job.Repository)
+	if err != nil {
+		return nil, nil, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+	}
+	lock, err := r.Lock(ctx, false, purpose+" of job "+job.Name)
+	if err != nil {
+		r.Close()
+		return nil, nil, Classify(err)
+	}
+	release = func() {
+		_ = lock.Unlock()
+		r.Close()
+	}
+	if err := r.LoadIndex(ctx); err != nil {
+		release()
+		return nil, nil, Classify(err)
+	}
+	return r, release, nil
+}
+
 // backupRun backs up each source of the job into its own snapshot, reporting
 // progress as it begins each. A source that fails is a skipped object and does
 // not stop the others; all sources failing is a failure with code
@@ -74,19 +99,11 @@ func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run,
 	if len(sources) == 0 {
 		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "NO_SOURCES", Err: fmt.Errorf("job %s has no sources", job.Name)}
 	}
-	r, err := e.Open(ctx, job.Repository)
+	r, release, err := e.openShared(ctx, job, "backup")
 	if err != nil {
-		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+		return res, err
 	}
-	defer r.Close()
-	lock, err := r.Lock(ctx, false, "backup of job "+job.Name)
-	if err != nil {
-		return res, Classify(err)
-	}
-	defer lock.Unlock()
-	if err := r.LoadIndex(ctx); err != nil {
-		return res, Classify(err)
-	}
+	defer release()
 	var limiter *limit.Limiter
 	if job.Backup.Bandwidth > 0 {
 		limiter = limit.New(job.Backup.Bandwidth)

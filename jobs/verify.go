@@ -81,19 +81,11 @@ func (e *Executor) verifyRun(ctx context.Context, job pass.JobDef, progress func
 	if err != nil {
 		return res, Classify(fmt.Errorf("host name: %w", err))
 	}
-	r, err := e.Open(ctx, job.Repository)
+	r, release, err := e.openShared(ctx, job, "verify")
 	if err != nil {
-		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+		return res, err
 	}
-	defer r.Close()
-	lock, err := r.Lock(ctx, false, "verify of job "+job.Name)
-	if err != nil {
-		return res, Classify(err)
-	}
-	defer lock.Unlock()
-	if err := r.LoadIndex(ctx); err != nil {
-		return res, Classify(err)
-	}
+	defer release()
 	plan, err := e.planVerify(ctx, r, job, host)
 	if err != nil {
 		return res, Classify(err)
