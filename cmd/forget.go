@@ -180,17 +180,10 @@ type forgetJSON struct {
 	zone       *time.Location    // where calendar buckets were counted
 }
 
-func runForget(c *cli.Context) error {
-	p := newPrinter(c)
-	opts, err := forgetArgs(c)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(c, p)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+func runForget(c *cli.Context) error { return withRepository(c, forgetArgs, forgetIn) }
+
+// forgetIn is forget on the open repository r.
+func forgetIn(c *cli.Context, p *printer, r *repo.Repository, opts forgetOptions) error {
 	out, err := forget(c.Context, r, opts)
 	if err != nil {
 		return err

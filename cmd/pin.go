@@ -67,17 +67,10 @@ func pinArgs(c *cli.Context) (pinOptions, error) {
 // maxPinReason bounds a pin's reason: it is shown on a line of snapshots.
 const maxPinReason = 500
 
-func runPin(c *cli.Context) error {
-	p := newPrinter(c)
-	opts, err := pinArgs(c)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(c, p)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+func runPin(c *cli.Context) error { return withRepository(c, pinArgs, pinIn) }
+
+// pinIn is pin on the open repository r.
+func pinIn(c *cli.Context, p *printer, r *repo.Repository, opts pinOptions) error {
 	pin, err := pinSnapshot(c.Context, r, opts)
 	if err != nil {
 		return err
@@ -87,17 +80,10 @@ func runPin(c *cli.Context) error {
 		Username: pin.Username, Time: &pin.Time})
 }
 
-func runUnpin(c *cli.Context) error {
-	p := newPrinter(c)
-	opts, err := pinArgs(c)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(c, p)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+func runUnpin(c *cli.Context) error { return withRepository(c, pinArgs, unpinIn) }
+
+// unpinIn is unpin on the open repository r.
+func unpinIn(c *cli.Context, p *printer, r *repo.Repository, opts pinOptions) error {
 	id, err := unpinSnapshot(c.Context, r, opts)
 	if err != nil {
 		return err

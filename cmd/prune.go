@@ -91,17 +91,10 @@ type pruneFailureJSON struct {
 // or tree that cannot be read; ErrInvalidManifest's message starts with it.
 const codeInvalidManifest = "invalid_manifest"
 
-func runPrune(c *cli.Context) error {
-	p := newPrinter(c)
-	opts, err := pruneArgs(c)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(c, p)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+func runPrune(c *cli.Context) error { return withRepository(c, pruneArgs, pruneIn) }
+
+// pruneIn is prune on the open repository r.
+func pruneIn(c *cli.Context, p *printer, r *repo.Repository, opts repo.PruneOptions) error {
 	out, err := prune(c.Context, r, opts)
 	if err != nil {
 		err = explainPruneError(err)

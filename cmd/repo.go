@@ -121,6 +121,23 @@ func checkPassword(pw []byte, source string) ([]byte, error) {
 	return pw, nil
 }
 
+// withRepository is a repository command: it reads the command's arguments
+// with parse (before anything is opened, so a usage error costs nothing),
+// opens the repository named by the flags and runs act on it.
+func withRepository[O any](c *cli.Context, parse func(*cli.Context) (O, error), act func(c *cli.Context, p *printer, r *repo.Repository, opts O) error) error {
+	p := newPrinter(c)
+	opts, err := parse(c)
+	if err != nil {
+		return err
+	}
+	r, err := openRepo(c, p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return act(c, p, r, opts)
+}
+
 // openRepo opens the repository named by the flags and warns when it is
 // unencrypted or is not the one known at that path before.
 func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
