@@ -169,7 +169,17 @@ func newCrashFixtureWith(t *testing.T, bin string) *crashFixture {
 	for i, day := range days {
 		writeRandom(t, filepath.Join(f.src, "own.bin"), uint64(100+i), 500<<10)
 		writeFile(t, filepath.Join(f.src, "note.txt"), "snapshot of "+day+"\n", 0o644)
-		id := e.backup(exitOK, "--time", day+"T08:00:00Z", f.src).SnapshotID
+		// One core, so one data packer: each backup's data is one pack,
+		// and the first one mixes data the policy keeps (shared.bin) with
+		// data it forgets (own.bin). With more packers that mix depends on
+		// scheduling, and whether prune repacks with it.
+		res := e.runEnv([]string{"GOMAXPROCS=1"}, "backup", "--json", "--time", day+"T08:00:00Z", f.src)
+		if res.Code != exitOK {
+			t.Fatalf("backup of %s: want exit %d, got:\n%s", day, exitOK, res)
+		}
+		var rep backupReport
+		decodeJSON(t, res, &rep)
+		id := rep.SnapshotID
 		f.ids = append(f.ids, id)
 		f.files[id] = map[string]string{}
 		for _, name := range []string{"shared.bin", "own.bin", "note.txt"} {
