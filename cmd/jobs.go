@@ -755,7 +755,6 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 		return p.JSON(out)
 	}
 	printRun(p, r)
-	printRunOutput(p, r)
 	for _, s := range out.Snapshots {
 		if s.Verified == "" {
 			continue
@@ -768,6 +767,7 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	if r.Kind == pass.KindVerify && r.ErrorCode == jobs.CodeVerifyFailed {
 		p.Printf("  verify_failed: the snapshots it names are marked in the repository (nightjar snapshots --verify-failed)\n")
 	}
+	printRunOutput(p, r)
 	return nil
 }
 

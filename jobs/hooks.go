@@ -66,7 +66,7 @@ type hookRun struct {
 	output strings.Builder
 }
 
-func (e *Executor) hookRun(job pass.JobDef, run pass.Run) *hookRun {
+func (e *Executor) newHookRun(job pass.JobDef, run pass.Run) *hookRun {
 	h := &hookRun{e: e, job: job, run: run}
 	if e.Hooks != nil {
 		h.hooks = e.Hooks(job.Name)
@@ -81,7 +81,7 @@ func (e *Executor) hookRun(job pass.JobDef, run pass.Run) *hookRun {
 // (pass.Judge: the status the pass records). The output of the hooks and
 // of the command sources is the result's Output.
 func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
-	h := e.hookRun(job, run)
+	h := e.newHookRun(job, run)
 	var res pass.Result
 	err := h.before(ctx, progress)
 	if err == nil {
