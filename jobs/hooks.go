@@ -52,6 +52,10 @@ const (
 	CodeHookTimeout = "HOOK_TIMEOUT" // the before hook did not end within its timeout
 )
 
+// afterCancelledTimeout bounds the after hook of a cancelled run, whose
+// heartbeat has stopped (at most its timeout).
+const afterCancelledTimeout = time.Minute
+
 // tailInMessage bounds the end of a command's output quoted in a message
 // or a skipped object's reason.
 const tailInMessage = 400
@@ -99,7 +103,7 @@ func (h *hookRun) before(ctx context.Context, progress func(pass.Progress)) erro
 		return nil
 	}
 	progress(pass.Progress{Current: "hook " + HookBefore})
-	cerr := h.runHook(ctx, HookBefore, h.hooks.Before, h.env(HookBefore, nil, nil))
+	cerr := h.runHook(ctx, HookBefore, h.hooks.Before, h.env(HookBefore, nil, nil), h.hooks.Timeout)
 	switch {
 	case cerr == nil:
 		return nil
@@ -113,7 +117,8 @@ func (h *hookRun) before(ctx context.Context, progress func(pass.Progress)) erro
 
 // after runs the after hook whatever the backup did, also when the run was
 // cancelled: it undoes what before did (a database stopped, a snapshot
-// mounted), so a cancellation does not stop it; its timeout does. Its
+// mounted), so a cancellation does not stop it; its timeout does (then at
+// most afterCancelledTimeout, as the run's heartbeat has stopped). Its
 // failure makes a run that would succeed or be partial partial, as a
 // skipped object "hook after"; a failed run stays failed.
 func (h *hookRun) after(ctx context.Context, res pass.Result, err error, progress func(pass.Progress)) pass.Result {
@@ -121,8 +126,14 @@ func (h *hookRun) after(ctx context.Context, res pass.Result, err error, progres
 		return res
 	}
 	v := h.verdict(ctx, res, err)
+	timeout := h.hooks.Timeout
+	if ctx.Err() != nil {
+		// The run's heartbeat has stopped: it must end before it looks
+		// stale and is reclaimed.
+		timeout = min(timeout, afterCancelledTimeout)
+	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "hook " + HookAfter})
-	cerr := h.runHook(context.WithoutCancel(ctx), HookAfter, h.hooks.After, h.env(HookAfter, &v, res.Snapshots))
+	cerr := h.runHook(context.WithoutCancel(ctx), HookAfter, h.hooks.After, h.env(HookAfter, &v, res.Snapshots), timeout)
 	if cerr != nil && err == nil && ctx.Err() == nil {
 		res.Figures.FilesSkipped++
 		res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "hook " + HookAfter, Reason: hookReason(cerr)})
@@ -152,7 +163,7 @@ func (h *hookRun) onStatus(ctx context.Context, res pass.Result, err error, prog
 		return
 	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "hook " + name})
-	if cerr := h.runHook(ctx, name, argv, h.env(name, &v, res.Snapshots)); cerr != nil {
+	if cerr := h.runHook(ctx, name, argv, h.env(name, &v, res.Snapshots), h.hooks.Timeout); cerr != nil {
 		fmt.Fprintf(&h.output, "warning: hook %s failed; the run's status stays %s\n", name, v.Status)
 	}
 }
@@ -167,10 +178,10 @@ func (h *hookRun) verdict(ctx context.Context, res pass.Result, err error) pass.
 }
 
 // runHook runs one hook to its end and writes its output to the run's.
-func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string) *CommandError {
+func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string, timeout time.Duration) *CommandError {
 	out := newTailBuffer(MaxCommandOutput)
 	var cerr *CommandError
-	p, err := startProcess(ctx, name+" hook", argv, env, h.hooks.Timeout, func(cmd *exec.Cmd) error {
+	p, err := startProcess(ctx, name+" hook", argv, env, timeout, func(cmd *exec.Cmd) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		return nil
 	})
