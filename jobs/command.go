@@ -56,16 +56,16 @@ const (
 // timeout, the end of its context or abort stop it: SIGTERM to the whole
 // group, then SIGKILL killGrace later unless it has ended by then.
 type process struct {
-	what    string
-	cmd     *exec.Cmd
-	timeout time.Duration
-	done    chan struct{} // closed when cmd.Wait returned
-	waitErr error
-	ended   chan struct{} // closed by wait: the caller has all it wants of it
-	endOnce sync.Once
-	aborted chan struct{}
-	abortMu sync.Once
-	why     atomic.Int32
+	what      string
+	cmd       *exec.Cmd
+	timeout   time.Duration
+	done      chan struct{} // closed when cmd.Wait returned
+	waitErr   error
+	ended     chan struct{} // closed by wait: the caller has all it wants of it
+	endOnce   sync.Once
+	aborted   chan struct{}
+	abortOnce sync.Once
+	why       atomic.Int32
 }
 
 // startProcess starts argv with exactly env as its environment, its
@@ -155,7 +155,7 @@ func (p *process) wait() *CommandError {
 
 // abort stops the process group now and waits for the process to end.
 func (p *process) abort() {
-	p.abortMu.Do(func() { close(p.aborted) })
+	p.abortOnce.Do(func() { close(p.aborted) })
 	p.wait()
 }
 
