@@ -1,5 +1,6 @@
 // Package backup is nightjar's engine: it walks sources, chunks, hashes and
-// stores files through repo (Backup). Restoring is package restore's.
+// stores files through repo (Backup), or one stream as one file (Stream:
+// standard input, a command's output). Restoring is package restore's.
 //
 // A backup overlaps its stages: one walker lists directories in order and
 // builds trees, a pool of file workers reads and chunks files, and a pool of

@@ -20,8 +20,8 @@ func backupCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "backup",
 		Usage:     "make a snapshot of files and folders",
-		ArgsUsage: "PATH...",
-		Flags: append(repoFlags(),
+		ArgsUsage: "PATH... | --stdin | --stdin-from-command -- COMMAND [ARG...]",
+		Flags: append(append(repoFlags(),
 			&cli.StringSliceFlag{Name: "tag", Usage: "add `TAG[,TAG...]` to the snapshot (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out paths matching `PATTERN` (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude-file", Usage: "read exclude patterns from `FILE`, one per line"},
@@ -30,7 +30,7 @@ func backupCommand() *cli.Command {
 			&cli.StringFlag{Name: "time", Usage: "record the snapshot at `RFC3339` time instead of now"},
 			&cli.StringFlag{Name: "parent", Usage: "compare with `SNAPSHOT` instead of the latest of the same paths"},
 			jsonFlag(),
-		),
+		), stdinFlags()...),
 		Action: runBackup,
 	}
 }
@@ -57,8 +57,12 @@ type backupJSON struct {
 
 func runBackup(c *cli.Context) error {
 	p := newPrinter(c)
-	if c.NArg() == 0 {
-		return usageError{errors.New("backup needs at least one PATH")}
+	stream, streamName, err := streamSource(c)
+	if err != nil {
+		return usageError{err}
+	}
+	if c.NArg() == 0 && stream == nil {
+		return usageError{errors.New("backup needs at least one PATH (or --stdin, or --stdin-from-command with a command)")}
 	}
 	opts := backup.Options{Paths: c.Args().Slice(), Tags: slices.Concat(tagLists(c.StringSlice("tag"))...), Parent: c.String("parent"), Version: version}
 	// Everything the user typed is checked before the repository is opened.
@@ -118,7 +122,12 @@ func runBackup(c *cli.Context) error {
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
-	res, err := backup.Backup(c.Context, r, opts)
+	var res *backup.Result
+	if stream != nil {
+		res, err = backupStream(c, r, stream, backup.StreamOptions{Name: streamName, Tags: opts.Tags, Limiter: opts.Limiter, Time: opts.Time, Version: version})
+	} else {
+		res, err = backup.Backup(c.Context, r, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}

@@ -47,6 +47,7 @@ type runJSON struct {
 	Skipped      []pass.Skipped   `json:"skipped"`
 	Counters     map[string]int64 `json:"counters"` // the kind's named figures; {} when none
 	Snapshots    []snapshotRef    `json:"snapshots"`
+	Output       string           `json:"output,omitempty"` // what its hooks and command sources printed (runs show only)
 }
 
 type snapshotRef struct {
@@ -748,6 +749,7 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 		return jobError(fmt.Errorf("run %d: %w", id, err))
 	}
 	out := toRunJSON(r)
+	out.Output = r.Output
 	runVerifications(c, p, r, &out)
 	if p.jsonOut {
 		return p.JSON(out)
@@ -765,6 +767,7 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 	if r.Kind == pass.KindVerify && r.ErrorCode == jobs.CodeVerifyFailed {
 		p.Printf("  verify_failed: the snapshots it names are marked in the repository (nightjar snapshots --verify-failed)\n")
 	}
+	printRunOutput(p, r)
 	return nil
 }
 

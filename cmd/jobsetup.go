@@ -178,7 +178,7 @@ func jobSources(cfg *config.Config) jobs.JobSources {
 			}
 			var out []jobs.SourceSpec
 			for _, s := range j.Sources {
-				out = append(out, jobs.SourceSpec{Path: s.Path, Exclude: s.Exclude})
+				out = append(out, jobs.SourceSpec{Path: s.Path, Exclude: s.Exclude, Command: s.Command, Timeout: s.Timeout})
 			}
 			return out, j.Tags
 		}

@@ -294,7 +294,7 @@ var ended = map[string]bool{
 
 // Finish records a run's end if owner still holds it (see pass.Store):
 // Status (an end state), EndedAt (zero: now), ErrorClass, ErrorCode,
-// Message, Figures (with their Counters) and Snapshots, and queues next (nil: none) in the same
+// Message, Figures (with their Counters), Output and Snapshots, and queues next (nil: none) in the same
 // transaction. It reports false, changing nothing, when the run is not
 // running under owner. The schema refuses a succeeded run with skipped
 // files and a failed run without a class. A removed job gets no next run
@@ -326,11 +326,12 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 	err = d.write(ctx, fmt.Sprintf("finish run %d", run.ID), func(tx *sql.Tx) error {
 		var jobID int64
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, error_class = ?, error_code = ?,
-			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?, counters = ?
+			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?, counters = ?,
+			output = ?
 			WHERE id = ? AND status = 'running' AND owner = ? RETURNING job_id`,
 			run.Status, run.EndedAt.UnixNano(), nullString(run.ErrorClass), nullString(run.ErrorCode), run.Message,
 			run.Figures.BytesRead, run.Figures.BytesAdded, run.Figures.Files, run.Figures.FilesSkipped,
-			string(skippedJSON), string(countersJSON), run.ID, owner).Scan(&jobID)
+			string(skippedJSON), string(countersJSON), run.Output, run.ID, owner).Scan(&jobID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errRollback
 		}

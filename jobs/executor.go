@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -22,10 +23,14 @@ type RepositoryOpener func(ctx context.Context, name string) (*repo.Repository, 
 // JobSources gives the sources of a job: each path with its excludes.
 type JobSources func(job string) ([]SourceSpec, []string)
 
-// SourceSpec is one path a job backs up.
+// SourceSpec is one source a job backs up: a path with its excludes, or a
+// command whose standard output is backed up as the file
+// backup.StreamPath(name), which is then its Path.
 type SourceSpec struct {
 	Path    string
 	Exclude []string
+	Command []string      // argv of a command source; nil: a path
+	Timeout time.Duration // a command source's; 0: none
 }
 
 // Executor runs the runs of scheduled jobs, by their kind. A backup makes
@@ -37,6 +42,11 @@ type Executor struct {
 	Now     func() time.Time // the clock snapshots are dated by; nil: time.Now
 	Catalog CatalogSync      // rebuilds the state database's catalog around retention runs; nil: none
 	Drill   DrillOptions     // where drill runs restore
+	Hooks   JobHooks         // the hooks of each job's backup runs; nil: none
+	// Environ is the environment hooks and command sources start from:
+	// the scheduler's own, which cmd gives without the variables that
+	// may hold a password (ScrubEnviron); nil: empty.
+	Environ []string
 }
 
 var _ pass.Executor = (*Executor)(nil)
@@ -89,11 +99,12 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 	return r, release, nil
 }
 
-// backupRun backs up each source of the job into its own snapshot, reporting
-// progress as it begins each. A source that fails is a skipped object and does
+// backupSources backs up each source of the job into its own snapshot,
+// reporting progress as it begins each; h collects the standard error of
+// its command sources. A source that fails is a skipped object and does
 // not stop the others; all sources failing is a failure with code
 // ALL_SOURCES_FAILED.
-func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
+func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress), h *hookRun) (pass.Result, error) {
 	var res pass.Result
 	sources, tags := e.Sources(job.Name)
 	if len(sources) == 0 {
@@ -115,6 +126,33 @@ func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run,
 		id, err := freeSnapshotID(ctx, r, run.ID, src.Path)
 		if err != nil {
 			return res, Classify(err)
+		}
+		if src.Command != nil {
+			out, err := e.commandSource(ctx, r, src, backup.StreamOptions{
+				Name: path.Base(src.Path), Tags: append(append([]string{}, tags...), JobTag(job.Name)),
+				Limiter: limiter, SnapshotID: id, Version: e.Version, Now: e.Now,
+			}, h)
+			var cerr *CommandError
+			switch {
+			case err == nil:
+				res.Figures.BytesRead += out.Snapshot.Summary.BytesRead
+				res.Figures.BytesAdded += out.Snapshot.Summary.BytesAdded
+				res.Figures.Files++
+				res.Snapshots = append(res.Snapshots, pass.SnapshotRef{RepositoryID: r.ID(), SnapshotID: out.Snapshot.ID, Source: src.Path})
+			case ctx.Err() != nil:
+				return res, &pass.ClassError{Class: pass.ClassCancelled, Code: pass.CodeCancelled, Err: ctx.Err()}
+			case errors.As(err, &cerr):
+				// The command failed: no snapshot was saved of what it
+				// wrote, which may be cut short.
+				failed++
+				lastErr = err
+				res.Figures.FilesSkipped++
+				res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path,
+					Reason: commandReason(cerr) + "; no snapshot was saved"})
+			default:
+				return res, Classify(fmt.Errorf("source %s: %w", src.Path, err))
+			}
+			continue
 		}
 		opts := backup.Options{
 			Paths:      []string{src.Path},

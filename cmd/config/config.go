@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
@@ -62,12 +63,15 @@ type Job struct {
 	Sources []Source
 	Tags    []string
 	RPO     time.Duration
+	Hooks   jobs.Hooks // its backup runs' [job.hooks]
 }
 
 // Source is a [[job.source]] table.
 type Source struct {
-	Path    string
+	Path    string // a command source's is "/" + its name: its path in the snapshot
 	Exclude []string
+	Command []string      // a command source's argv (a shell string is /bin/sh -c); nil: a path
+	Timeout time.Duration // a command source's; 0: none
 }
 
 // Defaults of the [scheduler] table. Those of heartbeat, stale_after and
@@ -151,6 +155,7 @@ type rawJob struct {
 	Source     []rawSource `toml:"source"`
 	Retention  any         `toml:"retention"` // "off" or a table of rules
 	Verify     string      `toml:"verify"`    // "on" (the default) or "off"
+	Hooks      *rawHooks   `toml:"hooks"`
 }
 
 type rawRetry struct {
@@ -161,7 +166,9 @@ type rawRetry struct {
 
 type rawSource struct {
 	Path    string   `toml:"path"`
-	Command string   `toml:"command"`
+	Command any      `toml:"command"` // an argv list or a shell string
+	Name    string   `toml:"name"`    // a command source's file
+	Timeout string   `toml:"timeout"` // a command source's
 	Exclude []string `toml:"exclude"`
 }
 
@@ -294,16 +301,17 @@ func allowedKeys(k toml.Key) string {
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks"},
 		"job.retry":  {"attempts", "initial", "max"},
-		"job.source": {"path", "exclude"},
+		"job.source": {"path", "exclude", "command", "name", "timeout"},
+		"job.hooks":  hookKeys,
 		"top":        {"scheduler", "repository", "window", "job"},
 	}
 	var table string
 	switch {
 	case len(k) == 1:
 		table = "top"
-	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source"):
+	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source" || k[1] == "hooks"):
 		table = "job." + k[1]
 	default:
 		table = k[0]
@@ -478,19 +486,13 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 			l.addf(key, "job %q has no [[job.source]]: say what to back up", raw.Name)
 		}
 		for j, src := range raw.Source {
-			skey := fmt.Sprintf("%s.source.%d", key, j)
-			switch {
-			case src.Command != "":
-				l.addf(skey+".command", "command sources are not supported yet: nightjar backs up paths (path = \"/data\"); a skipped source would make a backup that looks complete and is not")
-				continue
-			case src.Path == "":
-				l.addf(skey+".path", "missing: the file or folder to back up")
-				continue
+			if s, ok := l.source(fmt.Sprintf("%s.source.%d", key, j), src); ok {
+				job.Sources = append(job.Sources, s)
+				def.Sources = append(def.Sources, s.Path)
 			}
-			p := filepath.Clean(l.abs(src.Path))
-			job.Sources = append(job.Sources, Source{Path: p, Exclude: src.Exclude})
-			def.Sources = append(def.Sources, p)
 		}
+		l.duplicateSources(key+".source", job.Sources)
+		job.Hooks = l.hooks(key+".hooks", raw.Hooks)
 		cfg.Jobs = append(cfg.Jobs, job)
 	}
 }

@@ -88,9 +88,9 @@ func TestRejections(t *testing.T) {
 			want: []string{"job[0].rpo", "cannot meet the recovery point objective of 4 hours"},
 		},
 		{
-			name: "command sources are refused, not skipped",
+			name: "a command source without a name is refused, not skipped",
 			text: goodRepo + "[[job]]\nname = \"a\"\nrepository = \"local\"\nschedule = \"daily 02:00\"\n[[job.source]]\ncommand = \"pg_dump\"\n",
-			want: []string{"job[0].source[0].command", "not supported"},
+			want: []string{"job[0].source[0].name", "a command source needs name"},
 		},
 		{
 			name: "unknown compression level lists the allowed ones",

@@ -274,10 +274,9 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 	r.EndedAt = now
 	r.Figures = res.Figures
 	r.Snapshots = res.Snapshots
+	r.Output = res.Output
 	r.HeldReason = ""
 	r.ErrorClass, r.ErrorCode, r.Message = "", "", ""
-	var ce *ClassError
-	classed := errors.As(err, &ce)
 
 	switch {
 	case cancelled:
@@ -288,32 +287,62 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 		r.Status, r.ErrorClass, r.ErrorCode = StatusInterrupted, ClassCancelled, CodeInterrupted
 		r.Message = "interrupted by shutdown: queued again to run after the restart"
 		return r, p.requeue(run, now)
-	case err != nil:
-		r.Status, r.ErrorClass, r.Message = StatusFailed, ClassUnknown, err.Error()
-		if classed {
-			r.ErrorClass = cmp.Or(ce.Class, ClassUnknown)
-			r.ErrorCode = ce.Code
-		}
-		if r.ErrorClass == ClassCancelled {
-			r.Status = StatusCancelled
-			return r, nil
-		}
-		if skipped(res.Figures) > 0 {
-			r.Message += "; " + skippedMessage(res.Figures)
-		}
+	}
+	v := Judge(res, err)
+	r.Status, r.ErrorClass, r.ErrorCode, r.Message = v.Status, v.Class, v.Code, v.Message
+	switch r.Status {
+	case StatusCancelled, StatusPartialFailure:
+		// A partial failure is not retried: it would skip the same
+		// objects again; it needs a look.
+		return r, nil
+	case StatusFailed:
 		if r.Kind == KindVerify && r.ErrorClass == ClassIntegrity && r.ErrorCode == CodeVerifyFailed {
 			// The verdict is recorded in the repository: the chain goes
 			// on, and retention keeps the failed snapshot.
 			return r, p.afterBackup(r, now)
 		}
 		return r, p.retryOf(r, r.ErrorClass, now)
-	case skipped(res.Figures) > 0:
-		// Not retried: it would skip the same objects again; it needs a look.
-		r.Status, r.ErrorCode, r.Message = StatusPartialFailure, CodeObjectsSkipped, skippedMessage(res.Figures)
-		return r, nil
 	}
-	r.Status = StatusSucceeded
 	return r, p.afterBackup(r, now)
+}
+
+// Verdict is how a run ended, as the pass records it: its status, error
+// class and code, and message.
+type Verdict struct {
+	Status  string
+	Class   string
+	Code    string
+	Message string
+}
+
+// Judge returns the verdict the pass records for an executor's result and
+// error, when neither a user's cancellation nor a shutdown came first
+// (only the pass knows of those): failed with the error's class (or
+// cancelled, for the class cancelled), else partial_failure when objects
+// were skipped, else succeeded. An executor that must act on its run's
+// status before returning (the hooks on_success, on_failure and
+// on_partial) calls it, so that it and the pass never disagree.
+func Judge(res Result, err error) Verdict {
+	switch {
+	case err != nil:
+		v := Verdict{Status: StatusFailed, Class: ClassUnknown, Message: err.Error()}
+		var ce *ClassError
+		if errors.As(err, &ce) {
+			v.Class = cmp.Or(ce.Class, ClassUnknown)
+			v.Code = ce.Code
+		}
+		if v.Class == ClassCancelled {
+			v.Status = StatusCancelled
+			return v
+		}
+		if skipped(res.Figures) > 0 {
+			v.Message += "; " + skippedMessage(res.Figures)
+		}
+		return v
+	case skipped(res.Figures) > 0:
+		return Verdict{Status: StatusPartialFailure, Code: CodeObjectsSkipped, Message: skippedMessage(res.Figures)}
+	}
+	return Verdict{Status: StatusSucceeded}
 }
 
 // afterBackup returns the run queued with the result of a run in the chain

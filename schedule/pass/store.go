@@ -53,7 +53,7 @@ type Store interface {
 	// Heartbeat renews a running run's heartbeat if owner still holds it.
 	Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error)
 
-	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots)
+	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots, Output)
 	// if owner still holds it, and queues next (nil: none) with it, filling
 	// in next as stored (its ID above all). A job removed from the
 	// configuration gets no next run: the end is stored, Finish reports

@@ -172,12 +172,17 @@ type Run struct {
 	Runner      string // host:pid of that runner
 	Figures     Figures
 	Snapshots   []SnapshotRef
+	Output      string // what the run's hooks and command sources printed, bounded (see Result.Output)
 }
 
 // Result is what an Executor reports for a run.
 type Result struct {
 	Figures   Figures
 	Snapshots []SnapshotRef
+	// Output is what the run's hooks (and its command sources on standard
+	// error) printed, kept with the run for runs show: the tail of each,
+	// bounded by the executor. It never holds a password: hooks get none.
+	Output string
 }
 
 // Progress is what a running run has done so far.

@@ -476,7 +476,8 @@ func testFinish(t *testing.T, s Store) {
 	fin := pass.Run{ID: run.ID, Status: pass.StatusFailed, EndedAt: end, ErrorClass: pass.ClassNetwork, ErrorCode: "NET",
 		Message: "link down", Figures: pass.Figures{BytesRead: 10, BytesAdded: 5, Files: 2, FilesSkipped: 1,
 			Skipped:  []pass.Skipped{{Object: "/x", Reason: "gone"}},
-			Counters: map[string]int64{"blobs_checked": 12, "packs_deleted": 0}}}
+			Counters: map[string]int64{"blobs_checked": 12, "packs_deleted": 0}},
+		Output: "== hook before: exit status 3\nno space left on device\n"}
 	next := &pass.Run{Job: "a", JobID: run.JobID, Trigger: pass.TriggerRetry, Attempt: 2, Status: pass.StatusQueued,
 		ScheduledAt: run.ScheduledAt, QueuedAt: end, NotBefore: end.Add(time.Minute)}
 	if ok, err := s.Finish(ctx, fin, "tok", next); !ok || err != nil {
@@ -488,6 +489,12 @@ func testFinish(t *testing.T, s Store) {
 		got.Figures.Files != 2 || got.Figures.FilesSkipped != 1 || len(got.Figures.Skipped) != 1 ||
 		!maps.Equal(got.Figures.Counters, fin.Figures.Counters) {
 		t.Errorf("recorded run: %+v", got)
+	}
+	if got.Output != fin.Output {
+		t.Errorf("recorded output %q, want %q", got.Output, fin.Output)
+	}
+	if queuedOutput := mustRun(t, s, next.ID).Output; queuedOutput != "" {
+		t.Errorf("the next run starts with output %q", queuedOutput)
 	}
 	if next.ID == 0 || next.ID == run.ID {
 		t.Fatalf("the next run was not filled in as stored: %+v", next)

@@ -1,0 +1,147 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/chunker"
+)
+
+// StreamOptions describe the backup of one stream (standard input, a
+// command's output) as one file.
+type StreamOptions struct {
+	// Name is the file's name in the snapshot: a plain name, no slash.
+	// The snapshot's path is "/" + Name, and its root tree holds the file.
+	Name       string
+	Tags       []string
+	Limiter    *limit.Limiter // nil: unlimited
+	Time       time.Time      // the snapshot's time; zero: when the backup started
+	SnapshotID string         // "": a random ID
+	Hostname   string         // "": os.Hostname
+	Version    string
+	Now        func() time.Time
+	// Progress, if set, is called after each chunk with the bytes read so
+	// far.
+	Progress func(Progress)
+}
+
+// StreamPath is the path in the snapshot of a stream backed up as name.
+func StreamPath(name string) string { return "/" + name }
+
+// ValidStreamName reports why name cannot name a stream's file ("": it
+// can): a plain file name, not "." or "..", without a slash or a NUL.
+func ValidStreamName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty file name")
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a file name", name)
+	case strings.ContainsAny(name, "/\x00"):
+		return fmt.Errorf("%q: want a plain file name without a slash", name)
+	case len(name) > 255:
+		return fmt.Errorf("file name of %d bytes: at most 255", len(name))
+	}
+	return nil
+}
+
+// Stream makes one snapshot of the bytes src gives, as a file named
+// opts.Name (mode 0600, owned by the user that runs the backup, modified
+// now, its size what was read), without a temporary file: each chunk is
+// stored as it is read. An error from src (such as a command that exited
+// with a failure) fails the backup and no snapshot is saved, so that data
+// cut short never looks like a good snapshot. It writes in one write
+// session, which adopts the packs of interrupted backups first.
+func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions) (*Result, error) {
+	if err := ValidStreamName(opts.Name); err != nil {
+		return nil, fmt.Errorf("stream name: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	started := opts.Now()
+	if opts.Time.IsZero() {
+		opts.Time = started
+	}
+	if opts.SnapshotID == "" {
+		opts.SnapshotID = repo.NewSnapshotID()
+	}
+	if !repo.ValidSnapshotID(opts.SnapshotID) {
+		return nil, fmt.Errorf("invalid snapshot id %q", opts.SnapshotID)
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+	}
+	users := newOwnerNames()
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	cfg := r.Config().Chunker
+	var read atomic.Int64
+	var root repo.ID
+	var node repo.Node
+	written, err := r.WriteSession(ctx, repo.WriteOptions{AdoptPacks: true}, func(ctx context.Context, w *repo.Writer) error {
+		in := src
+		if opts.Limiter != nil {
+			in = opts.Limiter.Reader(ctx, in)
+		}
+		ch := chunker.New(&countingReader{r: in, n: &read}, chunker.NewGear(r.ChunkerKey()), chunker.Params{Min: cfg.Min, Avg: cfg.Avg, Max: cfg.Max})
+		var content []repo.ID
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			data, err := ch.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", opts.Name, err)
+			}
+			id := r.BlobID(data)
+			if _, err := w.SaveBlob(ctx, repo.DataBlob, id, data); err != nil {
+				return err
+			}
+			content = append(content, id)
+			if opts.Progress != nil {
+				opts.Progress(Progress{BytesRead: read.Load(), Current: StreamPath(opts.Name)})
+			}
+		}
+		now := opts.Now()
+		node = repo.Node{
+			Name: opts.Name, Type: repo.NodeFile, Mode: 0o600,
+			UID: uid, GID: gid, User: users.user(uid), Group: users.group(gid),
+			Size: uint64(read.Load()), MTime: now, CTime: now, Links: 1, Content: content,
+		}
+		var err error
+		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{node}})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	stats := written.Stats()
+	snap := &repo.Snapshot{
+		ID:             opts.SnapshotID,
+		Time:           opts.Time.UTC(),
+		Hostname:       opts.Hostname,
+		Username:       users.current(),
+		Paths:          []string{StreamPath(opts.Name)},
+		Tags:           opts.Tags,
+		Tree:           root,
+		ProgramVersion: opts.Version,
+		Summary: repo.SnapshotSummary{
+			Started: started.UTC(), Finished: opts.Now().UTC(),
+			FilesNew: 1, BytesRead: read.Load(), BytesAdded: stats.Bytes, TotalSize: int64(node.Size),
+		},
+	}
+	if err := written.SaveSnapshot(ctx, snap); err != nil {
+		return nil, err
+	}
+	return &Result{Snapshot: snap, AdoptedPacks: stats.AdoptedPacks}, nil
+}

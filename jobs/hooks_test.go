@@ -1,0 +1,418 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// script writes an executable /bin/sh script into dir and returns its argv.
+func script(t *testing.T, dir, name, body string) []string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{p}
+}
+
+// hookWorld is a job with one source folder, a repository in memory and a
+// log every hook appends a line to.
+type hookWorld struct {
+	dir, src, log string
+	be            repo.Backend
+	r             *repo.Repository // for the test's own reading; runs open their own
+	opened        int
+}
+
+func newHookWorld(t *testing.T) *hookWorld {
+	w := &hookWorld{dir: t.TempDir()}
+	w.src = filepath.Join(w.dir, "src")
+	w.log = filepath.Join(w.dir, "hooks.log")
+	if err := os.MkdirAll(w.src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.src, "data"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.be = memory.New()
+	w.r = repotest.New(t, w.be)
+	return w
+}
+
+// logger is a hook that appends "HOOK STATUS CODE" to the log, then exits
+// with code.
+func (w *hookWorld) logger(t *testing.T, name string, code int) []string {
+	return script(t, w.dir, name, `echo "$NIGHTJAR_HOOK $NIGHTJAR_STATUS $NIGHTJAR_ERROR_CODE" >> "`+w.log+`"
+echo "output of `+name+`"
+echo "stderr of `+name+`" >&2
+exit `+strconv.Itoa(code))
+}
+
+func (w *hookWorld) executor(hooks Hooks, sources ...SourceSpec) *Executor {
+	if sources == nil {
+		sources = []SourceSpec{{Path: w.src}}
+	}
+	return &Executor{
+		Open: func(ctx context.Context, _ string) (*repo.Repository, error) {
+			w.opened++
+			return repo.Open(ctx, w.be, repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }})
+		},
+		Sources: func(string) ([]SourceSpec, []string) { return sources, nil },
+		Hooks:   func(string) Hooks { return hooks },
+		Environ: ScrubEnviron([]string{"PATH=" + os.Getenv("PATH"), "KEEP=kept", "NIGHTJAR_PASSWORD_FILE=/secret/pw",
+			"NIGHTJAR_PASSWORD=hunter2", "REPO_PW=hunter2", "NIGHTJAR_CONFIG=/etc/nightjar.toml"}, "REPO_PW"),
+	}
+}
+
+func (w *hookWorld) lines(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(w.log)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	return lines
+}
+
+var hookJob = pass.JobDef{Name: "db", Repository: "main"}
+
+func execute(ctx context.Context, e *Executor) (pass.Result, error) {
+	return e.Execute(ctx, hookJob, pass.Run{ID: 41, Kind: pass.KindBackup, Attempt: 2}, func(pass.Progress) {})
+}
+
+// Each outcome of a backup run calls the hooks it promises, in order, and
+// ends with the status the pass records.
+func TestHookOutcomes(t *testing.T) {
+	cases := []struct {
+		name       string
+		hooks      func(t *testing.T, w *hookWorld) Hooks
+		missingSrc bool
+		wantLog    []string
+		wantStatus string
+		wantCode   string
+		wantOutput []string
+		snapshots  int
+	}{
+		{
+			name: "all hooks succeed",
+			hooks: func(t *testing.T, w *hookWorld) Hooks {
+				return Hooks{Before: w.logger(t, "before", 0), After: w.logger(t, "after", 0), OnSuccess: w.logger(t, "ok", 0),
+					OnFailure: w.logger(t, "fail", 0), OnPartial: w.logger(t, "partial", 0)}
+			},
+			wantLog:    []string{"before", "after succeeded", "on_success succeeded"},
+			wantStatus: pass.StatusSucceeded,
+			wantOutput: []string{"== hook before: ok\n", "output of before\n", "stderr of before\n", "== hook after: ok\n", "== hook on_success: ok\n"},
+			snapshots:  1,
+		},
+		{
+			name: "a failing before hook fails the run and nothing is backed up",
+			hooks: func(t *testing.T, w *hookWorld) Hooks {
+				return Hooks{Before: w.logger(t, "before", 3), After: w.logger(t, "after", 0), OnFailure: w.logger(t, "fail", 0)}
+			},
+			wantLog:    []string{"before", "on_failure failed HOOK_FAILED"},
+			wantStatus: pass.StatusFailed,
+			wantCode:   CodeHookFailed,
+			wantOutput: []string{"== hook before: exit status 3\n", "output of before\n"},
+		},
+		{
+			name: "a failing after hook makes a succeeded run partial",
+			hooks: func(t *testing.T, w *hookWorld) Hooks {
+				return Hooks{After: w.logger(t, "after", 1), OnSuccess: w.logger(t, "ok", 0), OnPartial: w.logger(t, "partial", 0)}
+			},
+			wantLog:    []string{"after succeeded", "on_partial partial_failure OBJECTS_SKIPPED"},
+			wantStatus: pass.StatusPartialFailure,
+			wantCode:   pass.CodeObjectsSkipped,
+			wantOutput: []string{"== hook after: exit status 1\n"},
+			snapshots:  1,
+		},
+		{
+			name: "a failing after hook leaves a failed run failed",
+			hooks: func(t *testing.T, w *hookWorld) Hooks {
+				return Hooks{After: w.logger(t, "after", 1), OnFailure: w.logger(t, "fail", 0)}
+			},
+			missingSrc: true,
+			wantLog:    []string{"after failed ALL_SOURCES_FAILED", "on_failure failed ALL_SOURCES_FAILED"},
+			wantStatus: pass.StatusFailed,
+			wantCode:   "ALL_SOURCES_FAILED",
+		},
+		{
+			name: "a failing on_success hook leaves the status and says so",
+			hooks: func(t *testing.T, w *hookWorld) Hooks {
+				return Hooks{OnSuccess: w.logger(t, "ok", 4)}
+			},
+			wantLog:    []string{"on_success succeeded"},
+			wantStatus: pass.StatusSucceeded,
+			wantOutput: []string{"== hook on_success: exit status 4\n", "warning: hook on_success failed; the run's status stays succeeded\n"},
+			snapshots:  1,
+		},
+		{
+			name: "a before hook that cannot start fails the run",
+			hooks: func(t *testing.T, w *hookWorld) Hooks {
+				return Hooks{Before: []string{filepath.Join(w.dir, "no-such-hook")}}
+			},
+			wantStatus: pass.StatusFailed,
+			wantCode:   CodeHookFailed,
+			wantOutput: []string{"== hook before: fork/exec "},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newHookWorld(t)
+			src := SourceSpec{Path: w.src}
+			if c.missingSrc {
+				src.Path = filepath.Join(w.dir, "missing")
+			}
+			res, err := execute(context.Background(), w.executor(c.hooks(t, w), src))
+			if got := w.lines(t); strings.Join(got, "\n") != strings.Join(c.wantLog, "\n") {
+				t.Errorf("hooks ran %q, want %q", got, c.wantLog)
+			}
+			v := pass.Judge(res, err)
+			if v.Status != c.wantStatus || v.Code != c.wantCode {
+				t.Errorf("status %s code %s (%s), want %s %s", v.Status, v.Code, v.Message, c.wantStatus, c.wantCode)
+			}
+			for _, want := range c.wantOutput {
+				if !strings.Contains(res.Output, want) {
+					t.Errorf("output lacks %q:\n%s", want, res.Output)
+				}
+			}
+			if len(res.Snapshots) != c.snapshots {
+				t.Errorf("%d snapshots, want %d", len(res.Snapshots), c.snapshots)
+			}
+			if c.wantCode == CodeHookFailed {
+				if w.opened != 0 {
+					t.Error("the repository was opened after the before hook failed")
+				}
+				if v.Class != pass.ClassSource || !strings.Contains(v.Message, "before hook failed") {
+					t.Errorf("class %s message %q: want class source naming the before hook", v.Class, v.Message)
+				}
+			}
+			if c.wantCode == CodeHookFailed && strings.Contains(c.name, "failing") && !strings.Contains(v.Message, "output of before") {
+				t.Errorf("message %q does not quote the hook's output", v.Message)
+			}
+		})
+	}
+}
+
+// Hooks get the run in their environment and the scheduler's own, but no
+// password, and what the before hook writes is in the backup.
+func TestHookEnvironment(t *testing.T) {
+	w := newHookWorld(t)
+	envFile := func(name string) string { return filepath.Join(w.dir, name+".env") }
+	dump := func(name string) []string {
+		return script(t, w.dir, name, `env > "`+envFile(name)+`"`)
+	}
+	before := script(t, w.dir, "before", `echo fresh > "`+filepath.Join(w.src, "made-by-before")+`"; env > "`+envFile("before")+`"`)
+	res, err := execute(context.Background(), w.executor(Hooks{Before: before, After: dump("after"), OnSuccess: dump("ok")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Figures.Files != 2 {
+		t.Errorf("%d files backed up, want 2: the before hook's file is in the backup", res.Figures.Files)
+	}
+	read := func(name string) map[string]string {
+		data, err := os.ReadFile(envFile(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := map[string]string{}
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				vars[k] = v
+			}
+		}
+		return vars
+	}
+	common := map[string]string{"NIGHTJAR_JOB": "db", "NIGHTJAR_RUN_ID": "41", "NIGHTJAR_RUN_KIND": "backup",
+		"NIGHTJAR_REPOSITORY": "main", "NIGHTJAR_ATTEMPT": "2", "KEEP": "kept", "NIGHTJAR_CONFIG": "/etc/nightjar.toml"}
+	for _, hook := range []string{"before", "after", "ok"} {
+		vars := read(hook)
+		for k, want := range common {
+			if vars[k] != want {
+				t.Errorf("%s hook: %s=%q, want %q", hook, k, vars[k], want)
+			}
+		}
+		for _, secret := range []string{"NIGHTJAR_PASSWORD_FILE", "NIGHTJAR_PASSWORD", "REPO_PW"} {
+			if _, ok := vars[secret]; ok {
+				t.Errorf("%s hook was given %s", hook, secret)
+			}
+		}
+		for k, v := range vars {
+			if strings.Contains(v, "hunter2") || strings.Contains(v, "/secret/pw") {
+				t.Errorf("%s hook was given a password in %s", hook, k)
+			}
+		}
+	}
+	if vars := read("before"); vars["NIGHTJAR_HOOK"] != "before" || vars["NIGHTJAR_STATUS"] != "" {
+		t.Errorf("before hook: NIGHTJAR_HOOK=%q NIGHTJAR_STATUS=%q", vars["NIGHTJAR_HOOK"], vars["NIGHTJAR_STATUS"])
+	}
+	for _, hook := range []string{"after", "ok"} {
+		vars := read(hook)
+		if vars["NIGHTJAR_STATUS"] != pass.StatusSucceeded || vars["NIGHTJAR_SNAPSHOT_IDS"] != res.Snapshots[0].SnapshotID {
+			t.Errorf("%s hook: NIGHTJAR_STATUS=%q NIGHTJAR_SNAPSHOT_IDS=%q, want succeeded and %s",
+				hook, vars["NIGHTJAR_STATUS"], vars["NIGHTJAR_SNAPSHOT_IDS"], res.Snapshots[0].SnapshotID)
+		}
+	}
+	if vars := read("ok"); vars["NIGHTJAR_HOOK"] != "on_success" {
+		t.Errorf("on_success hook: NIGHTJAR_HOOK=%q", vars["NIGHTJAR_HOOK"])
+	}
+}
+
+// fifo makes a named pipe in dir.
+func fifo(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// endsSoon reports whether process pid ends (or has ended) within 20
+// seconds: it waits for the event, the pidfd becoming readable, not for
+// a time.
+func endsSoon(t *testing.T, pid int) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return true
+	}
+	if err != nil {
+		t.Fatalf("pidfd_open %d: %v", pid, err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 20000)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("poll pidfd of %d: %v", pid, err)
+		}
+		return n > 0
+	}
+}
+
+// blocker is a hook that starts a child blocked on reading a FIFO nobody
+// writes, tells its pid through the FIFO ready, and waits for it: only a
+// signal to the whole process group ends both.
+func blocker(t *testing.T, dir, ready string) []string {
+	block := fifo(t, dir, "block")
+	return script(t, dir, "blocker", `cat "`+block+`" &
+echo $! > "`+ready+`"
+wait`)
+}
+
+// Cancelling a run kills its running hook with the hook's whole process
+// group; a cancelled before hook is a before hook that failed, so no
+// other hook runs.
+func TestCancelKillsTheRunningHookAndItsChildren(t *testing.T) {
+	w := newHookWorld(t)
+	ready := fifo(t, w.dir, "ready")
+	e := w.executor(Hooks{Before: blocker(t, w.dir, ready), After: w.logger(t, "after", 0), OnFailure: w.logger(t, "fail", 0)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type outcome struct {
+		res pass.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := execute(ctx, e)
+		done <- outcome{res, err}
+	}()
+	pidText, err := os.ReadFile(ready) // blocks until the hook has started its child
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	o := <-done
+	if v := pass.Judge(o.res, o.err); v.Status != pass.StatusCancelled {
+		t.Errorf("status %s (%s), want cancelled", v.Status, v.Message)
+	}
+	if !endsSoon(t, child) {
+		t.Errorf("the hook's child %d still runs after the cancellation", child)
+	}
+	if got := w.lines(t); len(got) != 0 {
+		t.Errorf("hooks after a cancelled before hook: %q, want none (after undoes a before that ran)", got)
+	}
+	if w.opened != 0 {
+		t.Error("the repository was opened after the before hook was cancelled")
+	}
+}
+
+// A before hook past its timeout is stopped with its process group and
+// fails the run with HOOK_TIMEOUT. The hook cannot end by itself: only the
+// timeout ends it.
+func TestBeforeHookTimeout(t *testing.T) {
+	w := newHookWorld(t)
+	pidFile := filepath.Join(w.dir, "child.pid")
+	block := fifo(t, w.dir, "block")
+	before := script(t, w.dir, "blocker", `echo "dumping"
+cat "`+block+`" &
+echo $! > "`+pidFile+`"
+wait`)
+	res, err := execute(context.Background(), w.executor(Hooks{Before: before, Timeout: 300 * time.Millisecond}))
+	var ce *pass.ClassError
+	if !errors.As(err, &ce) || ce.Class != pass.ClassSource || ce.Code != CodeHookTimeout {
+		t.Fatalf("err = %v, want class source, code %s", err, CodeHookTimeout)
+	}
+	if !strings.Contains(err.Error(), "before hook did not end within 300ms and was stopped") {
+		t.Errorf("message %q", err)
+	}
+	if !strings.Contains(res.Output, "== hook before: did not end within 300ms and was stopped") {
+		t.Errorf("output:\n%s", res.Output)
+	}
+	if pidText, rerr := os.ReadFile(pidFile); rerr == nil {
+		if child, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); child > 0 && !endsSoon(t, child) {
+			t.Errorf("the hook's child %d still runs after the timeout", child)
+		}
+	}
+}
+
+// Each hook keeps the end of its output, saying how much was cut.
+func TestHookOutputIsBounded(t *testing.T) {
+	w := newHookWorld(t)
+	before := script(t, w.dir, "loud", `head -c 200000 /dev/zero | tr '\0' 'x'; echo; echo "last line"`)
+	res, err := execute(context.Background(), w.executor(Hooks{Before: before}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Output) > MaxCommandOutput+200 {
+		t.Errorf("output of %d bytes kept, want at most about %d", len(res.Output), MaxCommandOutput)
+	}
+	if !strings.Contains(res.Output, "bytes cut\n") || !strings.HasSuffix(res.Output, "last line\n") {
+		t.Errorf("output does not say what was cut or lost its end: %q...%q", res.Output[:80], res.Output[len(res.Output)-20:])
+	}
+}
+
+func TestScrubEnviron(t *testing.T) {
+	got := ScrubEnviron([]string{"A=1", "NIGHTJAR_PASSWORD=x", "NIGHTJAR_PASSWORD_COMMAND=pass show", "MY_PW=y", "NIGHTJAR_CONFIG=c"}, "MY_PW")
+	if strings.Join(got, " ") != "A=1 NIGHTJAR_CONFIG=c" {
+		t.Errorf("ScrubEnviron = %q", got)
+	}
+}
