@@ -24,7 +24,7 @@ type Progress struct {
 	totalBytes atomic.Int64 // and their bytes
 	scanned    atomic.Bool  // the scanner walked every source
 
-	writer  atomic.Pointer[repo.Writer]                 // the backup's write session, for the bytes added
+	writer  atomic.Pointer[repo.Writer]              // the backup's write session, for the bytes added
 	current atomic.Pointer[[]atomic.Pointer[string]] // per file worker: the file it reads; nil: none
 }
 
