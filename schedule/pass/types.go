@@ -172,6 +172,10 @@ type Run struct {
 	Runner      string // host:pid of that runner
 	Figures     Figures
 	Snapshots   []SnapshotRef
+	// Current is what the run worked on at its last heartbeat that
+	// reported progress (Progress.Current), such as "source /data"; a
+	// running run's Figures are then those of that heartbeat.
+	Current string
 }
 
 // Result is what an Executor reports for a run.
