@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/restore"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
 // How often the progress line is redrawn, and how often backup --json
@@ -324,4 +327,34 @@ func startBackupProgress(c *cli.Context, p *printer, prog *backup.Progress) (r *
 	}
 	r = startLine(c, p, backupFigures(prog, elapsed))
 	return r, r != nil
+}
+
+// runningProgress says how far a running run got, from the figures its
+// last heartbeat stored: "1,234 files, 2.1 GiB read, 120 MiB added so far
+// (source /data)" for a backup; other kinds say their counters.
+func runningProgress(r pass.Run) string {
+	f := r.Figures
+	if r.Current == "" && f.Files == 0 && f.BytesRead == 0 && f.BytesAdded == 0 && len(f.Counters) == 0 {
+		return "no progress reported yet"
+	}
+	var parts []string
+	if r.Kind == pass.KindBackup || r.Kind == "" {
+		parts = append(parts, humanize.Comma(f.Files)+" files", humanize.IBytes(uint64(max(f.BytesRead, 0)))+" read",
+			humanize.IBytes(uint64(max(f.BytesAdded, 0)))+" added")
+	}
+	// Other kinds count in their named counters.
+	for _, name := range slices.Sorted(maps.Keys(f.Counters)) {
+		parts = append(parts, humanize.Comma(f.Counters[name])+" "+name)
+	}
+	if f.FilesSkipped > 0 {
+		parts = append(parts, humanize.Comma(f.FilesSkipped)+" skipped")
+	}
+	out := strings.Join(parts, ", ") + " so far"
+	if len(parts) == 0 {
+		out = "no figures yet"
+	}
+	if r.Current != "" {
+		out += " (" + r.Current + ")"
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/backup"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
 const (
@@ -156,5 +157,37 @@ func TestBackupStatusWriter(t *testing.T) {
 		if string(gotJSON) != string(wantJSON) {
 			t.Errorf("status %d\n got %s\nwant %s", i+1, gotJSON, wantJSON)
 		}
+	}
+}
+
+// What job show and runs show say of a running run, from its last
+// heartbeat's figures.
+func TestRunningProgress(t *testing.T) {
+	cases := []struct {
+		name string
+		run  pass.Run
+		want string
+	}{
+		{"no heartbeat with progress yet", pass.Run{Kind: pass.KindBackup}, "no progress reported yet"},
+		{"a backup under way", pass.Run{Kind: pass.KindBackup, Current: "source /data",
+			Figures: pass.Figures{Files: 1234, BytesRead: 2*gib + gib/10, BytesAdded: 120 * mib}},
+			"1,234 files, 2.1 GiB read, 120 MiB added so far (source /data)"},
+		{"with skipped entries", pass.Run{Kind: pass.KindBackup, Current: "source /srv",
+			Figures: pass.Figures{Files: 3, BytesRead: kib, FilesSkipped: 2}},
+			"3 files, 1.0 KiB read, 0 B added, 2 skipped so far (source /srv)"},
+		{"the first source just begun", pass.Run{Kind: pass.KindBackup, Current: "source /data"},
+			"0 files, 0 B read, 0 B added so far (source /data)"},
+		{"another kind says its counters", pass.Run{Kind: pass.KindVerify, Current: "verify snapshot run-4-data",
+			Figures: pass.Figures{Counters: map[string]int64{"trees_checked": 12, "blobs_checked": 3400}}},
+			"3,400 blobs_checked, 12 trees_checked so far (verify snapshot run-4-data)"},
+		{"another kind with nothing counted yet", pass.Run{Kind: pass.KindPrune, Current: "snapshots"},
+			"no figures yet (snapshots)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := runningProgress(tc.run); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -37,6 +37,12 @@ type Executor struct {
 	Now     func() time.Time // the clock snapshots are dated by; nil: time.Now
 	Catalog CatalogSync      // rebuilds the state database's catalog around retention runs; nil: none
 	Drill   DrillOptions     // where drill runs restore
+	// ProgressEvery is how often a backup run reports its figures while
+	// a source is backed up (cmd: the heartbeat, which stores them); 0:
+	// only as it begins each source.
+	ProgressEvery time.Duration
+
+	progressTicker func() (<-chan time.Time, func()) // tests: the ticker of the reports during a source
 }
 
 var _ pass.Executor = (*Executor)(nil)
@@ -90,7 +96,7 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 }
 
 // backupRun backs up each source of the job into its own snapshot, reporting
-// progress as it begins each. A source that fails is a skipped object and does
+// progress as it begins each and every ProgressEvery while it runs. A source that fails is a skipped object and does
 // not stop the others; all sources failing is a failure with code
 // ALL_SOURCES_FAILED.
 func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress)) (pass.Result, error) {
@@ -132,7 +138,10 @@ func (e *Executor) backupRun(ctx context.Context, job pass.JobDef, run pass.Run,
 			}
 			opts.Exclude = m
 		}
+		opts.Progress = &backup.Progress{}
+		stopReports := e.reportDuring(progress, res.Figures, "source "+src.Path, opts.Progress)
 		out, err := backup.Backup(ctx, r, opts)
+		stopReports()
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, &pass.ClassError{Class: pass.ClassCancelled, Code: pass.CodeCancelled, Err: ctx.Err()}
