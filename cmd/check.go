@@ -125,13 +125,15 @@ func runCheck(c *cli.Context) error {
 	for _, id := range report.DanglingPins {
 		p.Warnf("pin of snapshot %s: the snapshot no longer exists (remove the pin with nightjar unpin %s)", id, id)
 	}
+	damage := *p
+	damage.quiet = false // what is damaged is printed also with --quiet
 	for _, pr := range report.Problems {
-		p.Printf("damaged: %s: %s\n", pr.Object, pr.Error)
+		damage.Printf("damaged: %s: %s\n", pr.Object, pr.Error)
 		for _, a := range pr.Affected {
-			p.Printf("  affects snapshot %s: %s\n", shortID(a.Snapshot), a.Path)
+			damage.Printf("  affects snapshot %s: %s\n", shortID(a.Snapshot), a.Path)
 		}
 		if pr.Total > len(pr.Affected) {
-			p.Printf("  and %d more paths\n", pr.Total-len(pr.Affected))
+			damage.Printf("  and %d more paths\n", pr.Total-len(pr.Affected))
 		}
 	}
 	if !report.OK() {

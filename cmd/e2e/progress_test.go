@@ -81,3 +81,24 @@ func TestNoProgressLineWithoutATerminal(t *testing.T) {
 		}
 	}
 }
+
+// check --quiet prints no summary of a sound repository, but it never
+// leaves out what is damaged.
+func TestQuietCheckStillNamesTheDamage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	mkdirAll(t, src, 0o755)
+	writeRandom(t, filepath.Join(src, "a.bin"), 4, 1<<20)
+	e.backup(exitOK, src)
+	pack := largest(t, objects(t, filepath.Join(e.repo, "data")))
+	flipByte(t, pack, objects(t, filepath.Join(e.repo, "data"))[pack]/2)
+	res := e.expect(exitFailure, "check", "--read-data", "--quiet")
+	if !strings.Contains(res.Stdout, "damaged: ") || !strings.Contains(res.Stderr, "damaged objects") {
+		t.Errorf("check --quiet of a damaged repository does not name the damage\n%s", res)
+	}
+	if strings.Contains(res.Stdout, "index files,") {
+		t.Errorf("check --quiet printed its summary\n%s", res)
+	}
+}
