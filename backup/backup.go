@@ -55,18 +55,12 @@ type Options struct {
 	Workers    int             // file workers; 0: GOMAXPROCS
 	FS         FS              // where the sources are read; nil: OSFS
 	Now        func() time.Time
-	// Progress, if set, is called after each entry, from the goroutines
-	// that walk folders (so possibly at the same time).
-	Progress func(Progress)
-}
-
-// Progress is a running count of a backup.
-type Progress struct {
-	Files     int64
-	Dirs      int64
-	BytesRead int64
-	Skipped   int64
-	Current   string
+	// Progress, when set, keeps the backup's running figures, for
+	// whoever shows them while it runs (Progress.Read).
+	Progress *Progress
+	// Scan, with Progress, counts the files and bytes below the sources
+	// beside the backup, so that its total is known once they are walked.
+	Scan bool
 }
 
 // Result is what a backup did.
@@ -104,8 +98,7 @@ type archiver struct {
 	summary repo.SnapshotSummary
 	links   map[devIno]*fileJob
 
-	bytesRead atomic.Int64
-	files     atomic.Int64
+	prog *Progress // the running figures: opts.Progress, or the archiver's own
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -226,11 +219,26 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 		dirSlots: make(chan struct{}, 4*opts.Workers),
 	}
 	a.chunkBufs.New = func() any { b := make([]byte, 0, a.cp.Max); return &b }
+	a.prog = opts.Progress
+	if a.prog == nil {
+		a.prog = &Progress{}
+	}
+	a.prog.start(opts.Workers)
+	if opts.Progress != nil && opts.Scan {
+		scanCtx, stopScan := context.WithCancel(ctx)
+		scanned := make(chan struct{})
+		go func() {
+			defer close(scanned)
+			a.prog.scan(scanCtx, opts.FS, opts.Paths, opts.Exclude)
+		}()
+		defer func() { stopScan(); <-scanned }()
+	}
 
 	result := &Result{}
 	var root repo.ID
 	written, err := r.WriteSession(ctx, repo.WriteOptions{AdoptPacks: true}, func(ctx context.Context, w *repo.Writer) error {
 		a.w = w
+		a.prog.writer.Store(w)
 		var err error
 		root, err = a.run(ctx, result)
 		return err
@@ -244,7 +252,7 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 	result.AdoptedPacks = stats.AdoptedPacks
 	s := &a.summary
 	s.Started, s.Finished = started.UTC(), opts.Now().UTC()
-	s.BytesRead = a.bytesRead.Load()
+	s.BytesRead = a.prog.bytesRead.Load()
 	s.BytesAdded = stats.Bytes
 	s.Partial = s.FilesSkipped > 0
 	snap := &repo.Snapshot{
@@ -282,7 +290,7 @@ func (a *archiver) run(ctx context.Context, result *Result) (repo.ID, error) {
 	defer a.cancel()
 	for i := 0; i < a.opts.Workers; i++ {
 		a.workersWG.Add(1)
-		go a.fileWorker(ctx)
+		go a.fileWorker(ctx, i)
 		a.saversWG.Add(1)
 		go a.saver(ctx)
 	}
@@ -347,6 +355,7 @@ func (a *archiver) skip(path, reason string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.summary.FilesSkipped++
+	a.prog.skipped.Add(1)
 	if len(a.summary.Skipped) < repo.MaxListedSkips {
 		a.summary.Skipped = append(a.summary.Skipped, repo.Skip{Path: path, Reason: reason})
 	}
@@ -507,7 +516,6 @@ func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*r
 		a.summary.OtherEntries++
 		a.mu.Unlock()
 	}
-	a.progress(p)
 	return node, true, nil
 }
 
@@ -566,7 +574,6 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 			a.mu.Unlock()
 		}
 		tree.Nodes = append(tree.Nodes, *node)
-		a.progress(p)
 	}
 	for _, d := range dirs {
 		<-d.done
@@ -663,16 +670,6 @@ func (a *archiver) readDirNames(dir string) ([]string, error) {
 	return names, nil
 }
 
-func (a *archiver) progress(p string) {
-	if a.opts.Progress == nil {
-		return
-	}
-	a.mu.Lock()
-	pr := Progress{Files: a.files.Load(), Dirs: a.summary.Dirs, BytesRead: a.bytesRead.Load(), Skipped: a.summary.FilesSkipped, Current: p}
-	a.mu.Unlock()
-	a.opts.Progress(pr)
-}
-
 // submitFile queues a regular file: unchanged files take their content from
 // the parent snapshot, hardlinks share the job of the first link.
 func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, prev *repo.Node) *fileJob {
@@ -680,6 +677,8 @@ func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, pr
 	if prev != nil && unchanged(prev, node) {
 		job.content, job.kind = prev.Content, fileUnchanged
 		close(job.done)
+		a.prog.filesDone.Add(1)
+		a.prog.bytesKept.Add(int64(node.Size))
 		return job
 	}
 	if prev != nil && prev.Type == repo.NodeFile {
@@ -694,6 +693,8 @@ func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, pr
 		}
 		a.mu.Unlock()
 		if seen {
+			a.prog.filesDone.Add(1)
+			a.prog.bytesKept.Add(int64(node.Size))
 			go func() {
 				<-first.done
 				job.content, job.err, job.changed, job.size = first.content, first.err, first.changed, first.size
@@ -731,7 +732,6 @@ func (a *archiver) finishFile(job *fileJob) bool {
 		// The size is what was read, even if the file changed meanwhile.
 		job.node.Size = uint64(job.size)
 	}
-	a.files.Add(1)
 	a.mu.Lock()
 	switch job.kind {
 	case fileNew:
@@ -749,7 +749,7 @@ func (a *archiver) finishFile(job *fileJob) bool {
 	return true
 }
 
-func (a *archiver) fileWorker(ctx context.Context) {
+func (a *archiver) fileWorker(ctx context.Context, worker int) {
 	defer a.workersWG.Done()
 	ch := chunker.New(nil, a.gear, a.cp)
 	for job := range a.fileJobs {
@@ -757,7 +757,10 @@ func (a *archiver) fileWorker(ctx context.Context) {
 		if ctx.Err() != nil {
 			job.err = ctx.Err()
 		} else {
+			a.prog.reading(worker, job.path)
 			job.changed, job.err = a.readFile(ctx, ch, job)
+			a.prog.reading(worker, "")
+			a.prog.filesDone.Add(1)
 		}
 		job.release()
 	}
@@ -781,7 +784,7 @@ func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJ
 	if a.opts.Limiter != nil {
 		rd = a.opts.Limiter.Reader(ctx, rd)
 	}
-	counted := &countingReader{r: rd, n: &a.bytesRead}
+	counted := &countingReader{r: rd, n: &a.prog.bytesRead}
 	ch.Reset(counted)
 	chunksHint := int(before.Size()/int64(a.cp.Min)) + 1
 	for {

@@ -28,9 +28,9 @@ type StreamOptions struct {
 	Hostname   string         // "": os.Hostname
 	Version    string
 	Now        func() time.Time
-	// Progress, if set, is called after each chunk with the bytes read so
-	// far.
-	Progress func(Progress)
+	// Progress, if set, counts the bytes read and added as the stream is
+	// stored, for a progress display (the total is unknown).
+	Progress *Progress
 }
 
 // StreamPath is the path in the snapshot of a stream backed up as name.
@@ -85,7 +85,15 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 	var read atomic.Int64
 	var root repo.ID
 	var node repo.Node
+	prog := opts.Progress
+	if prog == nil {
+		prog = &Progress{}
+	}
+	prog.start(1)
 	written, err := r.WriteSession(ctx, repo.WriteOptions{AdoptPacks: true}, func(ctx context.Context, w *repo.Writer) error {
+		prog.writer.Store(w)
+		prog.reading(0, StreamPath(opts.Name))
+		defer prog.reading(0, "")
 		in := src
 		if opts.Limiter != nil {
 			in = opts.Limiter.Reader(ctx, in)
@@ -108,10 +116,9 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 				return err
 			}
 			content = append(content, id)
-			if opts.Progress != nil {
-				opts.Progress(Progress{BytesRead: read.Load(), Current: StreamPath(opts.Name)})
-			}
+			prog.bytesRead.Add(int64(len(data)))
 		}
+		prog.filesDone.Add(1)
 		now := opts.Now()
 		node = repo.Node{
 			Name: opts.Name, Type: repo.NodeFile, Mode: 0o600,

@@ -30,13 +30,16 @@ func backupCommand() *cli.Command {
 			&cli.StringFlag{Name: "time", Usage: "record the snapshot at `RFC3339` time instead of now"},
 			&cli.StringFlag{Name: "parent", Usage: "compare with `SNAPSHOT` instead of the latest of the same paths"},
 			jsonFlag(),
+			quietFlag(),
 		), stdinFlags()...),
 		Action: runBackup,
 	}
 }
 
-// backupJSON is what backup --json prints.
+// backupJSON is the summary backup --json prints last, on one line, after
+// its status objects (backupStatusJSON), as restic does.
 type backupJSON struct {
+	MessageType    string      `json:"message_type"` // "summary"
 	SnapshotID     string      `json:"snapshot_id"`
 	Parent         string      `json:"parent,omitempty"`
 	Partial        bool        `json:"partial"`
@@ -57,6 +60,7 @@ type backupJSON struct {
 
 func runBackup(c *cli.Context) error {
 	p := newPrinter(c)
+	p.quiet = c.Bool("quiet")
 	stream, streamName, err := streamSource(c)
 	if err != nil {
 		return usageError{err}
@@ -126,14 +130,18 @@ func runBackup(c *cli.Context) error {
 	if stream != nil {
 		res, err = backupStream(c, r, stream, backup.StreamOptions{Name: streamName, Tags: opts.Tags, Limiter: opts.Limiter, Time: opts.Time, Version: version})
 	} else {
+		opts.Progress = &backup.Progress{}
+		progress, scan := startBackupProgress(c, p, opts.Progress)
+		opts.Scan = scan
 		res, err = backup.Backup(c.Context, r, opts)
+		progress.Stop()
 	}
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	s := res.Snapshot.Summary
-	if err := p.JSON(backupJSON{
-		SnapshotID: res.Snapshot.ID, Parent: res.Parent, Partial: s.Partial,
+	if err := p.JSONLine(backupJSON{
+		MessageType: "summary", SnapshotID: res.Snapshot.ID, Parent: res.Parent, Partial: s.Partial,
 		FilesNew: s.FilesNew, FilesChanged: s.FilesChanged, FilesUnchanged: s.FilesUnchanged,
 		Dirs: s.Dirs, OtherEntries: s.OtherEntries, BytesRead: s.BytesRead, BytesAdded: s.BytesAdded,
 		TotalSize: s.TotalSize, FilesSkipped: s.FilesSkipped, Skipped: nonNil(s.Skipped),

@@ -20,6 +20,7 @@ func checkCommand() *cli.Command {
 			&cli.BoolFlag{Name: "read-data", Usage: "also read, decrypt and hash every blob"},
 			&cli.StringFlag{Name: "read-data-subset", Usage: "read slice `n/m` of the packs (1/30 each day reads all in a month), or a random PERCENT of them, such as 10%"},
 			jsonFlag(),
+			quietFlag(),
 		),
 		Action: runCheck,
 	}
@@ -47,6 +48,7 @@ func parseReadDataSubset(s string, opts *repo.CheckOptions) error {
 
 func runCheck(c *cli.Context) error {
 	p := newPrinter(c)
+	p.quiet = c.Bool("quiet")
 	var opts repo.CheckOptions
 	if c.Bool("read-data") {
 		opts.ReadDataFraction = 1
@@ -69,7 +71,10 @@ func runCheck(c *cli.Context) error {
 		return err
 	}
 	defer lock.Unlock()
+	opts.Progress = &repo.CheckProgress{}
+	progress := startLine(c, p, checkFigures(opts.Progress, sinceStart()))
 	report, err := r.Check(c.Context, opts)
+	progress.Stop()
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
@@ -120,13 +125,15 @@ func runCheck(c *cli.Context) error {
 	for _, id := range report.DanglingPins {
 		p.Warnf("pin of snapshot %s: the snapshot no longer exists (remove the pin with nightjar unpin %s)", id, id)
 	}
+	damage := *p
+	damage.quiet = false // what is damaged is printed also with --quiet
 	for _, pr := range report.Problems {
-		p.Printf("damaged: %s: %s\n", pr.Object, pr.Error)
+		damage.Printf("damaged: %s: %s\n", pr.Object, pr.Error)
 		for _, a := range pr.Affected {
-			p.Printf("  affects snapshot %s: %s\n", shortID(a.Snapshot), a.Path)
+			damage.Printf("  affects snapshot %s: %s\n", shortID(a.Snapshot), a.Path)
 		}
 		if pr.Total > len(pr.Affected) {
-			p.Printf("  and %d more paths\n", pr.Total-len(pr.Affected))
+			damage.Printf("  and %d more paths\n", pr.Total-len(pr.Affected))
 		}
 	}
 	if !report.OK() {

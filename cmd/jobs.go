@@ -48,6 +48,10 @@ type runJSON struct {
 	Counters     map[string]int64 `json:"counters"` // the kind's named figures; {} when none
 	Snapshots    []snapshotRef    `json:"snapshots"`
 	Output       string           `json:"output,omitempty"` // what its hooks and command sources printed (runs show only)
+	// Current is what the run worked on at its last heartbeat with
+	// progress, such as "source /data"; a running run's figures are
+	// those of that heartbeat.
+	Current string `json:"current,omitempty"`
 }
 
 type snapshotRef struct {
@@ -73,7 +77,7 @@ func toRunJSON(r pass.Run) runJSON {
 		ScheduledAt: timePtr(r.ScheduledAt), NotBefore: timePtr(r.NotBefore), StartedAt: timePtr(r.StartedAt),
 		EndedAt: timePtr(r.EndedAt), HeldReason: r.HeldReason, ErrorClass: r.ErrorClass, ErrorCode: r.ErrorCode,
 		Message: r.Message, MissedSlots: r.MissedSlots, BytesRead: r.Figures.BytesRead, BytesAdded: r.Figures.BytesAdded,
-		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Counters: r.Figures.Counters, Snapshots: []snapshotRef{}}
+		Files: r.Figures.Files, FilesSkipped: r.Figures.FilesSkipped, Skipped: nonNil(r.Figures.Skipped), Counters: r.Figures.Counters, Snapshots: []snapshotRef{}, Current: r.Current}
 	if out.Counters == nil {
 		out.Counters = map[string]int64{}
 	}
@@ -300,7 +304,11 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 		p.Printf("  last run:   %d, %s\n", j.LastRun.ID, describeRun(*info.LastRun))
 	}
 	if j.Active != nil {
-		p.Printf("  active run: %d, %s\n", j.Active.ID, j.Active.Status)
+		state := j.Active.Status
+		if j.Active.Status == pass.StatusRunning {
+			state = "running: " + runningProgress(*info.Active)
+		}
+		p.Printf("  active run: %d, %s\n", j.Active.ID, state)
 	}
 	if v := j.Verification; v != nil {
 		p.Printf("  snapshots:  %d, %d verified, %d verify_failed\n", v.Snapshots, v.Verified, len(v.VerifyFailed))
@@ -824,6 +832,10 @@ func runVerifications(c *cli.Context, p *printer, r pass.Run, out *runJSON) {
 func printRun(p *printer, r pass.Run) {
 	p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
 	p.Printf("  kind %s, trigger %s, attempt %d, missed slots before it: %d\n", r.Kind, r.Trigger, r.Attempt, r.MissedSlots)
+	if r.Status == pass.StatusRunning {
+		p.Printf("  running: %s\n", runningProgress(r))
+		p.Printf("  heartbeat %s\n", r.HeartbeatAt.UTC().Format(time.RFC3339))
+	}
 	for _, t := range []struct {
 		label string
 		at    time.Time

@@ -12,11 +12,12 @@ type printer struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	jsonOut bool
+	quiet   bool // --quiet: no human-readable output either (warnings and JSON still go out)
 }
 
 // Printf writes human-readable output; it is suppressed in JSON mode.
 func (p *printer) Printf(format string, args ...any) {
-	if p.jsonOut {
+	if p.jsonOut || p.quiet {
 		return
 	}
 	fmt.Fprintf(p.stdout, format, args...)
@@ -25,6 +26,21 @@ func (p *printer) Printf(format string, args ...any) {
 // Warnf writes a warning to stderr in both modes.
 func (p *printer) Warnf(format string, args ...any) {
 	fmt.Fprintf(p.stderr, "warning: "+format+"\n", args...)
+}
+
+// JSONLine writes v as one line of JSON on stdout, for commands that print
+// a stream of objects (backup --json: status objects, then the summary);
+// it is a no-op in text mode.
+func (p *printer) JSONLine(v any) error {
+	if !p.jsonOut {
+		return nil
+	}
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = p.stdout.Write(append(line, '\n'))
+	return err
 }
 
 // JSON writes v as one JSON document on stdout; it is a no-op in text mode.

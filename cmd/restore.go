@@ -23,6 +23,7 @@ func restoreCommand() *cli.Command {
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace files that exist in the target (folders are never replaced)"},
 			&cli.BoolFlag{Name: "verify", Usage: "read back every restored file and compare it with the repository"},
 			jsonFlag(),
+			quietFlag(),
 		),
 		Action: runRestore,
 	}
@@ -30,6 +31,7 @@ func restoreCommand() *cli.Command {
 
 func runRestore(c *cli.Context) error {
 	p := newPrinter(c)
+	p.quiet = c.Bool("quiet")
 	if c.NArg() != 1 {
 		return usageError{errors.New("restore needs exactly one SNAPSHOT (an ID, a prefix of one, or latest)")}
 	}
@@ -65,7 +67,10 @@ func runRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	opts.Progress = &restore.Progress{}
+	progress := startLine(c, p, restoreFigures(opts.Progress, sinceStart()))
 	res, err := restore.Run(c.Context, r, snap, opts)
+	progress.Stop()
 	if res != nil {
 		if jerr := p.JSON(res); jerr != nil {
 			return jerr

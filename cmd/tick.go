@@ -118,7 +118,8 @@ const drillDirEnv = "NIGHTJAR_DRILL_DIR"
 func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.Executor {
 	return &jobs.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now,
 		Catalog: catalogHook(state), Drill: jobs.DrillOptions{TempDir: os.Getenv(drillDirEnv)},
-		Hooks: jobHooks(cfg), Environ: hookEnviron(cfg)}
+		Hooks: jobHooks(cfg), Environ: hookEnviron(cfg),
+		ProgressEvery: cfg.Heartbeat} // each heartbeat stores a backup's figures of that moment
 }
 
 // runnerDead reports a runner on this host whose process is gone. Runners

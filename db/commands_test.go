@@ -69,7 +69,7 @@ func TestCancelRun(t *testing.T) {
 	if err != nil || got.Status != pass.StatusRunning {
 		t.Fatalf("cancel running: %+v, %v", got, err)
 	}
-	if reply, err := d.Heartbeat(ctx, running.ID, "tok", now); err != nil || reply != pass.HeartbeatCancel {
+	if reply, err := d.Heartbeat(ctx, running.ID, "tok", now, nil); err != nil || reply != pass.HeartbeatCancel {
 		t.Fatalf("heartbeat after cancel: %v, %v", reply, err)
 	}
 	if _, err := d.CancelRun(ctx, running.ID, admin); err != nil {

@@ -17,7 +17,7 @@ const runSelect = `SELECT r.id, r.job_id, j.name, r.kind, r.trigger, r.attempt, 
 	r.scheduled_at, r.not_before, r.queued_at, r.started_at, r.ended_at, r.heartbeat_at,
 	r.status, r.held_reason, r.error_class, r.error_code, r.message,
 	r.bytes_read, r.bytes_added, r.files, r.files_skipped, r.skipped, r.counters, r.missed_slots,
-	r.owner, r.runner, r.output
+	r.owner, r.runner, r.output, r.current_item
 	FROM runs r JOIN jobs j ON j.id = r.job_id `
 
 func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
@@ -32,7 +32,7 @@ func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 		&scheduled, &notBefore, &queued, &started, &ended, &heartbeat,
 		&r.Status, &held, &class, &code, &r.Message,
 		&r.Figures.BytesRead, &r.Figures.BytesAdded, &r.Figures.Files, &r.Figures.FilesSkipped, &skipped, &counters, &r.MissedSlots,
-		&owner, &runner, &r.Output)
+		&owner, &runner, &r.Output, &r.Current)
 	if err != nil {
 		return pass.Run{}, err
 	}

@@ -260,14 +260,30 @@ func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitSta
 // Heartbeat renews a running run's heartbeat if owner still holds it (see
 // pass.Store): HeartbeatOK, or HeartbeatCancel when a cancellation was
 // requested; HeartbeatLost, changing nothing, when the run is not running
-// under owner (reclaimed, ended or unknown).
-func (d *DB) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (pass.HeartbeatReply, error) {
+// under owner (reclaimed, ended or unknown). With progress it also stores
+// the run's figures so far (not the skipped list) and its current item.
+func (d *DB) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time, progress *pass.Progress) (pass.HeartbeatReply, error) {
 	reply := pass.HeartbeatLost
+	query, args := `UPDATE runs SET heartbeat_at = ?
+			WHERE id = ? AND status = 'running' AND owner = ? RETURNING cancel_requested`, []any{now.UnixNano(), runID, owner}
+	if progress != nil {
+		f := progress.Figures
+		counters := f.Counters
+		if counters == nil {
+			counters = map[string]int64{}
+		}
+		countersJSON, err := json.Marshal(counters)
+		if err != nil {
+			return pass.HeartbeatLost, fmt.Errorf("heartbeat of run %d: %w", runID, err)
+		}
+		query = `UPDATE runs SET heartbeat_at = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?,
+			counters = ?, current_item = ?
+			WHERE id = ? AND status = 'running' AND owner = ? RETURNING cancel_requested`
+		args = []any{now.UnixNano(), f.BytesRead, f.BytesAdded, f.Files, f.FilesSkipped, string(countersJSON), progress.Current, runID, owner}
+	}
 	err := d.write(ctx, fmt.Sprintf("heartbeat of run %d", runID), func(tx *sql.Tx) error {
 		var cancel bool
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET heartbeat_at = ?
-			WHERE id = ? AND status = 'running' AND owner = ? RETURNING cancel_requested`,
-			now.UnixNano(), runID, owner).Scan(&cancel)
+		err := tx.QueryRowContext(ctx, query, args...).Scan(&cancel)
 		if errors.Is(err, sql.ErrNoRows) {
 			reply = pass.HeartbeatLost
 			return nil

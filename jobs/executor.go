@@ -47,6 +47,12 @@ type Executor struct {
 	// the scheduler's own, which cmd gives without the variables that
 	// may hold a password (ScrubEnviron); nil: empty.
 	Environ []string
+	// ProgressEvery is how often a backup run reports its figures while
+	// a source is backed up (cmd: the heartbeat, which stores them); 0:
+	// only as it begins each source.
+	ProgressEvery time.Duration
+
+	progressTicker func() (<-chan time.Time, func()) // tests: the ticker of the reports during a source
 }
 
 var _ pass.Executor = (*Executor)(nil)
@@ -100,8 +106,9 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 }
 
 // backupSources backs up each source of the job into its own snapshot,
-// reporting progress as it begins each; h collects the standard error of
-// its command sources. A source that fails is a skipped object and does
+// reporting progress as it begins each and every ProgressEvery while it
+// runs; h collects the standard error of its command sources. A source
+// that fails is a skipped object and does
 // not stop the others; all sources failing is a failure with code
 // ALL_SOURCES_FAILED.
 func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress), h *hookRun) (pass.Result, error) {
@@ -128,10 +135,13 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 			return res, Classify(err)
 		}
 		if src.Command != nil {
-			out, err := e.commandSource(ctx, r, src, backup.StreamOptions{
+			opts := backup.StreamOptions{
 				Name: path.Base(src.Path), Tags: append(append([]string{}, tags...), JobTag(job.Name)),
-				Limiter: limiter, SnapshotID: id, Version: e.Version, Now: e.Now,
-			}, h)
+				Limiter: limiter, SnapshotID: id, Version: e.Version, Now: e.Now, Progress: &backup.Progress{},
+			}
+			stopReports := e.reportDuring(progress, res.Figures, "source "+src.Path, opts.Progress)
+			out, err := e.commandSource(ctx, r, src, opts, h)
+			stopReports()
 			var cerr *CommandError
 			switch {
 			case err == nil:
@@ -170,7 +180,10 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 			}
 			opts.Exclude = m
 		}
+		opts.Progress = &backup.Progress{}
+		stopReports := e.reportDuring(progress, res.Figures, "source "+src.Path, opts.Progress)
 		out, err := backup.Backup(ctx, r, opts)
+		stopReports()
 		if err != nil {
 			if ctx.Err() != nil {
 				return res, &pass.ClassError{Class: pass.ClassCancelled, Code: pass.CodeCancelled, Err: ctx.Err()}

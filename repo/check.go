@@ -25,6 +25,9 @@ type CheckOptions struct {
 	// ReadDataSubset reads slice N of M of the packs (restic's
 	// --read-data-subset n/m); the zero value reads none.
 	ReadDataSubset Subset
+	// Progress, when set, keeps the check's running figures for whoever
+	// shows them while it runs.
+	Progress *CheckProgress
 }
 
 // Subset is slice N (1 to M) of the packs split into M slices by pack ID.
@@ -106,6 +109,7 @@ func (c *CheckReport) OK() bool { return len(c.Problems) == 0 }
 
 type checker struct {
 	r        *Repository
+	progress *CheckProgress // nil: none kept
 	report   CheckReport
 	mu       sync.Mutex
 	broken   map[ID]string // blob ID -> why it cannot be read
@@ -133,6 +137,8 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 		return nil, fmt.Errorf("check: read data by subset %s: %w", opts.ReadDataSubset, ErrBadSubset)
 	}
 	c := newChecker(r)
+	c.progress = opts.Progress
+	c.progress.enter(CheckPhaseIndex)
 
 	packSizes, err := c.listPacks(ctx)
 	if err != nil {
@@ -143,10 +149,13 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 		return nil, err
 	}
 	if selected := selectPacks(packSizes, c.r.idx, opts); len(selected) > 0 {
+		c.progress.selected(packSizes, selected)
+		c.progress.enter(CheckPhaseReadData)
 		if err := c.readPacks(ctx, packSizes, selected); err != nil {
 			return nil, err
 		}
 	}
+	c.progress.enter(CheckPhaseSnapshots)
 	if err := c.checkSnapshots(ctx); err != nil {
 		return nil, err
 	}
@@ -298,6 +307,7 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	bufs := make(chan []byte, limit)
 	for _, id := range ids {
 		g.Go(func() error {
+			defer c.progress.read(packSizes[id]) // a broken pack is done too
 			var buf []byte
 			select {
 			case buf = <-bufs:

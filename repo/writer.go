@@ -392,6 +392,15 @@ func (w *Writer) packWriteError() error {
 	return w.packErr
 }
 
+// Stats returns what the session has added so far: packs written and
+// indexed, and index files; a pack being filled counts once it is
+// written. Safe to call at any time, also while blobs are saved.
+func (w *Writer) Stats() WriteStats {
+	w.indexMu.Lock()
+	defer w.indexMu.Unlock()
+	return w.stats
+}
+
 // writePack finishes a pack from its blobs, stores it and indexes its
 // blobs. On error the blobs are released so that a retry stores them again.
 func (w *Writer) writePack(ctx context.Context, blobs []PackedBlob, out packOutput) error {

@@ -43,6 +43,7 @@ type Options struct {
 	Verify    bool             // read back every restored file and compare with the repository
 	Workers   int              // file workers; 0: twice GOMAXPROCS
 	FS        FS               // where the target is; nil: the OS
+	Progress  *Progress        // the running figures, for whoever shows them; nil: none kept
 }
 
 // Result is what a restore did.
@@ -84,6 +85,7 @@ type restorer struct {
 	parts    chan filePart
 	errOnce  sync.Once
 	err      error
+	prog     *Progress // opts.Progress, or the restorer's own
 }
 
 type restoreFile struct {
@@ -173,6 +175,18 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		parts:     make(chan filePart, opts.Workers*4),
 	}
 	rs.result.OwnershipKept = rs.asRoot
+	rs.prog = opts.Progress
+	if rs.prog == nil {
+		rs.prog = &Progress{}
+	} else {
+		counted := make(chan struct{})
+		countCtx, stopCount := context.WithCancel(ctx)
+		go func() {
+			defer close(counted)
+			rs.count(countCtx, s)
+		}()
+		defer func() { stopCount(); <-counted }()
+	}
 	if opts.Verify {
 		rs.restored = map[string]bool{}
 	}
@@ -211,6 +225,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		}
 	}
 	if opts.Verify {
+		rs.prog.verifying.Store(true)
 		if err := rs.verify(ctx, s.Tree); err != nil {
 			return &rs.result, err
 		}
@@ -461,6 +476,7 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 			return err
 		}
 		offset += int64(len(data))
+		rs.prog.bytesDone.Add(int64(len(data)))
 	}
 	if direct != nil {
 		if err := direct.Flush(); err != nil {
@@ -512,6 +528,7 @@ func (rs *restorer) finishPart(ctx context.Context, p filePart, err error, cance
 // finishFile puts a file whose parts are all written in place with its
 // metadata, or removes its temporary file if a part failed.
 func (rs *restorer) finishFile(f *pendingFile) error {
+	rs.prog.filesDone.Add(1)
 	if f.direct != nil {
 		// Direct writes are complete when WriteAt returns; closing
 		// reports nothing more.
@@ -629,6 +646,8 @@ func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
 		rs.mu.Lock()
 		rs.result.Files++
 		rs.mu.Unlock()
+		rs.prog.filesDone.Add(1)
+		rs.prog.bytesDone.Add(int64(l.node.Size))
 		rs.markRestored(l.shown)
 		return nil
 	}
@@ -739,6 +758,8 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 		}
 		rs.result.Verified++
 		rs.result.BytesVerified += int64(e.Node.Size)
+		rs.prog.filesVerified.Add(1)
+		rs.prog.bytesVerified.Add(int64(e.Node.Size))
 		return nil
 	}})
 	if err != nil {

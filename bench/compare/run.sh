@@ -333,7 +333,12 @@ cmd_check() {
 # whose snapshot create does not say)
 added_bytes() { # tool outfile
 	case $1 in
-	nightjar) python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bytes_added"])' "$2" ;;
+	# backup --json prints status objects, one a line, then the summary
+	nightjar) python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    s = json.loads(l)
+    if s.get("message_type") == "summary":
+        print(s["bytes_added"])' "$2" ;;
 	# data_added counts blob bytes before compression; restic 0.17 and
 	# later also give data_added_packed, what was stored
 	restic | restic-new) python3 -c 'import json,sys

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -142,6 +144,9 @@ func (e *env) backup(want int, args ...string) backupReport {
 	res := e.expect(want, append([]string{"backup", "--json"}, args...)...)
 	var out backupReport
 	decodeJSON(e.t, res, &out)
+	if out.MessageType != "summary" {
+		e.t.Errorf("backup --json ends with message_type %q, want summary\n%s", out.MessageType, res)
+	}
 	return out
 }
 
@@ -164,13 +169,54 @@ func (e *env) check(args ...string) (checkReport, result) {
 	return out, res
 }
 
-// decodeJSON decodes the whole of stdout into v: stdout must hold exactly
-// one JSON document and nothing else.
+// decodeJSON decodes the last JSON document of stdout into v. stdout must
+// hold nothing but JSON documents: one, or (backup --json) status objects,
+// each on a line of its own and well formed, before the last.
 func decodeJSON(t *testing.T, res result, v any) {
 	t.Helper()
-	if err := json.Unmarshal([]byte(res.Stdout), v); err != nil {
-		t.Fatalf("stdout is not one JSON document: %v\n%s", err, res)
+	dec := json.NewDecoder(strings.NewReader(res.Stdout))
+	var docs []json.RawMessage
+	for {
+		var doc json.RawMessage
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stdout is not a stream of JSON documents: %v\n%s", err, res)
+		}
+		docs = append(docs, doc)
 	}
+	if len(docs) == 0 {
+		t.Fatalf("stdout holds no JSON document\n%s", res)
+	}
+	for _, doc := range docs[:len(docs)-1] {
+		var status backupStatus
+		if err := json.Unmarshal(doc, &status); err != nil || status.MessageType != "status" || bytes.ContainsRune(doc, '\n') {
+			t.Fatalf("before the last document, stdout holds one that is not a status object on one line (%v): %s\n%s", err, doc, res)
+		}
+		if status.FilesDone < 0 || status.BytesDone < 0 || status.PercentDone < 0 || status.PercentDone > 1 ||
+			(status.TotalFiles > 0 && status.FilesDone > status.TotalFiles) {
+			t.Errorf("status object with impossible figures: %s", doc)
+		}
+	}
+	if err := json.Unmarshal(docs[len(docs)-1], v); err != nil {
+		t.Fatalf("stdout's last JSON document does not decode: %v\n%s", err, res)
+	}
+}
+
+// backupStatus is a status object of backup --json.
+type backupStatus struct {
+	MessageType      string   `json:"message_type"`
+	SecondsElapsed   int64    `json:"seconds_elapsed"`
+	SecondsRemaining int64    `json:"seconds_remaining"`
+	PercentDone      float64  `json:"percent_done"`
+	TotalFiles       int64    `json:"total_files"`
+	FilesDone        int64    `json:"files_done"`
+	TotalBytes       int64    `json:"total_bytes"`
+	BytesDone        int64    `json:"bytes_done"`
+	ErrorCount       int64    `json:"error_count"`
+	CurrentFiles     []string `json:"current_files"`
 }
 
 // The JSON documents the commands print, as far as the tests read them.
@@ -183,6 +229,7 @@ type skipReport struct {
 }
 
 type backupReport struct {
+	MessageType    string       `json:"message_type"`
 	SnapshotID     string       `json:"snapshot_id"`
 	Parent         string       `json:"parent"`
 	Partial        bool         `json:"partial"`

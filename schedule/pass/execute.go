@@ -119,13 +119,20 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 	defer cancel()
 	var cancelled atomic.Bool
 	var lost atomic.Pointer[string]
+	var latest atomic.Pointer[Progress] // the executor's last report, for the heartbeat
 	beating := make(chan struct{})
 	go func() {
 		defer close(beating)
-		p.beat(runCtx, run, cancel, &cancelled, &lost)
+		p.beat(runCtx, run, cancel, &cancelled, &lost, &latest)
 	}()
+	progress := func(pr Progress) {
+		stored := Progress{Figures: pr.Figures.Clone(), Current: pr.Current}
+		stored.Figures.Skipped = nil // the heartbeat stores no list; the result does
+		latest.Store(&stored)
+		ev.progress(pr)
+	}
 
-	res, err := p.executeRun(runCtx, p.executorDef(def), run, ev.progress)
+	res, err := p.executeRun(runCtx, p.executorDef(def), run, progress)
 	ev.executed()
 	cancel()
 	<-beating
@@ -197,9 +204,10 @@ func (p *Pass) finish(ctx context.Context, run Run, owner string, next *Run) (bo
 	}
 }
 
-// beat renews the run's heartbeat every Heartbeat until ctx ends. A user's
-// cancellation or the loss of the run cancels the run.
-func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled *atomic.Bool, lost *atomic.Pointer[string]) {
+// beat renews the run's heartbeat every Heartbeat until ctx ends, with the
+// executor's latest progress report. A user's cancellation or the loss of
+// the run cancels the run.
+func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled *atomic.Bool, lost *atomic.Pointer[string], latest *atomic.Pointer[Progress]) {
 	every := p.heartbeatEvery()
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -212,7 +220,7 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 			return
 		case <-ticker.C:
 		}
-		reply, err := p.Store.Heartbeat(ctx, run.ID, run.Owner, p.Now())
+		reply, err := p.Store.Heartbeat(ctx, run.ID, run.Owner, p.Now(), latest.Load())
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -220,7 +220,7 @@ func (s *fakeStore) Admit(ctx context.Context, now time.Time, decide func(AdmitS
 	return started, nil
 }
 
-func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error) {
+func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time, progress *Progress) (HeartbeatReply, error) {
 	if err := ctx.Err(); err != nil {
 		return HeartbeatOK, err
 	}
@@ -240,6 +240,12 @@ func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, no
 		return HeartbeatLost, nil
 	}
 	r.HeartbeatAt = now
+	if progress != nil {
+		skipped := r.Figures.Skipped
+		r.Figures = progress.Figures.Clone()
+		r.Figures.Skipped = skipped
+		r.Current = progress.Current
+	}
 	if s.cancels[runID] {
 		return HeartbeatCancel, nil
 	}

@@ -51,7 +51,12 @@ type Store interface {
 	Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error)
 
 	// Heartbeat renews a running run's heartbeat if owner still holds it.
-	Heartbeat(ctx context.Context, runID int64, owner string, now time.Time) (HeartbeatReply, error)
+	// With progress (nil: none reported yet) it also stores how far the
+	// run got: its Figures but the skipped list (BytesRead, BytesAdded,
+	// Files, FilesSkipped, Counters) and Current as the run's Current,
+	// so that a running run can be shown with them; Finish replaces the
+	// figures with the final ones.
+	Heartbeat(ctx context.Context, runID int64, owner string, now time.Time, progress *Progress) (HeartbeatReply, error)
 
 	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots, Output)
 	// if owner still holds it, and queues next (nil: none) with it, filling

@@ -173,6 +173,10 @@ type Run struct {
 	Figures     Figures
 	Snapshots   []SnapshotRef
 	Output      string // what the run's hooks and command sources printed, bounded (see Result.Output)
+	// Current is what the run worked on at its last heartbeat that
+	// reported progress (Progress.Current), such as "source /data"; a
+	// running run's Figures are then those of that heartbeat.
+	Current string
 }
 
 // Result is what an Executor reports for a run.

@@ -44,6 +44,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"AdmitRefusesBadDecisionsAndChangesNothing", testAdmitRefusesBadDecisions},
 		{"OneActiveRunPerJob", testOneActiveRunPerJob},
 		{"HeartbeatAndFinishAreFenced", testHeartbeatAndFinishAreFenced},
+		{"HeartbeatStoresProgress", testHeartbeatStoresProgress},
 		{"CancelRun", testCancel},
 		{"FinishRecordsTheResultAndQueuesTheNextRun", testFinish},
 		{"Reclaim", testReclaim},
@@ -383,19 +384,19 @@ func testHeartbeatAndFinishAreFenced(t *testing.T, s Store) {
 	start(t, s, t0, "tok-1")
 
 	now := t0.Add(30 * time.Second)
-	if reply, err := s.Heartbeat(ctx, run.ID, "tok-other", now); err != nil || reply != pass.HeartbeatLost {
+	if reply, err := s.Heartbeat(ctx, run.ID, "tok-other", now, nil); err != nil || reply != pass.HeartbeatLost {
 		t.Fatalf("heartbeat of another owner: %v, %v", reply, err)
 	}
 	if got := mustRun(t, s, run.ID); !got.HeartbeatAt.Equal(t0) {
 		t.Fatalf("another owner's heartbeat was written: %v", got.HeartbeatAt)
 	}
-	if reply, err := s.Heartbeat(ctx, run.ID, "tok-1", now); err != nil || reply != pass.HeartbeatOK {
+	if reply, err := s.Heartbeat(ctx, run.ID, "tok-1", now, nil); err != nil || reply != pass.HeartbeatOK {
 		t.Fatalf("heartbeat: %v, %v", reply, err)
 	}
 	if got := mustRun(t, s, run.ID); !got.HeartbeatAt.Equal(now) {
 		t.Fatalf("heartbeat at %v, want %v", got.HeartbeatAt, now)
 	}
-	if reply, err := s.Heartbeat(ctx, 999, "tok-1", now); err != nil || reply != pass.HeartbeatLost {
+	if reply, err := s.Heartbeat(ctx, 999, "tok-1", now, nil); err != nil || reply != pass.HeartbeatLost {
 		t.Fatalf("heartbeat of an unknown run: %v, %v", reply, err)
 	}
 
@@ -416,7 +417,7 @@ func testHeartbeatAndFinishAreFenced(t *testing.T, s Store) {
 	if err != nil || len(reclaimed) != 1 {
 		t.Fatalf("reclaim: %v, %v", reclaimed, err)
 	}
-	if reply, err := s.Heartbeat(ctx, run.ID, "tok-1", now); err != nil || reply != pass.HeartbeatLost {
+	if reply, err := s.Heartbeat(ctx, run.ID, "tok-1", now, nil); err != nil || reply != pass.HeartbeatLost {
 		t.Fatalf("heartbeat after reclaim: %v, %v", reply, err)
 	}
 	if ok, err := s.Finish(ctx, fin, "tok-1", nil); err != nil || ok {
@@ -424,6 +425,58 @@ func testHeartbeatAndFinishAreFenced(t *testing.T, s Store) {
 	}
 	if got := mustRun(t, s, run.ID); got.Status != pass.StatusFailed || got.ErrorCode != pass.CodeOrphaned {
 		t.Fatalf("reclaimed run after its old owner's finish: %+v", got)
+	}
+}
+
+// A heartbeat with progress stores the run's figures so far and its
+// current item; one without keeps them; another owner's stores nothing;
+// the result replaces the figures.
+func testHeartbeatStoresProgress(t *testing.T, s Store) {
+	ctx := context.Background()
+	syncManual(t, s, map[string][]string{"a": nil})
+	run := queue(t, s, "a", t0)
+	start(t, s, t0, "tok")
+	beat := func(owner string, at time.Time, progress *pass.Progress, want pass.HeartbeatReply) {
+		t.Helper()
+		if reply, err := s.Heartbeat(ctx, run.ID, owner, at, progress); err != nil || reply != want {
+			t.Fatalf("heartbeat of %s: %v, %v; want %v", owner, reply, err, want)
+		}
+	}
+	if got := mustRun(t, s, run.ID); got.Current != "" || got.Figures.Files != 0 {
+		t.Fatalf("a run just started has progress: %q, %+v", got.Current, got.Figures)
+	}
+	beat("tok", t0.Add(time.Second), nil, pass.HeartbeatOK)
+	if got := mustRun(t, s, run.ID); got.Current != "" || got.Figures.BytesRead != 0 || !got.HeartbeatAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("a heartbeat without progress: %q, %+v at %v", got.Current, got.Figures, got.HeartbeatAt)
+	}
+
+	so := pass.Progress{Current: "source /data", Figures: pass.Figures{BytesRead: 2 << 30, BytesAdded: 120 << 20, Files: 1234,
+		FilesSkipped: 2, Counters: map[string]int64{"sources_done": 1}}}
+	beat("tok", t0.Add(2*time.Second), &so, pass.HeartbeatOK)
+	got := mustRun(t, s, run.ID)
+	if got.Current != so.Current || got.Figures.BytesRead != so.Figures.BytesRead || got.Figures.BytesAdded != so.Figures.BytesAdded ||
+		got.Figures.Files != so.Figures.Files || got.Figures.FilesSkipped != 2 || !maps.Equal(got.Figures.Counters, so.Figures.Counters) ||
+		!got.HeartbeatAt.Equal(t0.Add(2*time.Second)) || got.Status != pass.StatusRunning {
+		t.Fatalf("after a heartbeat with progress %+v the run is %+v", so, got)
+	}
+	beat("tok", t0.Add(3*time.Second), nil, pass.HeartbeatOK)
+	if got := mustRun(t, s, run.ID); got.Current != so.Current || got.Figures.Files != so.Figures.Files {
+		t.Errorf("a heartbeat without progress dropped the last one: %q, %+v", got.Current, got.Figures)
+	}
+	other := pass.Progress{Current: "source /elsewhere", Figures: pass.Figures{Files: 99}}
+	beat("tok-other", t0.Add(4*time.Second), &other, pass.HeartbeatLost)
+	if got := mustRun(t, s, run.ID); got.Current != so.Current || got.Figures.Files != so.Figures.Files {
+		t.Errorf("another owner's heartbeat stored its progress: %q, %+v", got.Current, got.Figures)
+	}
+
+	fin := pass.Run{ID: run.ID, Status: pass.StatusSucceeded, EndedAt: t0.Add(time.Minute),
+		Figures: pass.Figures{BytesRead: 3 << 30, BytesAdded: 200 << 20, Files: 2000}}
+	if ok, err := s.Finish(ctx, fin, "tok", nil); !ok || err != nil {
+		t.Fatalf("finish: %v, %v", ok, err)
+	}
+	if got := mustRun(t, s, run.ID); got.Figures.BytesRead != fin.Figures.BytesRead || got.Figures.Files != 2000 ||
+		got.Figures.FilesSkipped != 0 || len(got.Figures.Counters) != 0 {
+		t.Errorf("the result did not replace the progress: %+v", got.Figures)
 	}
 }
 
@@ -440,7 +493,7 @@ func testCancel(t *testing.T, s Store) {
 			t.Fatalf("cancel run %d: %v", id, err)
 		}
 	}
-	if reply, err := s.Heartbeat(ctx, running.ID, "tok", t0.Add(time.Second)); err != nil || reply != pass.HeartbeatCancel {
+	if reply, err := s.Heartbeat(ctx, running.ID, "tok", t0.Add(time.Second), nil); err != nil || reply != pass.HeartbeatCancel {
 		t.Errorf("heartbeat after a cancellation request: %v, %v; want HeartbeatCancel", reply, err)
 	}
 	if got := mustRun(t, s, running.ID); got.Status != pass.StatusRunning {
@@ -533,7 +586,7 @@ func testReclaim(t *testing.T, s Store) {
 	}
 	now := t0.Add(6 * time.Minute)
 	for _, job := range []string{"fresh", "dead"} {
-		if reply, err := s.Heartbeat(ctx, runs[job].ID, "tok-"+job, now.Add(-time.Minute)); err != nil || reply != pass.HeartbeatOK {
+		if reply, err := s.Heartbeat(ctx, runs[job].ID, "tok-"+job, now.Add(-time.Minute), nil); err != nil || reply != pass.HeartbeatOK {
 			t.Fatal(reply, err)
 		}
 	}
