@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/nightjar-backup/nightjar/backup/limit"
+	"github.com/nightjar-backup/nightjar/notify"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
@@ -31,6 +32,8 @@ type Config struct {
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
+
+	Notify notify.Route // the [notify] table: what every job's runs tell
 }
 
 // Repository is a [repository.NAME] table.
@@ -62,6 +65,7 @@ type Job struct {
 	Sources []Source
 	Tags    []string
 	RPO     time.Duration
+	Notify  notify.Route // where its runs are told: [notify] with its [job.notify] over it
 }
 
 // Source is a [[job.source]] table.
@@ -99,6 +103,7 @@ type rawConfig struct {
 	Repository map[string]rawRepository `toml:"repository"`
 	Window     []rawWindow              `toml:"window"`
 	Job        []rawJob                 `toml:"job"`
+	Notify     *rawNotify               `toml:"notify"`
 }
 
 type rawScheduler struct {
@@ -151,6 +156,7 @@ type rawJob struct {
 	Source     []rawSource `toml:"source"`
 	Retention  any         `toml:"retention"` // "off" or a table of rules
 	Verify     string      `toml:"verify"`    // "on" (the default) or "off"
+	Notify     *rawNotify  `toml:"notify"`
 }
 
 type rawRetry struct {
@@ -271,6 +277,7 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 	cfg := &Config{Path: path, Repositories: map[string]Repository{}}
 	l.scheduler(raw.Scheduler, cfg)
 	l.repositories(raw.Repository, cfg)
+	l.globalNotify(raw.Notify, cfg)
 	l.jobs(raw.Job, cfg, now)
 	l.windows(raw.Window, cfg)
 	l.dependencies(cfg)
@@ -294,16 +301,18 @@ func allowedKeys(k toml.Key) string {
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "notify"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude"},
-		"top":        {"scheduler", "repository", "window", "job"},
+		"job.notify": notifyKeys,
+		"notify":     notifyKeys,
+		"top":        {"scheduler", "repository", "window", "job", "notify"},
 	}
 	var table string
 	switch {
 	case len(k) == 1:
 		table = "top"
-	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source"):
+	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source" || k[1] == "notify"):
 		table = "job." + k[1]
 	default:
 		table = k[0]
@@ -469,6 +478,7 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		def.DependsOn = raw.DependsOn
 		def.Retention = l.retention(key+".retention", raw.Retention)
 		def.Verify = l.verify(key+".verify", raw.Verify, cfg.Repositories[raw.Repository])
+		job.Notify = l.jobNotify(key+".notify", raw.Notify, cfg)
 		for _, tag := range raw.Tags {
 			if tag == "" || strings.ContainsAny(tag, ",\n") {
 				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
