@@ -44,7 +44,8 @@ type Document struct {
 	Skipped         []pass.Skipped   `json:"skipped"`  // at most MaxSkippedListed
 	Counters        map[string]int64 `json:"counters"` // the kind's named figures; {} when none
 	Snapshots       []Snapshot       `json:"snapshots"`
-	Schedule        string           `json:"schedule"` // the job's schedule in words
+	Repository      string           `json:"repository"` // the name of the job's repository in the config
+	Schedule        string           `json:"schedule"`   // the job's schedule in words
 	Host            string           `json:"host"`
 	ScheduledAt     *time.Time       `json:"scheduled_at"`
 	StartedAt       *time.Time       `json:"started_at"`
@@ -61,14 +62,14 @@ type Snapshot struct {
 }
 
 // newDocument describes run at event.
-func newDocument(event string, run pass.Run, lostReason, scheduleText, host, version string) Document {
+func newDocument(event string, run pass.Run, def pass.JobDef, lostReason, host, version string) Document {
 	d := Document{
 		Event: event, RunID: run.ID, Job: run.Job, Kind: run.Kind, Trigger: run.Trigger, Attempt: run.Attempt,
 		Status: run.Status, ErrorClass: run.ErrorClass, ErrorCode: run.ErrorCode, Message: run.Message,
 		LostReason: lostReason,
 		BytesRead:  run.Figures.BytesRead, BytesAdded: run.Figures.BytesAdded, Files: run.Figures.Files,
 		FilesSkipped: run.Figures.FilesSkipped, Skipped: []pass.Skipped{}, Counters: map[string]int64{},
-		Snapshots: []Snapshot{}, Schedule: scheduleText, Host: host, Version: version,
+		Snapshots: []Snapshot{}, Repository: def.Repository, Schedule: def.Schedule.Description(), Host: host, Version: version,
 		ScheduledAt: timePtr(run.ScheduledAt), StartedAt: timePtr(run.StartedAt), EndedAt: timePtr(run.EndedAt),
 	}
 	if d.Kind == "" {

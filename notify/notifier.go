@@ -131,7 +131,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Observer returns the observer that tells routes of the runs of jobs
-// (the pass's Jobs, for each job's schedule): Started, Finished, Lost,
+// (the pass's Jobs, for each job's schedule and repository): Started, Finished, Lost,
 // and Reclaimed (a run found orphaned, ended as failed). It only builds
 // the documents and enqueues them.
 func (n *Notifier) Observer(jobs map[string]pass.JobDef, routes Routes) pass.Observer {
@@ -140,7 +140,7 @@ func (n *Notifier) Observer(jobs map[string]pass.JobDef, routes Routes) pass.Obs
 		if !ok || route.Empty() {
 			return
 		}
-		doc := newDocument(event, run, lostReason, jobs[run.Job].Schedule.Description(), n.opts.Host, n.opts.Version)
+		doc := newDocument(event, run, jobs[run.Job], lostReason, n.opts.Host, n.opts.Version)
 		n.send(route, doc)
 	}
 	return pass.Observer{

@@ -113,7 +113,7 @@ func testJobs(t *testing.T) map[string]pass.JobDef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]pass.JobDef{"db": {Name: "db", Schedule: s}}
+	return map[string]pass.JobDef{"db": {Name: "db", Schedule: s, Repository: "nas"}}
 }
 
 func startedRun() pass.Run {
@@ -193,7 +193,7 @@ func TestWebhookStartAndSuccess(t *testing.T) {
 	want := map[string]any{
 		"event": "succeeded", "status": "succeeded", "run_id": 12.0, "job": "db", "kind": "backup", "trigger": "schedule",
 		"attempt": 1.0, "error_class": "", "error_code": "", "bytes_read": 4096.0, "bytes_added": 1024.0, "files": 3.0,
-		"files_skipped": 1.0, "host": "db1", "nightjar_version": "1.2.3", "schedule": testJobs(t)["db"].Schedule.Description(),
+		"files_skipped": 1.0, "repository": "nas", "host": "db1", "nightjar_version": "1.2.3", "schedule": testJobs(t)["db"].Schedule.Description(),
 		"started_at": "2026-03-29T02:00:05Z", "ended_at": "2026-03-29T02:01:35Z", "duration_seconds": 90.0,
 		"summary": "nightjar on db1: backup run 12 of job db (attempt 1) succeeded",
 	}

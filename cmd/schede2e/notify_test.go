@@ -89,6 +89,7 @@ type hookDoc struct {
 		SnapshotID string `json:"snapshot_id"`
 		Source     string `json:"source"`
 	} `json:"snapshots"`
+	Repository      string     `json:"repository"`
 	Schedule        string     `json:"schedule"`
 	Host            string     `json:"host"`
 	StartedAt       *time.Time `json:"started_at"`
@@ -148,8 +149,8 @@ func TestNotifyWebhooksAndHealthchecks(t *testing.T) {
 		}
 		for _, d := range got {
 			if d.RunID != run.ID || d.Kind != "backup" || d.Trigger != "schedule" || d.Attempt != 1 || d.Host != host ||
-				d.Version == "" || !strings.Contains(d.Schedule, "hour") || d.StartedAt == nil {
-				t.Errorf("document %+v: want run %d of %s, backup, schedule, attempt 1, host %s, a version and the schedule in words", d, run.ID, name, host)
+				d.Version == "" || d.Repository != "main" || !strings.Contains(d.Schedule, "hour") || d.StartedAt == nil {
+				t.Errorf("document %+v: want run %d of %s, backup, schedule, attempt 1, host %s, a version, repository main and the schedule in words", d, run.ID, name, host)
 			}
 		}
 		if end := got[1]; end.Status != run.Status || end.EndedAt == nil || end.DurationSeconds == nil || !strings.Contains(end.Summary, "job "+name) {
