@@ -223,3 +223,35 @@ func TestNotifyFailuresDoNotFailTheRun(t *testing.T) {
 		t.Errorf("runs of a: %+v, want one, succeeded", runs)
 	}
 }
+
+// serve tells webhooks of the runs of its passes, and warns of a
+// notification that was not delivered while it goes on running.
+func TestNotifyServe(t *testing.T) {
+	w := newWorld(t)
+	good := newHookServer(t, false)
+	down := newHookServer(t, false)
+	down.Close()
+	src := w.path("data")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.writeConfig(header(`tick_interval = "1s"`, "") + job("a", "manual", "", src) +
+		"\n[notify]\nwebhooks = [\"" + good.URL + "/hook\", \"" + down.URL + "/hook/DOWNTOKEN\"]\nattempts = 1\n")
+	w.must(exitOK, "job", "run", "a")
+	out := w.serveUntil("(event succeeded of run 1, job a) not delivered")
+	if !strings.Contains(out, "warning: notification to webhook "+down.URL+" (event succeeded of run 1, job a) not delivered, after 1 attempt: ") ||
+		strings.Contains(out, "DOWNTOKEN") {
+		t.Errorf("serve's warning of the server that is down is missing, or shows its token:\n%s", out)
+	}
+	var events []string
+	for _, r := range good.requests("/hook") {
+		var d hookDoc
+		if err := json.Unmarshal(r.Body, &d); err != nil {
+			t.Fatalf("webhook body is not JSON: %v\n%s", err, r.Body)
+		}
+		events = append(events, d.Event+" "+d.Job+" "+d.Trigger)
+	}
+	if want := []string{"started a manual", "succeeded a manual"}; strings.Join(events, ", ") != strings.Join(want, ", ") {
+		t.Errorf("serve told the webhook %q, want %q", events, want)
+	}
+}
