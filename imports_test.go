@@ -28,8 +28,9 @@ var importRules = []struct {
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
 	{"jobs", []string{"backup", "restore", "repo", "schedule"}},
+	{"notify", []string{"schedule/pass"}},
 	{"bench", []string{"backup", "restore", "repo"}},
-	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio"}},
+	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "notify"}},
 	{"", []string{"cmd"}}, // main
 }
 
@@ -126,6 +127,10 @@ func TestMayImport(t *testing.T) {
 		{"restore", "backup", false},
 		{"db", "repo", false},
 		{"jobs", "db", false},
+		{"notify", "schedule/pass", true},
+		{"notify", "schedule", false},
+		{"notify", "db", false},
+		{"cmd/config", "notify", true},
 		{"cmd/config", "schedule/pass", true},
 		{"", "cmd", true},
 		{"", "repo", false},

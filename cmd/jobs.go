@@ -427,6 +427,7 @@ func jobAction(run func(c *cli.Context, p *printer, s *scheduler, name string) e
 			return err
 		}
 		defer s.db.Close()
+		defer s.closeNotifications(c.Context, p) // job run --wait and drill run passes
 		return run(c, p, s, name)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
+	"github.com/nightjar-backup/nightjar/notify"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -48,6 +49,8 @@ type scheduler struct {
 	db   *db.DB
 	pass *pass.Pass
 	now  func() time.Time
+
+	notifier *notify.Notifier // tells webhooks and healthchecks of runs (cmd/notify.go)
 }
 
 func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
@@ -77,7 +80,7 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	if c.Bool("verbose") {
 		logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
 	}
-	s := &scheduler{db: state, now: now}
+	s := &scheduler{db: state, now: now, notifier: newNotifier()}
 	s.configure(cfg, exec, logger)
 	return s, nil
 }
@@ -92,6 +95,7 @@ func (s *scheduler) configure(cfg *config.Config, exec pass.Executor, logger *sl
 		Runner:     host + ":" + strconv.Itoa(os.Getpid()),
 		RunnerDead: runnerDead(host),
 		Logger:     logger,
+		Observers:  s.notifyObservers(cfg),
 	}
 }
 
@@ -167,6 +171,7 @@ func runTick(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
+	defer s.closeNotifications(c.Context, p)
 	sum, err := s.pass.Run(c.Context)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
@@ -322,6 +327,7 @@ func runServe(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
+	defer s.closeNotifications(c.Context, p)
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
 	// Each pass runs in its own goroutine, so that a long backup does not
 	// hold up the next passes: they still claim, admit (within the limits,
@@ -363,6 +369,7 @@ func runServe(c *cli.Context) error {
 			if len(sum.Abandoned) > 0 {
 				p.Warnf("%d runs did not stop in time: the next pass reclaims them", len(sum.Abandoned))
 			}
+			reportNotifications(p, s.notifier)
 		}()
 	}
 	ticker := time.NewTicker(s.cfg.TickInterval)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup/limit"
 	"github.com/nightjar-backup/nightjar/jobs"
+	"github.com/nightjar-backup/nightjar/notify"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
@@ -32,6 +33,8 @@ type Config struct {
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
+
+	Notify notify.Route // the [notify] table: what every job's runs tell
 }
 
 // Repository is a [repository.NAME] table.
@@ -63,7 +66,8 @@ type Job struct {
 	Sources []Source
 	Tags    []string
 	RPO     time.Duration
-	Hooks   jobs.Hooks // its backup runs' [job.hooks]
+	Hooks   jobs.Hooks   // its backup runs' [job.hooks]
+	Notify  notify.Route // where its runs are told: [notify] with its [job.notify] over it
 }
 
 // Source is a [[job.source]] table.
@@ -103,6 +107,7 @@ type rawConfig struct {
 	Repository map[string]rawRepository `toml:"repository"`
 	Window     []rawWindow              `toml:"window"`
 	Job        []rawJob                 `toml:"job"`
+	Notify     *rawNotify               `toml:"notify"`
 }
 
 type rawScheduler struct {
@@ -156,6 +161,7 @@ type rawJob struct {
 	Retention  any         `toml:"retention"` // "off" or a table of rules
 	Verify     string      `toml:"verify"`    // "on" (the default) or "off"
 	Hooks      *rawHooks   `toml:"hooks"`
+	Notify     *rawNotify  `toml:"notify"`
 }
 
 type rawRetry struct {
@@ -278,6 +284,7 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 	cfg := &Config{Path: path, Repositories: map[string]Repository{}}
 	l.scheduler(raw.Scheduler, cfg)
 	l.repositories(raw.Repository, cfg)
+	l.globalNotify(raw.Notify, cfg)
 	l.jobs(raw.Job, cfg, now)
 	l.windows(raw.Window, cfg)
 	l.dependencies(cfg)
@@ -301,17 +308,19 @@ func allowedKeys(k toml.Key) string {
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
-		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks"},
+		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks", "notify"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude", "command", "name", "timeout"},
 		"job.hooks":  hookKeys,
-		"top":        {"scheduler", "repository", "window", "job"},
+		"job.notify": notifyKeys,
+		"notify":     notifyKeys,
+		"top":        {"scheduler", "repository", "window", "job", "notify"},
 	}
 	var table string
 	switch {
 	case len(k) == 1:
 		table = "top"
-	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source" || k[1] == "hooks"):
+	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source" || k[1] == "hooks" || k[1] == "notify"):
 		table = "job." + k[1]
 	default:
 		table = k[0]
@@ -477,6 +486,7 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 		def.DependsOn = raw.DependsOn
 		def.Retention = l.retention(key+".retention", raw.Retention)
 		def.Verify = l.verify(key+".verify", raw.Verify, cfg.Repositories[raw.Repository])
+		job.Notify = l.jobNotify(key+".notify", raw.Notify, cfg)
 		for _, tag := range raw.Tags {
 			if tag == "" || strings.ContainsAny(tag, ",\n") {
 				l.addf(key+".tags", "invalid tag %q: want a non-empty word without commas", tag)
