@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -14,7 +16,30 @@ import (
 type Limiter struct {
 	lim   *rate.Limiter
 	burst int
+	clock clock
+	// mu makes reading the clock and reserving one step, so that the
+	// reservations reach the bucket in the order of their times (the
+	// bucket counts time going back as time to earn tokens again).
+	mu sync.Mutex
 }
+
+// clock is the time a Limiter reads and waits on: the real one, or a
+// test's, so that its rate is tested without waiting.
+type clock struct {
+	now        func() time.Time
+	sleepUntil func(ctx context.Context, t time.Time) error
+}
+
+var realClock = clock{now: time.Now, sleepUntil: func(ctx context.Context, until time.Time) error {
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}}
 
 // New returns a Limiter of bytesPerSecond that allows bursts of one second's
 // worth, starting with a full burst; for bytesPerSecond <= 0 it returns nil,
@@ -24,7 +49,7 @@ func New(bytesPerSecond int64) *Limiter {
 		return nil
 	}
 	burst := int(min(bytesPerSecond, math.MaxInt))
-	return &Limiter{lim: rate.NewLimiter(rate.Limit(bytesPerSecond), burst), burst: burst}
+	return &Limiter{lim: rate.NewLimiter(rate.Limit(bytesPerSecond), burst), burst: burst, clock: realClock}
 }
 
 // Reader returns a reader of r that waits, before returning bytes, until l
@@ -58,14 +83,35 @@ func (r *reader) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	if n > 0 {
-		if werr := r.l.lim.WaitN(r.ctx, n); werr != nil {
-			if r.ctx.Err() == nil {
-				// n is at most the burst, so WaitN failed early because the
-				// wait would outlast the context's deadline.
-				werr = context.DeadlineExceeded
-			}
+		if werr := r.l.wait(r.ctx, n); werr != nil {
 			return 0, fmt.Errorf("wait for bandwidth: %w", werr)
 		}
 	}
 	return n, err
+}
+
+// wait takes n bytes of the budget (n is at most the burst) and waits
+// until they are allowed. When the wait would outlast ctx's deadline it
+// fails at once with context.DeadlineExceeded, giving the bytes back.
+func (l *Limiter) wait(ctx context.Context, n int) error {
+	l.mu.Lock()
+	now := l.clock.now()
+	res := l.lim.ReserveN(now, n)
+	l.mu.Unlock()
+	if !res.OK() {
+		return fmt.Errorf("%d bytes exceed the burst of %d", n, l.burst)
+	}
+	delay := res.DelayFrom(now)
+	if deadline, ok := ctx.Deadline(); ok && now.Add(delay).After(deadline) {
+		res.CancelAt(now)
+		return context.DeadlineExceeded
+	}
+	if delay <= 0 {
+		return nil
+	}
+	if err := l.clock.sleepUntil(ctx, now.Add(delay)); err != nil {
+		res.Cancel()
+		return err
+	}
+	return nil
 }

@@ -46,86 +46,147 @@ func TestReadPassesEOF(t *testing.T) {
 	}
 }
 
+// fakeClock is a Limiter's clock that never waits: a sleep moves the time
+// to its end (sleeps that overlap in real life end at the latest of their
+// ends, not at their sum), unless block makes it wait for the context.
+type fakeClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	block  bool          // a sleep waits for its context to end
+	slept  chan struct{} // closed at the first sleep; nil: not watched
+	sleeps int
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Now()} }
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) sleepUntil(ctx context.Context, end time.Time) error {
+	c.mu.Lock()
+	c.sleeps++
+	if c.slept != nil && c.sleeps == 1 {
+		close(c.slept)
+	}
+	block := c.block
+	c.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if end.After(c.t) {
+		c.t = end
+	}
+	return nil
+}
+
+// limiterOn returns New(rate) on c's time.
+func limiterOn(rate int64, c *fakeClock) *Limiter {
+	l := New(rate)
+	l.clock = clock{now: c.now, sleepUntil: c.sleepUntil}
+	return l
+}
+
 func TestReadStopsWithContext(t *testing.T) {
 	tests := []struct {
 		name string
 		// drain takes the full burst first, so that the read tested must wait
 		// a second for tokens.
 		drain bool
-		ctx   func() (context.Context, context.CancelFunc)
+		block bool // the wait lasts until the context ends
+		ctx   func(c *fakeClock) (context.Context, context.CancelFunc)
 		want  error
 	}{
-		{"cancelled before reading", false, func() (context.Context, context.CancelFunc) {
+		{"cancelled before reading", false, false, func(*fakeClock) (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			return ctx, cancel
 		}, context.Canceled},
-		{"cancelled while waiting", true, func() (context.Context, context.CancelFunc) {
+		{"cancelled while waiting", true, true, func(c *fakeClock) (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(50*time.Millisecond, cancel)
+			c.slept = make(chan struct{})
+			go func() {
+				<-c.slept // the read waits for tokens: cancel it
+				cancel()
+			}()
 			return ctx, cancel
 		}, context.Canceled},
-		{"deadline before tokens", true, func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 200*time.Millisecond)
+		{"deadline before tokens", true, false, func(c *fakeClock) (context.Context, context.CancelFunc) {
+			// The read would wait a second; the deadline is in 200 ms.
+			return context.WithDeadline(context.Background(), c.now().Add(200*time.Millisecond))
 		}, context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := tt.ctx()
+			c := newFakeClock()
+			ctx, cancel := tt.ctx(c)
 			defer cancel()
-			r := New(1000).Reader(ctx, zeros{})
+			r := limiterOn(1000, c).Reader(ctx, zeros{})
 			buf := make([]byte, 1000)
 			if tt.drain {
 				if _, err := r.Read(buf); err != nil {
 					t.Fatalf("first read: %v", err)
 				}
 			}
-			start := time.Now()
+			c.block = tt.block
 			n, err := r.Read(buf)
 			if n != 0 || !errors.Is(err, tt.want) {
 				t.Fatalf("Read = %d, %v; want 0, %v", n, err, tt.want)
 			}
-			if d := time.Since(start); d > 500*time.Millisecond {
-				t.Fatalf("Read returned after %v, want well before the second it would wait", d)
+			if tt.name == "deadline before tokens" && c.sleeps != 0 {
+				t.Fatalf("Read waited for tokens it could not get before the deadline")
 			}
 		})
 	}
 }
 
-// TestSharedRate checks in real time that readers sharing a Limiter together
-// read no faster than its rate: one 6 MiB stream and three concurrent 2 MiB
-// streams at 2 MiB/s both take (6 MiB - 2 MiB burst) / (2 MiB/s) = 2 s.
+// TestSharedRate: readers sharing a Limiter together read no faster than
+// its rate, and as fast: one 6 MiB stream and three concurrent 2 MiB
+// streams at 2 MiB/s both take (6 MiB - 2 MiB burst) / (2 MiB/s) = 2 s of
+// the limiter's clock, while three streams on limiters of their own take
+// none (each fits its burst).
 func TestSharedRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes 4 s of real time")
-	}
 	const rate = 2 << 20
-	const want = 2 * time.Second
-	timeReaders := func(sizes ...int64) time.Duration {
-		l := New(rate)
-		start := time.Now()
+	elapsed := func(shared bool, sizes ...int64) time.Duration {
+		c := newFakeClock()
+		start := c.now()
+		l := limiterOn(rate, c)
 		var wg sync.WaitGroup
 		for _, size := range sizes {
+			own := l
+			if !shared {
+				own = limiterOn(rate, c)
+			}
 			wg.Go(func() {
-				n, err := io.Copy(io.Discard, l.Reader(context.Background(), io.LimitReader(zeros{}, size)))
+				n, err := io.Copy(io.Discard, own.Reader(context.Background(), io.LimitReader(zeros{}, size)))
 				if n != size || err != nil {
 					t.Errorf("copied %d bytes, %v; want %d", n, err, size)
 				}
 			})
 		}
 		wg.Wait()
-		return time.Since(start)
+		return c.now().Sub(start)
 	}
-	one := timeReaders(6 << 20)
-	three := timeReaders(2<<20, 2<<20, 2<<20)
-	t.Logf("one 6 MiB stream: %v; three 2 MiB streams: %v; expected %v", one, three, want)
-	within := func(d, ref time.Duration) bool {
-		return d >= ref*3/4 && d <= ref*5/4
-	}
-	if !within(one, want) || !within(three, want) {
-		t.Errorf("durations %v and %v, want each within 25%% of %v", one, three, want)
-	}
-	if !within(one, three) || !within(three, one) {
-		t.Errorf("durations %v and %v, want each within 25%% of the other", one, three)
+	near := func(d, want time.Duration) bool { return d >= want-time.Millisecond && d <= want+time.Millisecond }
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		sizes  []int64
+		want   time.Duration
+	}{
+		{"one 6 MiB stream", true, []int64{6 << 20}, 2 * time.Second},
+		{"three 2 MiB streams sharing", true, []int64{2 << 20, 2 << 20, 2 << 20}, 2 * time.Second},
+		{"three 2 MiB streams on limiters of their own", false, []int64{2 << 20, 2 << 20, 2 << 20}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := elapsed(tc.shared, tc.sizes...); !near(got, tc.want) {
+				t.Errorf("took %v of the limiter's time, want %v", got, tc.want)
+			}
+		})
 	}
 }

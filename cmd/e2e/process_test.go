@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -324,10 +323,13 @@ func TestLocking(t *testing.T) {
 }
 
 // TestBandwidth: the limit is shared by all sources. Three folders of
-// 4 MiB at 4 MiB/s take as long as one of 12 MiB: (12-4)/4 = 2 seconds after
-// the first second's burst.
+// 4 MiB at 4 MiB/s take at least as long as one of 12 MiB: (12-4)/4 = 2
+// seconds after the first second's burst, where limits of their own would
+// let each folder through in its burst at once. Only the lower bound is
+// asserted, which load cannot break; that the limiter is not slower than
+// its rate is backup/limit's TestSharedRate, on a clock of its own.
 func TestBandwidth(t *testing.T) {
-	// Not parallel: it measures time.
+	t.Parallel()
 	e := newEnv(t)
 	e.init()
 	var three []string
@@ -351,12 +353,9 @@ func TestBandwidth(t *testing.T) {
 		name string
 		secs float64
 	}{{"three sources", b3.Seconds}, {"one source", b1.Seconds}} {
-		if c.secs < 1.7 || c.secs > 3.5 {
-			t.Errorf("%s: %.2fs, want about 2s (12 MiB at 4 MiB/s after a 4 MiB burst)", c.name, c.secs)
+		if c.secs < 1.9 {
+			t.Errorf("%s: %.2fs, want at least 2s (12 MiB at 4 MiB/s after a 4 MiB burst)", c.name, c.secs)
 		}
-	}
-	if ratio := b3.Seconds / b1.Seconds; math.Abs(ratio-1) > 0.3 {
-		t.Errorf("three sources took %.2fs, one source of triple size %.2fs: ratio %.2f, want 1 ± 0.3", b3.Seconds, b1.Seconds, ratio)
 	}
 }
 
