@@ -1,0 +1,135 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+
+	"time"
+
+	"github.com/nightjar-backup/nightjar/schedule/pass"
+)
+
+// MetricsJob is a live job with the runs its metrics are made from.
+type MetricsJob struct {
+	Name       string
+	Repository string
+	Paused     bool
+	// LastRuns holds, per kind, the job's run of that kind that ended last
+	// among those that started (a run cancelled before it started did
+	// nothing and hides nothing); without its snapshot references.
+	LastRuns map[string]pass.Run
+	// LastSuccess is the end of the job's newest backup run that fully
+	// succeeded; zero: none.
+	LastSuccess time.Time
+	// LastSnapshot is the end of the job's newest backup run that made a
+	// snapshot (succeeded, or partial_failure with a snapshot); zero: none.
+	LastSnapshot time.Time
+}
+
+// RunCounts counts the active runs; the three are disjoint.
+type RunCounts struct {
+	Queued  int // queued, and not held: waiting for their time or a slot
+	Held    int // queued with a held reason
+	Running int
+}
+
+// MetricsState is what the metrics read from the state database, in one
+// consistent view.
+type MetricsState struct {
+	Jobs []MetricsJob // live jobs, by name
+	Runs RunCounts
+}
+
+// MetricsState reads the live jobs with their last runs, and counts the
+// active runs.
+func (d *DB) MetricsState(ctx context.Context) (MetricsState, error) {
+	var st MetricsState
+	err := d.read(ctx, "read metrics", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT name, repository, paused FROM jobs
+			WHERE deleted_at IS NULL ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		index := map[string]int{}
+		for rows.Next() {
+			var j MetricsJob
+			if err := rows.Scan(&j.Name, &j.Repository, &j.Paused); err != nil {
+				rows.Close()
+				return err
+			}
+			j.LastRuns = map[string]pass.Run{}
+			index[j.Name] = len(st.Jobs)
+			st.Jobs = append(st.Jobs, j)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		last, err := queryRuns(ctx, tx, false, `WHERE j.deleted_at IS NULL AND r.id IN (
+			SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY job_id, kind ORDER BY ended_at DESC, id DESC) AS n
+				FROM runs WHERE started_at IS NOT NULL AND ended_at IS NOT NULL) WHERE n = 1)`)
+		if err != nil {
+			return err
+		}
+		for _, r := range last {
+			if i, ok := index[r.Job]; ok {
+				st.Jobs[i].LastRuns[r.Kind] = r
+			}
+		}
+		if err := jobTimes(ctx, tx, index, st.Jobs, func(j *MetricsJob, t time.Time) { j.LastSuccess = t },
+			`SELECT j.name, max(r.ended_at) FROM runs r JOIN jobs j ON j.id = r.job_id
+			WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status = 'succeeded' GROUP BY j.name`); err != nil {
+			return err
+		}
+		if err := jobTimes(ctx, tx, index, st.Jobs, func(j *MetricsJob, t time.Time) { j.LastSnapshot = t },
+			`SELECT j.name, max(r.ended_at) FROM runs r JOIN jobs j ON j.id = r.job_id
+			WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status IN ('succeeded', 'partial_failure')
+			AND EXISTS (SELECT 1 FROM run_snapshots s WHERE s.run_id = r.id) GROUP BY j.name`); err != nil {
+			return err
+		}
+		counts, err := tx.QueryContext(ctx, `SELECT status, held_reason IS NOT NULL, count(*) FROM runs
+			WHERE status IN ('queued', 'running') GROUP BY 1, 2`)
+		if err != nil {
+			return err
+		}
+		defer counts.Close()
+		for counts.Next() {
+			var status string
+			var held bool
+			var n int
+			if err := counts.Scan(&status, &held, &n); err != nil {
+				return err
+			}
+			switch {
+			case status == pass.StatusRunning:
+				st.Runs.Running += n
+			case held:
+				st.Runs.Held += n
+			default:
+				st.Runs.Queued += n
+			}
+		}
+		return counts.Err()
+	})
+	return st, err
+}
+
+// jobTimes runs query, which selects a job name and a time, and sets each
+// named job's time with set.
+func jobTimes(ctx context.Context, tx *sql.Tx, index map[string]int, jobs []MetricsJob, set func(*MetricsJob, time.Time), query string) error {
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var at sql.NullInt64
+		if err := rows.Scan(&name, &at); err != nil {
+			return err
+		}
+		if i, ok := index[name]; ok {
+			set(&jobs[i], timeOf(at))
+		}
+	}
+	return rows.Err()
+}
