@@ -28,8 +28,9 @@ var importRules = []struct {
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
 	{"jobs", []string{"backup", "restore", "repo", "schedule"}},
+	{"metrics", []string{"status", "schedule/pass"}},
 	{"bench", []string{"backup", "restore", "repo"}},
-	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio"}},
+	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "status", "metrics"}},
 	{"", []string{"cmd"}}, // main
 }
 
@@ -127,6 +128,10 @@ func TestMayImport(t *testing.T) {
 		{"db", "repo", false},
 		{"jobs", "db", false},
 		{"cmd/config", "schedule/pass", true},
+		{"metrics", "status", true},
+		{"metrics", "schedule/pass", true},
+		{"metrics", "schedule", false},
+		{"metrics", "db", false},
 		{"", "cmd", true},
 		{"", "repo", false},
 		{"tools", "repo", false}, // a package no rule names

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-
 	"time"
 
 	"github.com/nightjar-backup/nightjar/schedule/pass"
@@ -11,9 +10,7 @@ import (
 
 // MetricsJob is a live job with the runs its metrics are made from.
 type MetricsJob struct {
-	Name       string
-	Repository string
-	Paused     bool
+	Name string
 	// LastRuns holds, per kind, the job's run of that kind that ended last
 	// among those that started (a run cancelled before it started did
 	// nothing and hides nothing); without its snapshot references.
@@ -26,26 +23,17 @@ type MetricsJob struct {
 	LastSnapshot time.Time
 }
 
-// RunCounts counts the active runs; the three are disjoint.
-type RunCounts struct {
-	Queued  int // queued, and not held: waiting for their time or a slot
-	Held    int // queued with a held reason
-	Running int
-}
-
 // MetricsState is what the metrics read from the state database, in one
 // consistent view.
 type MetricsState struct {
 	Jobs []MetricsJob // live jobs, by name
-	Runs RunCounts
 }
 
-// MetricsState reads the live jobs with their last runs, and counts the
-// active runs.
+// MetricsState reads the live jobs with their last runs.
 func (d *DB) MetricsState(ctx context.Context) (MetricsState, error) {
 	var st MetricsState
 	err := d.read(ctx, "read metrics", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT name, repository, paused FROM jobs
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM jobs
 			WHERE deleted_at IS NULL ORDER BY name`)
 		if err != nil {
 			return err
@@ -53,7 +41,7 @@ func (d *DB) MetricsState(ctx context.Context) (MetricsState, error) {
 		index := map[string]int{}
 		for rows.Next() {
 			var j MetricsJob
-			if err := rows.Scan(&j.Name, &j.Repository, &j.Paused); err != nil {
+			if err := rows.Scan(&j.Name); err != nil {
 				rows.Close()
 				return err
 			}
@@ -80,35 +68,10 @@ func (d *DB) MetricsState(ctx context.Context) (MetricsState, error) {
 			WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status = 'succeeded' GROUP BY j.name`); err != nil {
 			return err
 		}
-		if err := jobTimes(ctx, tx, index, st.Jobs, func(j *MetricsJob, t time.Time) { j.LastSnapshot = t },
+		return jobTimes(ctx, tx, index, st.Jobs, func(j *MetricsJob, t time.Time) { j.LastSnapshot = t },
 			`SELECT j.name, max(r.ended_at) FROM runs r JOIN jobs j ON j.id = r.job_id
 			WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status IN ('succeeded', 'partial_failure')
-			AND EXISTS (SELECT 1 FROM run_snapshots s WHERE s.run_id = r.id) GROUP BY j.name`); err != nil {
-			return err
-		}
-		counts, err := tx.QueryContext(ctx, `SELECT status, held_reason IS NOT NULL, count(*) FROM runs
-			WHERE status IN ('queued', 'running') GROUP BY 1, 2`)
-		if err != nil {
-			return err
-		}
-		defer counts.Close()
-		for counts.Next() {
-			var status string
-			var held bool
-			var n int
-			if err := counts.Scan(&status, &held, &n); err != nil {
-				return err
-			}
-			switch {
-			case status == pass.StatusRunning:
-				st.Runs.Running += n
-			case held:
-				st.Runs.Held += n
-			default:
-				st.Runs.Queued += n
-			}
-		}
-		return counts.Err()
+			AND EXISTS (SELECT 1 FROM run_snapshots s WHERE s.run_id = r.id) GROUP BY j.name`)
 	})
 	return st, err
 }
