@@ -31,6 +31,7 @@ type Config struct {
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
+	Metrics      Metrics
 }
 
 // Repository is a [repository.NAME] table.
@@ -99,6 +100,7 @@ type rawConfig struct {
 	Repository map[string]rawRepository `toml:"repository"`
 	Window     []rawWindow              `toml:"window"`
 	Job        []rawJob                 `toml:"job"`
+	Metrics    rawMetrics               `toml:"metrics"`
 }
 
 type rawScheduler struct {
@@ -275,6 +277,7 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 	l.windows(raw.Window, cfg)
 	l.dependencies(cfg)
 	l.reachable(cfg, now)
+	l.metrics(raw.Metrics, cfg)
 	if len(l.problems) > 0 {
 		return nil, &ErrInvalid{Path: path, Problems: l.problems}
 	}
@@ -297,7 +300,8 @@ func allowedKeys(k toml.Key) string {
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill"},
 		"job.retry":  {"attempts", "initial", "max"},
 		"job.source": {"path", "exclude"},
-		"top":        {"scheduler", "repository", "window", "job"},
+		"metrics":    {"textfile", "listen"},
+		"top":        {"scheduler", "repository", "window", "job", "metrics"},
 	}
 	var table string
 	switch {
