@@ -165,7 +165,9 @@ func runTick(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
+	started := s.now()
 	sum, err := s.pass.Run(c.Context)
+	metricsAfterTick(s, p, started)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
 	}
@@ -321,6 +323,12 @@ func runServe(c *cli.Context) error {
 	}
 	defer s.db.Close()
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
+	m := newMetricsSource(s, "serve")
+	stopMetrics, err := m.listen(p)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	// Each pass runs in its own goroutine, so that a long backup does not
 	// hold up the next passes: they still claim, admit (within the limits,
 	// which count the runs of every pass), reclaim and record. The state
@@ -346,11 +354,13 @@ func runServe(c *cli.Context) error {
 	}(s.cfg)
 	startPass := func(ps *pass.Pass) {
 		passes.Add(1)
+		m.passStarted(s.cfg, s.now())
 		go func() {
 			defer passes.Done()
 			sum, err := ps.Run(c.Context)
 			outMu.Lock()
 			defer outMu.Unlock()
+			m.writeTextfile(p)
 			if err != nil {
 				p.Warnf("pass: %v", err)
 				return
