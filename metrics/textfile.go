@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +39,11 @@ func WriteTextfile(path string, g prometheus.Gatherer) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write metrics textfile: %w", err)
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err // the temporary name says less than path
+		}
+		return fmt.Errorf("write metrics textfile %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
