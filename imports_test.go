@@ -27,9 +27,10 @@ var importRules = []struct {
 	{"backup", []string{"repo"}},
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
+	{"status", []string{"schedule/pass", "schedule"}},
 	{"jobs", []string{"backup", "restore", "repo", "schedule"}},
 	{"bench", []string{"backup", "restore", "repo"}},
-	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio"}},
+	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "status"}},
 	{"", []string{"cmd"}}, // main
 }
 
