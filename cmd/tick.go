@@ -165,7 +165,9 @@ func runTick(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
+	probe := statusPass(c.Context, s.cfg, s.db, s.now, db.PassTick, p.Warnf)
 	sum, err := s.pass.Run(c.Context)
+	probe()
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
 	}
@@ -344,11 +346,19 @@ func runServe(c *cli.Context) error {
 			}
 		})
 	}(s.cfg)
+	warn := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		p.Warnf(format, args...)
+	}
 	startPass := func(ps *pass.Pass) {
 		passes.Add(1)
+		cfg := s.cfg
 		go func() {
 			defer passes.Done()
+			probe := statusPass(c.Context, cfg, s.db, s.now, db.PassServe, warn)
 			sum, err := ps.Run(c.Context)
+			probe()
 			outMu.Lock()
 			defer outMu.Unlock()
 			if err != nil {

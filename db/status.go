@@ -360,3 +360,19 @@ func lastBackupAdded(ctx context.Context, q querier) (map[string]int64, error) {
 	}
 	return out, rows.Err()
 }
+
+// RepositoryUsed reports whether repository name ever held a backup: a
+// backup run into it succeeded or partially failed, or a probe found it
+// reachable. A repository with create_if_missing that is missing and was
+// never used is not created yet; one that was used is lost (a disk not
+// mounted).
+func (d *DB) RepositoryUsed(ctx context.Context, name string) (bool, error) {
+	var used bool
+	err := d.sql.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs r JOIN jobs j ON j.id = r.job_id
+			WHERE j.repository = ? AND r.kind = 'backup' AND r.status IN ('succeeded', 'partial_failure'))
+		OR EXISTS (SELECT 1 FROM repository_probes WHERE name = ? AND reachable = 1)`, name, name).Scan(&used)
+	if err != nil {
+		return false, fmt.Errorf("read whether repository %s was used: %w", name, err)
+	}
+	return used, nil
+}

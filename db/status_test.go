@@ -84,6 +84,11 @@ func TestProbes(t *testing.T) {
 	if want := []RepositoryProbe{down, up}; !slices.Equal(got, want) {
 		t.Errorf("probes:\n%+v\nwant:\n%+v", got, want)
 	}
+	for name, want := range map[string]bool{"disk": false, "nas": true} {
+		if used, err := d.RepositoryUsed(ctx, name); err != nil || used != want {
+			t.Errorf("repository %s used = %v, %v; want %v (a reachable probe)", name, used, err, want)
+		}
+	}
 	if claimed, _ := d.ClaimProbe(ctx, "nas", t0.Add(time.Minute), every); claimed {
 		t.Error("a repository just probed was claimed again")
 	}
@@ -149,6 +154,11 @@ func TestStatusFacts(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	for name, want := range map[string]bool{"local": true, "other": false} {
+		if used, err := d.RepositoryUsed(ctx, name); err != nil || used != want {
+			t.Errorf("repository %s used = %v, %v; want %v", name, used, err, want)
+		}
+	}
 	f, err := d.StatusFacts(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ const ProbeTimeout = 30 * time.Second
 type Probe struct {
 	Reachable bool   // opened with its password and took a write
 	Error     string // why not, one line
+	Missing   bool   // no repository is at the location (repo.ErrNoRepository)
 	// EncryptionKnown: its config was read, and Encrypted says whether it
 	// is encrypted (false: made with --insecure-no-encryption).
 	EncryptionKnown bool
@@ -62,7 +63,7 @@ func probe(ctx context.Context, location string, password func() ([]byte, error)
 	var p Probe
 	be, err := backend.Open(ctx, location)
 	if err != nil {
-		p.Error = oneLine(err)
+		p.Error, p.Missing = oneLine(err), errors.Is(err, repo.ErrNoRepository)
 		return p
 	}
 	if sr, ok := repo.Capability[spaceReader](be); ok {

@@ -108,6 +108,9 @@ func TestProbeRepository(t *testing.T) {
 			if p.SpaceKnown && (p.TotalBytes <= 0 || p.FreeBytes < 0 || p.FreeBytes > p.TotalBytes) {
 				t.Errorf("space: %d free of %d", p.FreeBytes, p.TotalBytes)
 			}
+			if p.Missing != (tt.name == "folder removed") {
+				t.Errorf("missing = %v", p.Missing)
+			}
 			if tt.reachable {
 				entries, err := os.ReadDir(filepath.Join(location, "tmp"))
 				if err != nil || len(entries) != 0 {
