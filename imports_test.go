@@ -27,6 +27,7 @@ var importRules = []struct {
 	{"backup", []string{"repo"}},
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
+	{"status", []string{"schedule/pass", "schedule"}},
 	{"jobs", []string{"backup", "restore", "repo", "schedule"}},
 	{"metrics", []string{"status", "schedule/pass"}},
 	{"bench", []string{"backup", "restore", "repo"}},

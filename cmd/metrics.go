@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/metrics"
-	"github.com/nightjar-backup/nightjar/status"
 )
 
 // metricsReadTimeout bounds one read of the state for the metrics (a
@@ -24,64 +22,54 @@ import (
 const metricsReadTimeout = 10 * time.Second
 
 // metricsSource reads the metrics of tick and serve. serve's passes, its
-// reloads and its scrapes share it, so it holds the config and the pass
-// it last started under a lock.
+// reloads and its scrapes share it, so it holds the config under a lock.
 type metricsSource struct {
 	state *db.DB
 	now   func() time.Time
-	mode  string // "tick" or "serve"
 
-	mu       sync.Mutex
-	cfg      *config.Config
-	lastPass time.Time  // the start of this process's newest pass; zero: none yet
-	writeMu  sync.Mutex // one textfile write at a time
+	mu      sync.Mutex
+	cfg     *config.Config
+	writeMu sync.Mutex // one textfile write at a time
 }
 
-func newMetricsSource(s *scheduler, mode string) *metricsSource {
-	return &metricsSource{state: s.db, now: s.now, mode: mode, cfg: s.cfg}
+func newMetricsSource(s *scheduler) *metricsSource {
+	return &metricsSource{state: s.db, now: s.now, cfg: s.cfg}
 }
 
-// passStarted records the start of a pass and the config it runs with.
-func (m *metricsSource) passStarted(cfg *config.Config, at time.Time) {
+// setConfig makes cfg the config of the next writes and scrapes.
+func (m *metricsSource) setConfig(cfg *config.Config) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.cfg, m.lastPass = cfg, at
+	m.cfg = cfg
 }
 
-// snapshot reads what the metrics are made from.
+// snapshot reads what the metrics are made from: the state nightjar
+// status evaluates, and the figures of each job's last runs.
 func (m *metricsSource) snapshot() (metrics.Snapshot, error) {
 	m.mu.Lock()
-	cfg, lastPass := m.cfg, m.lastPass
+	cfg := m.cfg
 	m.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
 	defer cancel()
 	now := m.now()
+	facts, err := m.state.StatusFacts(ctx)
+	if err != nil {
+		return metrics.Snapshot{}, err
+	}
 	figures, err := m.state.MetricsState(ctx)
 	if err != nil {
 		return metrics.Snapshot{}, err
 	}
-	var passes []status.Pass
-	if !lastPass.IsZero() {
-		host, _ := os.Hostname()
-		passes = append(passes, status.Pass{At: lastPass, Host: host, PID: os.Getpid(), Version: version, Mode: m.mode})
-	}
-	st, err := metricsStatusState(ctx, cfg, m.state, now, passes, figures)
-	if err != nil {
-		return metrics.Snapshot{}, err
-	}
-	snap := metrics.Snapshot{Status: st, Version: version, Figures: map[string]metrics.JobFigures{}}
+	snap := metrics.Snapshot{Status: statusState(cfg, facts, now), Version: version, Figures: map[string]metrics.JobFigures{}}
 	for _, j := range figures.Jobs {
 		snap.Figures[j.Name] = metrics.JobFigures{LastRuns: j.LastRuns, LastSuccess: j.LastSuccess}
 	}
 	return snap, nil
 }
 
-// metricsAfterTick writes tick's textfile after its pass, which started at
-// started.
-func metricsAfterTick(s *scheduler, p *printer, started time.Time) {
-	m := newMetricsSource(s, "tick")
-	m.passStarted(s.cfg, started)
-	m.writeTextfile(p)
+// metricsAfterTick writes tick's textfile after its pass.
+func metricsAfterTick(s *scheduler, p *printer) {
+	newMetricsSource(s).writeTextfile(p)
 }
 
 // writeTextfile writes the metrics to the config's [metrics] textfile, when

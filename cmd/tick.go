@@ -165,9 +165,10 @@ func runTick(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
-	started := s.now()
+	probe := statusPass(c.Context, s.cfg, s.db, s.now, db.PassTick, p.Warnf)
 	sum, err := s.pass.Run(c.Context)
-	metricsAfterTick(s, p, started)
+	probe()
+	metricsAfterTick(s, p)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
 	}
@@ -323,7 +324,7 @@ func runServe(c *cli.Context) error {
 	}
 	defer s.db.Close()
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
-	m := newMetricsSource(s, "serve")
+	m := newMetricsSource(s)
 	stopMetrics, err := m.listen(p)
 	if err != nil {
 		return err
@@ -352,12 +353,20 @@ func runServe(c *cli.Context) error {
 			}
 		})
 	}(s.cfg)
+	warn := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		p.Warnf(format, args...)
+	}
 	startPass := func(ps *pass.Pass) {
 		passes.Add(1)
-		m.passStarted(s.cfg, s.now())
+		cfg := s.cfg
+		m.setConfig(cfg)
 		go func() {
 			defer passes.Done()
+			probe := statusPass(c.Context, cfg, s.db, s.now, db.PassServe, warn)
 			sum, err := ps.Run(c.Context)
+			probe()
 			outMu.Lock()
 			defer outMu.Unlock()
 			m.writeTextfile(p)

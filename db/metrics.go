@@ -18,9 +18,6 @@ type MetricsJob struct {
 	// LastSuccess is the end of the job's newest backup run that fully
 	// succeeded; zero: none.
 	LastSuccess time.Time
-	// LastSnapshot is the end of the job's newest backup run that made a
-	// snapshot (succeeded, or partial_failure with a snapshot); zero: none.
-	LastSnapshot time.Time
 }
 
 // MetricsState is what the metrics read from the state database, in one
@@ -63,23 +60,15 @@ func (d *DB) MetricsState(ctx context.Context) (MetricsState, error) {
 				st.Jobs[i].LastRuns[r.Kind] = r
 			}
 		}
-		if err := jobTimes(ctx, tx, index, st.Jobs, func(j *MetricsJob, t time.Time) { j.LastSuccess = t },
-			`SELECT j.name, max(r.ended_at) FROM runs r JOIN jobs j ON j.id = r.job_id
-			WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status = 'succeeded' GROUP BY j.name`); err != nil {
-			return err
-		}
-		return jobTimes(ctx, tx, index, st.Jobs, func(j *MetricsJob, t time.Time) { j.LastSnapshot = t },
-			`SELECT j.name, max(r.ended_at) FROM runs r JOIN jobs j ON j.id = r.job_id
-			WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status IN ('succeeded', 'partial_failure')
-			AND EXISTS (SELECT 1 FROM run_snapshots s WHERE s.run_id = r.id) GROUP BY j.name`)
+		return lastSuccess(ctx, tx, index, st.Jobs)
 	})
 	return st, err
 }
 
-// jobTimes runs query, which selects a job name and a time, and sets each
-// named job's time with set.
-func jobTimes(ctx context.Context, tx *sql.Tx, index map[string]int, jobs []MetricsJob, set func(*MetricsJob, time.Time), query string) error {
-	rows, err := tx.QueryContext(ctx, query)
+// lastSuccess sets each live job's LastSuccess.
+func lastSuccess(ctx context.Context, tx *sql.Tx, index map[string]int, jobs []MetricsJob) error {
+	rows, err := tx.QueryContext(ctx, `SELECT j.name, max(r.ended_at) FROM runs r JOIN jobs j ON j.id = r.job_id
+		WHERE j.deleted_at IS NULL AND r.kind = 'backup' AND r.status = 'succeeded' GROUP BY j.name`)
 	if err != nil {
 		return err
 	}
@@ -91,7 +80,7 @@ func jobTimes(ctx context.Context, tx *sql.Tx, index map[string]int, jobs []Metr
 			return err
 		}
 		if i, ok := index[name]; ok {
-			set(&jobs[i], timeOf(at))
+			jobs[i].LastSuccess = timeOf(at)
 		}
 	}
 	return rows.Err()

@@ -28,6 +28,8 @@ type Config struct {
 	StaleAfter   time.Duration
 	TickInterval time.Duration
 	Grace        time.Duration // how late a slot may be noticed and still count as on time
+	OfflineAfter time.Duration // scheduler.offline_after: no pass for longer is scheduler_offline
+	ProbeEvery   time.Duration // scheduler.probe_every: how often passes probe each repository
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
@@ -111,6 +113,8 @@ type rawScheduler struct {
 	StaleAfter        string `toml:"stale_after"`
 	TickInterval      string `toml:"tick_interval"`
 	OnTimeGrace       string `toml:"on_time_grace"`
+	OfflineAfter      string `toml:"offline_after"`
+	ProbeEvery        string `toml:"probe_every"`
 }
 
 type rawRepository struct {
@@ -294,7 +298,7 @@ func firstLine(s string) string {
 // allowedKeys names the keys allowed in the table that holds key k.
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
-		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
+		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "offline_after", "probe_every"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill"},
@@ -327,6 +331,7 @@ func (l *loader) scheduler(raw rawScheduler, cfg *Config) {
 	if err := pass.CheckStaleAfter(cfg.Heartbeat, cfg.StaleAfter); err != nil {
 		l.addf("scheduler.stale_after", "%v", err)
 	}
+	l.statusSettings(raw, cfg)
 	cfg.Limits = pass.Limits{Global: DefaultMaxConcurrentRuns, PerSource: DefaultRunsPerSource, PerRepository: map[string]int{}}
 	if raw.MaxConcurrentRuns != nil {
 		if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {
