@@ -138,6 +138,8 @@ func TestMetricsTextfileAfterTick(t *testing.T) {
 		{"good has no failure warning", "nightjar_warning", []string{"code", "last_run_failed", "severity", "warning", "job", "good", "repository", "main"}, eq(0), "0"},
 		{"bad has no backup yet", "nightjar_warning", []string{"code", "no_backup_yet", "severity", "warning", "job", "bad", "repository", "main"}, eq(1), "1"},
 		{"the scheduler is online", "nightjar_warning", []string{"code", "scheduler_offline", "severity", "critical", "job", "", "repository", ""}, eq(0), "0"},
+		{"the pass probed the repository", "nightjar_repository_up", []string{"repository", "main"}, eq(1), "1"},
+		{"the probe read the free space", "nightjar_repository_free_bytes", []string{"repository", "main"}, func(v float64) bool { return v > 0 }, "> 0"},
 		{"an inactive repository code is exported as 0", "nightjar_warning", []string{"code", "repository_unavailable", "severity", "critical", "job", "", "repository", "main"}, eq(0), "0"},
 	}
 	for _, c := range cases {
