@@ -81,7 +81,7 @@ func runStatus(c *cli.Context) error {
 			return err
 		}
 	} else {
-		printStatus(p, warnings, jobs, state.Now)
+		printStatus(p, warnings, jobs, state.Passes, state.Now)
 	}
 	if critical {
 		return codedError{code: ExitCritical, err: errors.New("a warning is critical"), silent: true}
@@ -201,7 +201,7 @@ func jobStatuses(s status.State) []jobStatusJSON {
 	return out
 }
 
-func printStatus(p *printer, warnings []status.Warning, jobs []jobStatusJSON, now time.Time) {
+func printStatus(p *printer, warnings []status.Warning, jobs []jobStatusJSON, passes []status.Pass, now time.Time) {
 	if len(warnings) == 0 {
 		p.Printf("no warnings\n")
 	}
@@ -231,6 +231,13 @@ func printStatus(p *printer, warnings []status.Warning, jobs []jobStatusJSON, no
 		}
 		p.Printf("job %s (repository %s): %s; %s\n", j.Name, j.Repository, last, next)
 	}
+	if len(passes) == 0 {
+		p.Printf("scheduler: no pass recorded\n")
+		return
+	}
+	newest := slices.MaxFunc(passes, func(a, b status.Pass) int { return a.At.Compare(b.At) })
+	p.Printf("scheduler: newest pass %s on %s (pid %d, version %s) at %s (%s ago)\n",
+		newest.Mode, newest.Host, newest.PID, newest.Version, newest.At.Format(time.RFC3339), ageText(now.Sub(newest.At)))
 }
 
 // ageText rounds an age for reading.
