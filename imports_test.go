@@ -27,10 +27,12 @@ var importRules = []struct {
 	{"backup", []string{"repo"}},
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
+	{"status", []string{"schedule/pass", "schedule"}},
 	{"jobs", []string{"backup", "restore", "repo", "schedule"}},
 	{"notify", []string{"schedule/pass"}},
+	{"metrics", []string{"status", "schedule/pass"}},
 	{"bench", []string{"backup", "restore", "repo"}},
-	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "notify"}},
+	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "notify", "status", "metrics"}},
 	{"", []string{"cmd"}}, // main
 }
 
@@ -132,6 +134,10 @@ func TestMayImport(t *testing.T) {
 		{"notify", "db", false},
 		{"cmd/config", "notify", true},
 		{"cmd/config", "schedule/pass", true},
+		{"metrics", "status", true},
+		{"metrics", "schedule/pass", true},
+		{"metrics", "schedule", false},
+		{"metrics", "db", false},
 		{"", "cmd", true},
 		{"", "repo", false},
 		{"tools", "repo", false}, // a package no rule names

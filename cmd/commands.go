@@ -23,6 +23,8 @@ func commands() []*cli.Command {
 		serveCommand(),
 		jobCommand(),
 		runsCommand(),
+		statusCommand(),
+		repositoryCommand(),
 		installCommand(),
 	}
 }

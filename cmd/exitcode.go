@@ -14,6 +14,7 @@ import (
 const (
 	ExitOK              = 0   // success
 	ExitFailure         = 1   // the command failed (including a check that found damage)
+	ExitCritical        = 1   // nightjar status: a warning is critical (ExitFailure's number, for monitoring checks)
 	ExitUsage           = 2   // bad command line, config or input: nothing was done
 	ExitPartial         = 3   // a snapshot was made but some files or sources were skipped
 	ExitConflict        = 4   // the job already has a queued or running run

@@ -172,7 +172,10 @@ func runTick(c *cli.Context) error {
 	}
 	defer s.db.Close()
 	defer s.closeNotifications(c.Context, p)
+	probe := statusPass(c.Context, s.cfg, s.db, s.now, db.PassTick, p.Warnf)
 	sum, err := s.pass.Run(c.Context)
+	probe()
+	metricsAfterTick(s, p)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
 	}
@@ -329,6 +332,12 @@ func runServe(c *cli.Context) error {
 	defer s.db.Close()
 	defer s.closeNotifications(c.Context, p)
 	p.Printf("nightjar serve: %d jobs, a pass every %s; the config is re-read before each pass (stop with SIGTERM or Ctrl-C)\n", len(s.cfg.Jobs), s.cfg.TickInterval)
+	m := newMetricsSource(s)
+	stopMetrics, err := m.listen(p)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	// Each pass runs in its own goroutine, so that a long backup does not
 	// hold up the next passes: they still claim, admit (within the limits,
 	// which count the runs of every pass), reclaim and record. The state
@@ -352,13 +361,23 @@ func runServe(c *cli.Context) error {
 			}
 		})
 	}(s.cfg)
+	warn := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		p.Warnf(format, args...)
+	}
 	startPass := func(ps *pass.Pass) {
 		passes.Add(1)
+		cfg := s.cfg
+		m.setConfig(cfg)
 		go func() {
 			defer passes.Done()
+			probe := statusPass(c.Context, cfg, s.db, s.now, db.PassServe, warn)
 			sum, err := ps.Run(c.Context)
+			probe()
 			outMu.Lock()
 			defer outMu.Unlock()
+			m.writeTextfile(p)
 			if err != nil {
 				p.Warnf("pass: %v", err)
 				return

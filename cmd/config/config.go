@@ -30,11 +30,14 @@ type Config struct {
 	StaleAfter   time.Duration
 	TickInterval time.Duration
 	Grace        time.Duration // how late a slot may be noticed and still count as on time
+	OfflineAfter time.Duration // scheduler.offline_after: no pass for longer is scheduler_offline
+	ProbeEvery   time.Duration // scheduler.probe_every: how often passes probe each repository
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
 
-	Notify notify.Route // the [notify] table: what every job's runs tell
+	Notify  notify.Route // the [notify] table: what every job's runs tell
+	Metrics Metrics
 }
 
 // Repository is a [repository.NAME] table.
@@ -108,6 +111,7 @@ type rawConfig struct {
 	Window     []rawWindow              `toml:"window"`
 	Job        []rawJob                 `toml:"job"`
 	Notify     *rawNotify               `toml:"notify"`
+	Metrics    rawMetrics               `toml:"metrics"`
 }
 
 type rawScheduler struct {
@@ -118,6 +122,8 @@ type rawScheduler struct {
 	StaleAfter        string `toml:"stale_after"`
 	TickInterval      string `toml:"tick_interval"`
 	OnTimeGrace       string `toml:"on_time_grace"`
+	OfflineAfter      string `toml:"offline_after"`
+	ProbeEvery        string `toml:"probe_every"`
 }
 
 type rawRepository struct {
@@ -289,6 +295,7 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 	l.windows(raw.Window, cfg)
 	l.dependencies(cfg)
 	l.reachable(cfg, now)
+	l.metrics(raw.Metrics, cfg)
 	if len(l.problems) > 0 {
 		return nil, &ErrInvalid{Path: path, Problems: l.problems}
 	}
@@ -305,7 +312,7 @@ func firstLine(s string) string {
 // allowedKeys names the keys allowed in the table that holds key k.
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
-		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
+		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "offline_after", "probe_every"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks", "notify"},
@@ -314,7 +321,8 @@ func allowedKeys(k toml.Key) string {
 		"job.hooks":  hookKeys,
 		"job.notify": notifyKeys,
 		"notify":     notifyKeys,
-		"top":        {"scheduler", "repository", "window", "job", "notify"},
+		"metrics":    {"textfile", "listen"},
+		"top":        {"scheduler", "repository", "window", "job", "notify", "metrics"},
 	}
 	var table string
 	switch {
@@ -340,6 +348,7 @@ func (l *loader) scheduler(raw rawScheduler, cfg *Config) {
 	if err := pass.CheckStaleAfter(cfg.Heartbeat, cfg.StaleAfter); err != nil {
 		l.addf("scheduler.stale_after", "%v", err)
 	}
+	l.statusSettings(raw, cfg)
 	cfg.Limits = pass.Limits{Global: DefaultMaxConcurrentRuns, PerSource: DefaultRunsPerSource, PerRepository: map[string]int{}}
 	if raw.MaxConcurrentRuns != nil {
 		if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {

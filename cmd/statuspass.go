@@ -1,0 +1,83 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/jobs"
+)
+
+// statusPass is what a pass of tick or serve does for nightjar status. It
+// records the pass's runtime heartbeat at once, and returns probe, which
+// probes every repository no pass probed within probe_every; the pass
+// calls it when its runs are done, so that a repository its first backup
+// creates (create_if_missing) is not probed half made. A failure of either
+// is a warning, never a failed pass.
+func statusPass(ctx context.Context, cfg *config.Config, state *db.DB, now func() time.Time, mode string, warn func(format string, args ...any)) (probe func()) {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	beat := db.PassBeat{Host: host, Mode: mode, PID: os.Getpid(), Version: version, At: now()}
+	if err := state.RecordPass(ctx, beat); err != nil {
+		warn("the pass's heartbeat was not recorded (nightjar status may call the scheduler offline): %s", errorMessage(err))
+	}
+	return func() { probeDue(ctx, cfg, state, now, warn) }
+}
+
+// probeDue probes, at once, every repository of cfg that no pass probed
+// within probe_every, and records what it found.
+func probeDue(ctx context.Context, cfg *config.Config, state *db.DB, now func() time.Time, warn func(format string, args ...any)) {
+	if ctx.Err() != nil {
+		return // shutting down: a probe now would say nothing true
+	}
+	var probes sync.WaitGroup
+	for _, name := range sortedKeys(cfg.Repositories) {
+		claimed, err := state.ClaimProbe(ctx, name, now(), cfg.ProbeEvery)
+		if err != nil {
+			warn("probe of repository %s not started: %s", name, errorMessage(err))
+			continue
+		}
+		if !claimed {
+			continue
+		}
+		probes.Add(1)
+		go func(rc config.Repository) {
+			defer probes.Done()
+			p, ok := probeRepository(ctx, rc, state, now)
+			if !ok {
+				return
+			}
+			if err := state.RecordProbe(context.WithoutCancel(ctx), p); err != nil {
+				warn("probe of repository %s not recorded: %s", rc.Name, errorMessage(err))
+			}
+		}(cfg.Repositories[name])
+	}
+	probes.Wait()
+}
+
+// probeRepository probes a configured repository. It reports false, with
+// nothing to record, when there is nothing to say yet: a repository with
+// create_if_missing that no backup has created yet (one that held backups
+// and is gone is unavailable: a disk not mounted), and a probe cut short
+// by a shutdown.
+func probeRepository(ctx context.Context, rc config.Repository, state *db.DB, now func() time.Time) (db.RepositoryProbe, bool) {
+	found := jobs.ProbeRepository(ctx, configLocation(rc), func() ([]byte, error) { return repositoryPassword(ctx, rc) })
+	if ctx.Err() != nil {
+		return db.RepositoryProbe{}, false
+	}
+	if found.Missing && rc.CreateIfMissing {
+		if used, err := state.RepositoryUsed(ctx, rc.Name); err == nil && !used {
+			return db.RepositoryProbe{}, false
+		}
+	}
+	return db.RepositoryProbe{
+		Name: rc.Name, Location: rc.Path, At: now(), Reachable: found.Reachable, Error: found.Error,
+		EncryptionKnown: found.EncryptionKnown, Encrypted: found.Encrypted,
+		SpaceKnown: found.SpaceKnown, FreeBytes: found.FreeBytes, TotalBytes: found.TotalBytes,
+	}, true
+}

@@ -1,0 +1,128 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
+)
+
+// ProbeTimeout bounds a probe: storage that does not answer within it (a
+// hung network mount) is unavailable.
+const ProbeTimeout = 30 * time.Second
+
+// Probe is what ProbeRepository found. Error never holds a password, nor
+// the path or content of its source.
+type Probe struct {
+	Reachable bool   // opened with its password and took a write
+	Error     string // why not, one line
+	Missing   bool   // no repository is at the location (repo.ErrNoRepository)
+	// EncryptionKnown: its config was read, and Encrypted says whether it
+	// is encrypted (false: made with --insecure-no-encryption).
+	EncryptionKnown bool
+	Encrypted       bool
+	// SpaceKnown: FreeBytes and TotalBytes of its file system were read.
+	SpaceKnown bool
+	FreeBytes  int64
+	TotalBytes int64
+}
+
+// writeProber is storage that can prove it takes writes now (the local
+// folder: repo/backend/local).
+type writeProber interface {
+	WriteProbe(ctx context.Context) error
+}
+
+// spaceReader is storage that knows the free space where it is.
+type spaceReader interface {
+	Space(ctx context.Context) (free, total int64, err error)
+}
+
+// ProbeRepository opens the repository at location with password, writes
+// and removes a small file in its storage and reads the free space there.
+// It returns by ProbeTimeout whatever the storage does, leaving a probe
+// that hangs to end on its own.
+func ProbeRepository(ctx context.Context, location string, password func() ([]byte, error)) Probe {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	done := make(chan Probe, 1)
+	go func() { done <- probe(ctx, location, password) }()
+	select {
+	case p := <-done:
+		return p
+	case <-ctx.Done():
+		return Probe{Error: fmt.Sprintf("the storage did not answer within %s (a hung mount or network?)", ProbeTimeout)}
+	}
+}
+
+func probe(ctx context.Context, location string, password func() ([]byte, error)) Probe {
+	var p Probe
+	be, err := backend.Open(ctx, location)
+	if err != nil {
+		p.Error, p.Missing = oneLine(err), errors.Is(err, repo.ErrNoRepository)
+		return p
+	}
+	if sr, ok := repo.Capability[spaceReader](be); ok {
+		if free, total, err := sr.Space(ctx); err == nil {
+			p.SpaceKnown, p.FreeBytes, p.TotalBytes = true, free, total
+		}
+	}
+	asked := false // the password is asked for only when the repository is encrypted
+	var passwordErr error
+	r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) {
+		asked = true
+		pw, err := password()
+		if err != nil {
+			// The error of a password source may name its file: keep it
+			// out of what a probe says.
+			passwordErr = errors.New("the repository's password could not be read from its source (nightjar tick says why)")
+			return nil, passwordErr
+		}
+		return pw, nil
+	}})
+	if err != nil {
+		if c, ok := repo.Capability[io.Closer](be); ok {
+			_ = c.Close()
+		}
+	}
+	switch {
+	case err == nil:
+		defer r.Close()
+		p.EncryptionKnown, p.Encrypted = true, !r.Insecure()
+	case passwordErr != nil:
+		p.EncryptionKnown, p.Encrypted = true, true
+		p.Error = passwordErr.Error()
+		return p
+	case errors.Is(err, repo.ErrWrongPassword):
+		p.EncryptionKnown, p.Encrypted = true, true
+		p.Error = repo.ErrWrongPassword.Error()
+		return p
+	default:
+		p.EncryptionKnown, p.Encrypted = asked, asked
+		p.Error = "open repository: " + oneLine(err)
+		return p
+	}
+	if wp, ok := repo.Capability[writeProber](be); ok {
+		if err := wp.WriteProbe(ctx); err != nil {
+			p.Error = oneLine(err)
+			return p
+		}
+	}
+	p.Reachable = true
+	return p
+}
+
+// oneLine is the first line of err's message.
+func oneLine(err error) string {
+	msg := err.Error()
+	for i := 0; i < len(msg); i++ {
+		if msg[i] == '\n' {
+			return msg[:i]
+		}
+	}
+	return msg
+}

@@ -1,0 +1,258 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Run states and kinds as schedule/pass names them; status keeps its own
+// copies so that it imports nothing.
+const (
+	statusSucceeded = "succeeded"
+	statusPartial   = "partial_failure"
+	statusFailed    = "failed"
+	kindBackup      = "backup"
+)
+
+// maxMessage is the longest run message a warning quotes, in bytes.
+const maxMessage = 300
+
+// Evaluate returns the warnings of s, worst first: by severity, then by
+// job, then by repository, then by code.
+func Evaluate(s State) []Warning {
+	var out []Warning
+	add := func(code Code, job, repository, format string, args ...any) {
+		out = append(out, Warning{
+			Code:       code,
+			Severity:   code.Severity(),
+			Job:        job,
+			Repository: repository,
+			Message:    Redact(oneLine(fmt.Sprintf(format, args...), 2*maxMessage)),
+		})
+	}
+	evaluateScheduler(s, add)
+	for _, j := range s.Jobs {
+		evaluateJob(s.Now, j, add)
+	}
+	evaluateRuns(s, add)
+	evaluateRepositories(s, add)
+	slices.SortStableFunc(out, func(a, b Warning) int {
+		return cmp.Or(
+			cmp.Compare(a.Severity.rank(), b.Severity.rank()),
+			cmp.Compare(a.Job, b.Job),
+			cmp.Compare(a.Repository, b.Repository),
+			cmp.Compare(a.Code, b.Code),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+	return out
+}
+
+type addFunc func(code Code, job, repository, format string, args ...any)
+
+func evaluateScheduler(s State, add addFunc) {
+	offlineAfter := cmp.Or(s.OfflineAfter, DefaultOfflineAfter)
+	if len(s.Passes) == 0 {
+		add(CodeSchedulerOffline, "", "", "no pass of tick or serve was ever recorded: run nightjar serve, or call nightjar tick from cron or a systemd timer")
+		return
+	}
+	newest := slices.MaxFunc(s.Passes, func(a, b Pass) int { return a.At.Compare(b.At) })
+	if age := s.Now.Sub(newest.At); age > offlineAfter {
+		add(CodeSchedulerOffline, "", "", "no pass for %s (the newest: %s on %s at %s, version %s); allowed: %s (scheduler.offline_after)",
+			roundAge(age), cmp.Or(newest.Mode, "pass"), cmp.Or(newest.Host, "an unknown host"), stamp(newest.At), cmp.Or(newest.Version, "unknown"), offlineAfter)
+	}
+}
+
+func evaluateJob(now time.Time, j Job, add addFunc) {
+	if j.Paused {
+		add(CodeJobPaused, j.Name, j.Repository, "job is paused: no scheduled runs until nightjar job resume %s", j.Name)
+	}
+	if j.Manual {
+		add(CodeScheduleDisabled, j.Name, j.Repository, "job has no schedule: it runs only when asked (nightjar job run %s)", j.Name)
+	}
+	if (j.Kind == "" || j.Kind == kindBackup) && !j.Manual {
+		evaluateFreshness(now, j, add)
+	}
+	for _, r := range j.LastRuns {
+		switch r.Status {
+		case statusFailed:
+			add(CodeLastRunFailed, j.Name, j.Repository, "last %s run %d failed at %s (%s): %s",
+				r.Kind, r.ID, stamp(r.Ended), classCode(r), oneLine(r.Message, maxMessage))
+		case statusPartial:
+			add(CodeLastRunPartial, j.Name, j.Repository, "last %s run %d ended partial at %s (%s): %s",
+				r.Kind, r.ID, stamp(r.Ended), classCode(r), oneLine(r.Message, maxMessage))
+		}
+	}
+	if j.VerifyFailed {
+		add(CodeVerifyFailed, j.Name, j.Repository, "a snapshot failed verification: %s; see nightjar job show %s",
+			cmp.Or(oneLine(j.VerifyFailure, maxMessage), "the catalog records it"), j.Name)
+	}
+	evaluateDeepVerify(now, j, add)
+}
+
+// evaluateFreshness says whether a scheduled backup job's newest good
+// snapshot is within its rpo. A job without any is stale once it has
+// existed for longer than its rpo, and only not backed up yet before.
+func evaluateFreshness(now time.Time, j Job, add addFunc) {
+	rpo := cmp.Or(j.RPO, DefaultRPO)
+	if j.LastGoodSnapshot.IsZero() {
+		if !j.Created.IsZero() && now.Sub(j.Created) > rpo {
+			add(CodeBackupStale, j.Name, j.Repository, "no good snapshot since the job was created %s ago; allowed: rpo %s", roundAge(now.Sub(j.Created)), rpo)
+			return
+		}
+		add(CodeNoBackupYet, j.Name, j.Repository, "no good snapshot yet; next run: %s", nextRun(j))
+		return
+	}
+	if age := now.Sub(j.LastGoodSnapshot); age > rpo {
+		add(CodeBackupStale, j.Name, j.Repository, "newest good snapshot is %s old (%s); allowed: rpo %s; next run: %s",
+			roundAge(age), stamp(j.LastGoodSnapshot), rpo, nextRun(j))
+	}
+}
+
+func evaluateDeepVerify(now time.Time, j Job, add addFunc) {
+	if !j.Verify || !j.DeepVerify || j.LastGoodSnapshot.IsZero() {
+		return
+	}
+	within := cmp.Or(j.DeepVerifyWithin, DefaultDeepVerifyWithin)
+	switch {
+	case !j.LastDeepVerify.IsZero():
+		if age := now.Sub(j.LastDeepVerify); age > within {
+			add(CodeNeverDeepVerified, j.Name, j.Repository, "newest deep verification is %s old (%s); allowed: %s", roundAge(age), stamp(j.LastDeepVerify), within)
+		}
+	case j.Created.IsZero() || now.Sub(j.Created) > within:
+		add(CodeNeverDeepVerified, j.Name, j.Repository, "no deep verification yet; allowed: %s without one", within)
+	}
+}
+
+func evaluateRuns(s State, add addFunc) {
+	heldWithin := cmp.Or(s.HeldWithin, DefaultHeldWithin)
+	for _, q := range s.Queued {
+		since := q.QueuedAt
+		if q.NotBefore.After(since) {
+			since = q.NotBefore // waiting for its backoff is not being held
+		}
+		wait := s.Now.Sub(since)
+		if wait <= heldWithin {
+			continue
+		}
+		reason := q.HeldReason
+		if reason == "" {
+			reason = "no pass has started it (is the scheduler running?)"
+		}
+		add(CodeRunHeld, q.Job, q.Repository, "run %d has waited %s since %s: %s", q.ID, roundAge(wait), stamp(since), reason)
+	}
+	stuckAfter := cmp.Or(s.StuckAfter, DefaultStuckAfter)
+	for _, r := range s.Running {
+		if silent := s.Now.Sub(r.HeartbeatAt); silent > stuckAfter {
+			add(CodeRunStuck, r.Job, r.Repository, "run %d (runner %s) has not renewed its heartbeat for %s: a pass reclaims it once its runner is gone",
+				r.ID, cmp.Or(r.Runner, "unknown"), roundAge(silent))
+		}
+	}
+}
+
+func evaluateRepositories(s State, add addFunc) {
+	for _, r := range s.Repositories {
+		p := r.Probe
+		if p == nil {
+			continue // never probed: nothing is known, nothing is said
+		}
+		if !p.Reachable {
+			add(CodeRepositoryUnavailable, "", r.Name, "repository at %s is unavailable (probe at %s): %s",
+				r.Location, stamp(p.At), cmp.Or(oneLine(p.Error, maxMessage), "no reason given"))
+			continue
+		}
+		if !p.Encrypted {
+			if writers := backupJobsInto(s.Jobs, r.Name); len(writers) > 0 {
+				add(CodeRepositoryUnencrypted, "", r.Name, "repository at %s is not encrypted (made with --insecure-no-encryption), and job %s writes into it",
+					r.Location, strings.Join(writers, ", "))
+			}
+		}
+		if p.SpaceKnown && p.TotalBytes > 0 {
+			lowFraction := float64(p.FreeBytes) < LowSpaceFraction*float64(p.TotalBytes)
+			lowForBackup := r.LastBackupAdded > 0 && p.FreeBytes < LowSpaceBackups*r.LastBackupAdded
+			if lowFraction || lowForBackup {
+				add(CodeRepositoryLowSpace, "", r.Name, "repository at %s has %s free of %s (%.1f%%); the newest backup added %s; allowed: at least %.0f%% free and twice the newest backup's addition",
+					r.Location, Bytes(p.FreeBytes), Bytes(p.TotalBytes), 100*float64(p.FreeBytes)/float64(p.TotalBytes), Bytes(r.LastBackupAdded), 100*LowSpaceFraction)
+			}
+		}
+	}
+}
+
+// backupJobsInto returns the names of the backup jobs that write into the
+// repository, sorted.
+func backupJobsInto(jobs []Job, repository string) []string {
+	var names []string
+	for _, j := range jobs {
+		if j.Repository == repository && (j.Kind == "" || j.Kind == kindBackup) {
+			names = append(names, j.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func classCode(r Run) string {
+	switch {
+	case r.Class != "" && r.Code != "":
+		return "class " + r.Class + ", code " + r.Code
+	case r.Class != "":
+		return "class " + r.Class
+	case r.Code != "":
+		return "code " + r.Code
+	}
+	return "no class"
+}
+
+func nextRun(j Job) string {
+	switch {
+	case j.Paused:
+		return "none while paused"
+	case j.NextRun.IsZero():
+		return "none scheduled"
+	}
+	return stamp(j.NextRun)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// roundAge rounds a duration for reading: to the second under an hour,
+// to the minute above.
+func roundAge(d time.Duration) time.Duration {
+	if d >= time.Hour {
+		return d.Round(time.Minute)
+	}
+	return d.Round(time.Second)
+}
+
+// oneLine folds s onto one line and cuts it to at most limit bytes (at a
+// rune boundary), marking a cut with "...".
+func oneLine(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Bytes formats a byte count for people: 1.5 GiB.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
