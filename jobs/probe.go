@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -118,11 +119,6 @@ func probe(ctx context.Context, location string, password func() ([]byte, error)
 
 // oneLine is the first line of err's message.
 func oneLine(err error) string {
-	msg := err.Error()
-	for i := 0; i < len(msg); i++ {
-		if msg[i] == '\n' {
-			return msg[:i]
-		}
-	}
-	return msg
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }

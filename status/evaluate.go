@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Run states and kinds as schedule/pass names them; status keeps its own
@@ -235,13 +236,11 @@ func oneLine(s string, limit int) string {
 		return s
 	}
 	cut := limit
-	for cut > 0 && !utf8RuneStart(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + "..."
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // Bytes formats a byte count for people: 1.5 GiB.
 func Bytes(n int64) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 var now = time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
@@ -90,6 +91,9 @@ func TestEvaluate(t *testing.T) {
 		{"last_run_failed with class, code and message on one line", func(s *State) {
 			s.Jobs[0].LastRuns[0] = Run{ID: 9, Kind: "backup", Status: statusFailed, Class: "network", Code: "NET_DOWN", Message: "dial tcp:\nconnection refused", Ended: now}
 		}, []want{{CodeLastRunFailed, "home", "disk", "last backup run 9 failed at 2026-12-01T03:00:00Z (class network, code NET_DOWN): dial tcp: connection refused"}}},
+		{"a long run message is cut at a rune boundary", func(s *State) {
+			s.Jobs[0].LastRuns[0] = Run{ID: 9, Kind: "backup", Status: statusFailed, Class: "source", Message: strings.Repeat("é", 400), Ended: now}
+		}, []want{{CodeLastRunFailed, "home", "disk", strings.Repeat("é", 150) + "..."}}},
 		{"last_run_partial", func(s *State) {
 			s.Jobs[0].LastRuns[0].Status = statusPartial
 			s.Jobs[0].LastRuns[0].Message = "2 files skipped"
@@ -174,6 +178,9 @@ func TestEvaluate(t *testing.T) {
 				}
 				if got[i].Severity != w.code.Severity() {
 					t.Errorf("%s severity = %s, want %s", w.code, got[i].Severity, w.code.Severity())
+				}
+				if !utf8.ValidString(got[i].Message) || len(got[i].Message) > 2*maxMessage+len("...") {
+					t.Errorf("%s message is not valid UTF-8 or is too long (%d bytes)", w.code, len(got[i].Message))
 				}
 				if strings.Contains(got[i].Message, "\n") {
 					t.Errorf("%s message has more than one line: %q", w.code, got[i].Message)
