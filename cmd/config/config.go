@@ -28,6 +28,7 @@ type Config struct {
 	StaleAfter   time.Duration
 	TickInterval time.Duration
 	Grace        time.Duration // how late a slot may be noticed and still count as on time
+	History      History       // how long ended runs and audit rows are kept (history.go)
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
@@ -109,6 +110,8 @@ type rawScheduler struct {
 	StaleAfter        string `toml:"stale_after"`
 	TickInterval      string `toml:"tick_interval"`
 	OnTimeGrace       string `toml:"on_time_grace"`
+	KeepRuns          string `toml:"keep_runs"`
+	KeepAudit         string `toml:"keep_audit"`
 }
 
 type rawRepository struct {
@@ -270,6 +273,7 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 	}
 	cfg := &Config{Path: path, Repositories: map[string]Repository{}}
 	l.scheduler(raw.Scheduler, cfg)
+	l.history(raw.Scheduler, cfg)
 	l.repositories(raw.Repository, cfg)
 	l.jobs(raw.Job, cfg, now)
 	l.windows(raw.Window, cfg)
@@ -291,7 +295,7 @@ func firstLine(s string) string {
 // allowedKeys names the keys allowed in the table that holds key k.
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
-		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace"},
+		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "keep_runs", "keep_audit"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill"},
