@@ -23,6 +23,7 @@ func commands() []*cli.Command {
 		serveCommand(),
 		jobCommand(),
 		runsCommand(),
+		auditCommand(),
 		installCommand(),
 	}
 }

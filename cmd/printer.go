@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 )
 
 // printer writes a command's output. With jsonOut set, only JSON documents
@@ -12,6 +13,7 @@ type printer struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	jsonOut bool
+	warnLog *slog.Logger // with --log-format json, where warnings go as records; nil: as text
 }
 
 // Printf writes human-readable output; it is suppressed in JSON mode.
@@ -24,6 +26,10 @@ func (p *printer) Printf(format string, args ...any) {
 
 // Warnf writes a warning to stderr in both modes.
 func (p *printer) Warnf(format string, args ...any) {
+	if p.warnLog != nil {
+		p.warnLog.Warn(fmt.Sprintf(format, args...))
+		return
+	}
 	fmt.Fprintf(p.stderr, "warning: "+format+"\n", args...)
 }
 

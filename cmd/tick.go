@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/user"
@@ -73,12 +72,8 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	if withExecutor {
 		exec = newExecutor(cfg, now, state)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if c.Bool("verbose") {
-		logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
-	}
 	s := &scheduler{db: state, now: now}
-	s.configure(cfg, exec, logger)
+	s.configure(cfg, exec, newLogger(c, c.App.ErrWriter, c.Bool("verbose"), cfg))
 	return s, nil
 }
 
@@ -106,7 +101,7 @@ func (s *scheduler) reload(c *cli.Context, p *printer) {
 		p.Warnf("config not reloaded, the previous one stays in force: %s", errorMessage(err))
 		return
 	}
-	s.configure(cfg, newExecutor(cfg, s.now, s.db), s.pass.Logger)
+	s.configure(cfg, newExecutor(cfg, s.now, s.db), newLogger(c, c.App.ErrWriter, c.Bool("verbose"), cfg))
 }
 
 // drillDirEnv names the folder drills restore into (default: TMPDIR):
@@ -168,6 +163,9 @@ func runTick(c *cli.Context) error {
 	sum, err := s.pass.Run(c.Context)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
+	}
+	if err := purgeHistory(c.Context, s.db, s.cfg.History, s.now(), s.pass.Logger); err != nil {
+		p.Warnf("%v", err)
 	}
 	if err := reportPass(p, sum); err != nil {
 		return err
@@ -344,13 +342,17 @@ func runServe(c *cli.Context) error {
 			}
 		})
 	}(s.cfg)
-	startPass := func(ps *pass.Pass) {
+	startPass := func(ps *pass.Pass, history config.History) {
 		passes.Add(1)
 		go func() {
 			defer passes.Done()
 			sum, err := ps.Run(c.Context)
+			perr := purgeHistory(c.Context, s.db, history, ps.Now(), ps.Logger)
 			outMu.Lock()
 			defer outMu.Unlock()
+			if perr != nil {
+				p.Warnf("%v", perr)
+			}
 			if err != nil {
 				p.Warnf("pass: %v", err)
 				return
@@ -366,7 +368,7 @@ func runServe(c *cli.Context) error {
 	ticker := time.NewTicker(s.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
-		startPass(s.pass)
+		startPass(s.pass, s.cfg.History)
 		select {
 		case <-ticker.C:
 		case <-c.Context.Done():
