@@ -24,7 +24,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	stopProfiles := startProfiles(stderr)
 	defer stopProfiles()
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, interspersed(logFlagsFirst(args), app.Commands))
+	err := app.RunContext(ctx, commandLine(args, app.Commands))
 	if err == nil {
 		return ExitOK
 	}

@@ -72,15 +72,17 @@ func printError(app *cli.App, stderr io.Writer, msg string, code int) {
 	fmt.Fprintf(stderr, "nightjar: %s\n", msg)
 }
 
-// logFlagsFirst moves the global log flags, wherever they are given, in
-// front of the command, where the command line library reads global
-// flags: "nightjar serve --log-format json" then works as
-// "nightjar --log-format json serve". Everything after "--" stays.
-func logFlagsFirst(args []string) []string {
+// commandLine puts a command line in the order the command line library
+// reads: the global log flags, wherever they are given, in front of the
+// command ("nightjar serve --log-format json" works as "nightjar
+// --log-format json serve"), and the rest as interspersed orders it.
+// Everything after "--" stays where it is.
+func commandLine(args []string, cmds []*cli.Command) []string {
 	if len(args) < 2 {
 		return args
 	}
-	var global, rest []string
+	var global []string
+	rest := args[:1:1]
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -98,7 +100,8 @@ func logFlagsFirst(args []string) []string {
 			i++
 		}
 	}
-	return slices.Concat(args[:1], global, rest)
+	ordered := interspersed(rest, cmds)
+	return slices.Concat(ordered[:1], global, ordered[1:])
 }
 
 // newLogger is the logger of the scheduler's passes (tick, serve, job run

@@ -12,7 +12,7 @@ import (
 	"github.com/nightjar-backup/nightjar/cmd/config"
 )
 
-func TestLogFlagsFirst(t *testing.T) {
+func TestCommandLine(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -20,14 +20,16 @@ func TestLogFlagsFirst(t *testing.T) {
 	}{
 		{"before the command", []string{"nj", "--log-format", "json", "tick"}, []string{"nj", "--log-format", "json", "tick"}},
 		{"after the command", []string{"nj", "serve", "-v", "--log-format", "json"}, []string{"nj", "--log-format", "json", "serve", "-v"}},
-		{"with =", []string{"nj", "job", "run", "x", "--log-level=debug", "--wait"}, []string{"nj", "--log-level=debug", "job", "run", "x", "--wait"}},
+		{"with =", []string{"nj", "job", "run", "x", "--log-level=debug", "--wait"}, []string{"nj", "--log-level=debug", "job", "run", "--wait", "x"}},
 		{"both", []string{"nj", "tick", "--log-level", "info", "--json", "-log-format", "json"},
 			[]string{"nj", "--log-level", "info", "-log-format", "json", "tick", "--json"}},
+		{"flags after arguments still move", []string{"nj", "--log-format", "json", "restore", "latest", "--target", "/x"},
+			[]string{"nj", "--log-format", "json", "restore", "--target", "/x", "latest"}},
 		{"after -- stays", []string{"nj", "backup", "--", "--log-format", "json"}, []string{"nj", "backup", "--", "--log-format", "json"}},
 		{"none", []string{"nj", "runs", "--limit", "5"}, []string{"nj", "runs", "--limit", "5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := logFlagsFirst(tc.args); !slices.Equal(got, tc.want) {
+			if got := commandLine(tc.args, commands()); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
