@@ -533,13 +533,13 @@ func awaitFollowUp(c *cli.Context, p *printer, s *scheduler, ended pass.Run) err
 		case err != nil:
 			return err
 		case held != "":
-			p.Warnf("%s run %d of job %s is queued but held: %s", kind, follow.ID, ended.Job, held)
+			p.WarnRunf(follow.ID, ended.Job, "%s run %d of job %s is queued but held: %s", kind, follow.ID, ended.Job, held)
 			return failed
 		case follow.Kind == pass.KindVerify && follow.ErrorCode == jobs.CodeVerifyFailed:
-			p.Warnf("%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
+			p.WarnRunf(follow.ID, ended.Job, "%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
 			failed = codedError{code: ExitFailure, err: fmt.Errorf("run %d: verify_failed", follow.ID), silent: true}
 		case follow.Status != pass.StatusSucceeded:
-			p.Warnf("%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
+			p.WarnRunf(follow.ID, ended.Job, "%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
 		default:
 			p.Printf("run %d of job %s (%s): %s\n", follow.ID, ended.Job, kind, describeRun(follow))
 		}

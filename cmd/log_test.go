@@ -70,21 +70,28 @@ func TestJSONLogFormatWarningsAndErrors(t *testing.T) {
 	var out, errOut bytes.Buffer
 	p := &printer{stdout: &out, stderr: &errOut, warnLog: slog.New(logHandler(logFormatJSON, &errOut, slog.LevelWarn, nil))}
 	p.Warnf("job %s is paused", "a")
+	p.WarnRunf(7, "a", "run %d of job %s was given up", 7, "a")
 	code := Main([]string{"nightjar", "runs", "--limit", "-1", "--log-format", "json"}, &out, &errOut)
 	if code != ExitUsage {
 		t.Errorf("exit %d, want %d", code, ExitUsage)
 	}
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("stderr has %d lines, want a warning and an error:\n%s", len(lines), errOut.String())
+	if len(lines) != 3 {
+		t.Fatalf("stderr has %d lines, want two warnings and an error:\n%s", len(lines), errOut.String())
 	}
-	for i, want := range []struct{ level, msg string }{
-		{"WARN", "job a is paused"},
-		{"ERROR", "nightjar: invalid --limit -1: want 0 (all) or more"},
+	for i, want := range []struct {
+		level, msg string
+		run        int64
+	}{
+		{"WARN", "job a is paused", 0},
+		{"WARN", "run 7 of job a was given up", 7},
+		{"ERROR", "nightjar: invalid --limit -1: want 0 (all) or more", 0},
 	} {
 		var rec struct {
 			Level    string `json:"level"`
 			Msg      string `json:"msg"`
+			Run      int64  `json:"run"`
+			Job      string `json:"job"`
 			ExitCode *int   `json:"exit_code"`
 		}
 		if err := json.Unmarshal([]byte(lines[i]), &rec); err != nil {
@@ -92,6 +99,9 @@ func TestJSONLogFormatWarningsAndErrors(t *testing.T) {
 		}
 		if rec.Level != want.level || rec.Msg != want.msg {
 			t.Errorf("line %d: %s %q, want %s %q", i+1, rec.Level, rec.Msg, want.level, want.msg)
+		}
+		if want.run != 0 && (rec.Run != want.run || rec.Job != "a") {
+			t.Errorf("line %d: a warning about run %d does not name it and its job: %s", i+1, want.run, lines[i])
 		}
 		if want.level == "ERROR" && (rec.ExitCode == nil || *rec.ExitCode != ExitUsage) {
 			t.Errorf("the error record has no exit_code %d: %s", ExitUsage, lines[i])

@@ -33,6 +33,16 @@ func (p *printer) Warnf(format string, args ...any) {
 	fmt.Fprintf(p.stderr, "warning: "+format+"\n", args...)
 }
 
+// WarnRunf writes a warning about run id of job: as Warnf, and with the
+// run and job as keys of the record in the JSON log format.
+func (p *printer) WarnRunf(id int64, job, format string, args ...any) {
+	if p.warnLog != nil {
+		p.warnLog.Warn(fmt.Sprintf(format, args...), "run", id, "job", job)
+		return
+	}
+	p.Warnf(format, args...)
+}
+
 // JSON writes v as one JSON document on stdout; it is a no-op in text mode.
 func (p *printer) JSON(v any) error {
 	if !p.jsonOut {

@@ -249,7 +249,7 @@ func reportPass(p *printer, sum pass.Summary) error {
 	}
 	for _, l := range sum.Lost {
 		// A warning, so that it is logged in both modes: nothing else records it.
-		p.Warnf("run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
+		p.WarnRunf(l.ID, l.Job, "run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
 	}
 	for _, h := range sum.Held {
 		p.Printf("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
