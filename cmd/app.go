@@ -24,13 +24,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	stopProfiles := startProfiles(stderr)
 	defer stopProfiles()
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, interspersed(args, app.Commands))
+	err := app.RunContext(ctx, commandLine(args, app.Commands))
 	if err == nil {
 		return ExitOK
 	}
 	code := exitCode(err)
 	if !isSilent(err) {
-		fmt.Fprintf(stderr, "nightjar: %s\n", errorMessage(err))
+		printError(app, stderr, errorMessage(err), code)
 	}
 	return code
 }
@@ -53,6 +53,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// their lists themselves (tagLists), as restic does.
 		DisableSliceFlagSeparator: true,
 		Commands:                  commands(),
+		Flags:                     logFlags(),
+		Before:                    checkLogFlags,
+		Metadata:                  map[string]any{},
 		Action:                    unknownCommand(cli.ShowAppHelp),
 	}
 	setUsageErrors(app.Commands)

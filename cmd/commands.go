@@ -25,6 +25,7 @@ func commands() []*cli.Command {
 		runsCommand(),
 		statusCommand(),
 		repositoryCommand(),
+		auditCommand(),
 		installCommand(),
 	}
 }

@@ -77,7 +77,7 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 	p.Printf("  %d snapshots restored, %d files (%s) compared with the repository, %d differ\n",
 		k[jobs.CounterSnapshotsChecked], k[jobs.CounterFilesChecked], humanize.IBytes(uint64(k[jobs.CounterBytesChecked])), k[jobs.CounterMismatches])
 	for _, sk := range ended.Figures.Skipped {
-		p.Warnf("not checked %s: %s", sk.Object, sk.Reason)
+		p.WarnRunf(ended.ID, ended.Job, "not checked %s: %s", sk.Object, sk.Reason)
 	}
 	switch ended.Status {
 	case pass.StatusSucceeded:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -178,7 +179,13 @@ func jobCommand() *cli.Command {
 		Name:  "job",
 		Usage: "look at and steer the jobs of the config",
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "list the jobs", ArgsUsage: " ", Flags: flags(jsonFlag()), Action: runJobList},
+			{Name: "list", Usage: "list the jobs, by name", ArgsUsage: " ", Flags: flags(jsonFlag(),
+				statusFlag("only jobs whose active or last run is in `STATUS` "+strings.Join(runStatuses, ", ")+
+					", or that are paused, or never ran a run to its end (never)"),
+				&cli.StringFlag{Name: "repository", Usage: "only jobs that write to repository `NAME` (its name in the config)"},
+				limitFlag(0, "jobs"),
+				&cli.StringFlag{Name: "after", Usage: "only jobs whose name sorts after `NAME` (the next page)"}),
+				Action: runJobList},
 			{Name: "show", Usage: "show one job", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobShow)},
 			{Name: "run", Usage: "queue a run of a job now (the next tick starts it)", ArgsUsage: "NAME",
 				Flags: flags(jsonFlag(), &cli.BoolFlag{Name: "wait", Usage: "run a pass now and wait for the run to end"}), Action: jobAction(runJobRun)},
@@ -245,21 +252,35 @@ func (s *scheduler) jobJSON(info db.JobInfo) jobJSON {
 
 func runJobList(c *cli.Context) error {
 	p := newPrinter(c)
+	limit, err := pageFlags(c)
+	if err != nil {
+		return err
+	}
+	states, err := statusValues(c, jobStates)
+	if err != nil {
+		return err
+	}
 	s, err := openJobs(c, p)
 	if err != nil {
 		return err
 	}
 	defer s.db.Close()
-	jobs, err := s.db.Jobs(c.Context)
+	jobs, err := s.db.ListJobs(c.Context, db.JobFilter{States: states, Repository: c.String("repository"),
+		After: c.String("after"), Limit: pageLimit(limit)})
 	if err != nil {
 		return err
 	}
+	jobs, more := onePage(jobs, limit)
 	out := []jobJSON{}
 	for _, j := range jobs {
 		out = append(out, s.jobJSON(j))
 	}
 	if p.jsonOut {
 		return p.JSON(out)
+	}
+	if len(out) == 0 {
+		p.Printf("no jobs%s\n", filtersSaid(c, jobFilters...))
+		return nil
 	}
 	p.Printf("%-20s %-10s %-22s %-16s %s\n", "JOB", "STATE", "NEXT RUN (UTC)", "LAST RUN", "SCHEDULE")
 	for _, j := range out {
@@ -272,8 +293,14 @@ func runJobList(c *cli.Context) error {
 		}
 		p.Printf("%-20s %-10s %-22s %-16s %s\n", j.Name, j.State, next, last, j.Description)
 	}
+	if more {
+		p.Printf("more: %s --after %s\n", nextPage(c, jobFilters...), shellWord(out[len(out)-1].Name))
+	}
 	return nil
 }
+
+// jobFilters are the flags of job list that a next page repeats.
+var jobFilters = []string{"status", "repository"}
 
 func jobArg(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
@@ -516,13 +543,13 @@ func awaitFollowUp(c *cli.Context, p *printer, s *scheduler, ended pass.Run) err
 		case err != nil:
 			return err
 		case held != "":
-			p.Warnf("%s run %d of job %s is queued but held: %s", kind, follow.ID, ended.Job, held)
+			p.WarnRunf(follow.ID, ended.Job, "%s run %d of job %s is queued but held: %s", kind, follow.ID, ended.Job, held)
 			return failed
 		case follow.Kind == pass.KindVerify && follow.ErrorCode == jobs.CodeVerifyFailed:
-			p.Warnf("%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
+			p.WarnRunf(follow.ID, ended.Job, "%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
 			failed = codedError{code: ExitFailure, err: fmt.Errorf("run %d: verify_failed", follow.ID), silent: true}
 		case follow.Status != pass.StatusSucceeded:
-			p.Warnf("%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
+			p.WarnRunf(follow.ID, ended.Job, "%s run %d of job %s: %s", kind, follow.ID, ended.Job, describeRun(follow))
 		default:
 			p.Printf("run %d of job %s (%s): %s\n", follow.ID, ended.Job, kind, describeRun(follow))
 		}
@@ -672,7 +699,11 @@ func runsCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: flags(jsonFlag(),
 			&cli.StringFlag{Name: "job", Usage: "only runs of job `NAME`"},
-			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` runs (0: all)"}),
+			statusFlag("only runs in `STATUS` "+strings.Join(runStatuses, ", ")),
+			&cli.StringFlag{Name: "repository", Usage: "only runs of jobs that write to repository `NAME` (its name in the config)"},
+			&cli.StringFlag{Name: "kind", Usage: "only runs of `KIND` " + strings.Join(runKinds, ", ")},
+			limitFlag(20, "runs"),
+			&cli.Int64Flag{Name: "before", Usage: "only runs with an ID below `RUN` (the next page)"}),
 		Action: runRunsList,
 		Subcommands: []*cli.Command{
 			{Name: "show", Usage: "show one run", ArgsUsage: "RUN", Flags: flags(jsonFlag()), Action: runAction(runRunsShow)},
@@ -693,20 +724,34 @@ func openState(c *cli.Context) (*db.DB, error) {
 
 func runRunsList(c *cli.Context) error {
 	p := newPrinter(c)
-	if c.Int("limit") < 0 {
-		return usageError{fmt.Errorf("invalid --limit %d: want 0 (all) or more", c.Int("limit"))}
+	limit, err := pageFlags(c)
+	if err != nil {
+		return err
+	}
+	statuses, err := statusValues(c, runStatuses)
+	if err != nil {
+		return err
+	}
+	if k := c.String("kind"); k != "" && !slices.Contains(runKinds, k) {
+		return usageError{fmt.Errorf("invalid --kind %q: want one of %s", k, strings.Join(runKinds, ", "))}
 	}
 	state, err := openState(c)
 	if err != nil {
 		return err
 	}
 	defer state.Close()
-	runs, err := state.Runs(c.Context, db.RunFilter{Job: c.String("job"), Limit: c.Int("limit")})
+	runs, err := state.Runs(c.Context, db.RunFilter{Job: c.String("job"), Statuses: statuses, Repository: c.String("repository"),
+		Kind: c.String("kind"), Before: c.Int64("before"), Limit: pageLimit(limit)})
 	if err != nil {
 		return jobError(err)
 	}
+	runs, more := onePage(runs, limit)
 	if p.jsonOut {
 		return p.JSON(runsJSON(runs))
+	}
+	if len(runs) == 0 {
+		p.Printf("no runs%s\n", filtersSaid(c, runFilters...))
+		return nil
 	}
 	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
 	for _, r := range runs {
@@ -720,8 +765,14 @@ func runRunsList(c *cli.Context) error {
 		}
 		p.Printf("%-6d %-20s %-9s %-9s %-3d %-16s %-20s %s\n", r.ID, r.Job, r.Kind, r.Trigger, r.Attempt, r.Status, started, msg)
 	}
+	if more {
+		p.Printf("more: %s --before %d\n", nextPage(c, runFilters...), runs[len(runs)-1].ID)
+	}
 	return nil
 }
+
+// runFilters are the flags of runs that a next page repeats.
+var runFilters = []string{"job", "status", "repository", "kind"}
 
 // runAction wraps a runs subcommand: it takes the RUN argument and opens
 // the state database, and closes it afterwards.

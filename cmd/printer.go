@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 )
 
 // printer writes a command's output. With jsonOut set, only JSON documents
@@ -12,7 +13,8 @@ type printer struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	jsonOut bool
-	quiet   bool // --quiet: no human-readable output either (warnings and JSON still go out)
+	quiet   bool         // --quiet: no human-readable output either (warnings and JSON still go out)
+	warnLog *slog.Logger // with --log-format json, where warnings go as records; nil: as text
 }
 
 // Printf writes human-readable output; it is suppressed in JSON mode.
@@ -25,6 +27,10 @@ func (p *printer) Printf(format string, args ...any) {
 
 // Warnf writes a warning to stderr in both modes.
 func (p *printer) Warnf(format string, args ...any) {
+	if p.warnLog != nil {
+		p.warnLog.Warn(fmt.Sprintf(format, args...))
+		return
+	}
 	fmt.Fprintf(p.stderr, "warning: "+format+"\n", args...)
 }
 
@@ -41,6 +47,16 @@ func (p *printer) JSONLine(v any) error {
 	}
 	_, err = p.stdout.Write(append(line, '\n'))
 	return err
+}
+
+// WarnRunf writes a warning about run id of job: as Warnf, and with the
+// run and job as keys of the record in the JSON log format.
+func (p *printer) WarnRunf(id int64, job, format string, args ...any) {
+	if p.warnLog != nil {
+		p.warnLog.Warn(fmt.Sprintf(format, args...), "run", id, "job", job)
+		return
+	}
+	p.Warnf(format, args...)
 }
 
 // JSON writes v as one JSON document on stdout; it is a no-op in text mode.

@@ -35,7 +35,7 @@ func jsonFlag() cli.Flag {
 }
 
 func newPrinter(c *cli.Context) *printer {
-	return &printer{stdout: c.App.Writer, stderr: c.App.ErrWriter, jsonOut: c.Bool("json")}
+	return &printer{stdout: c.App.Writer, stderr: c.App.ErrWriter, jsonOut: c.Bool("json"), warnLog: warningLogger(c, c.App.ErrWriter)}
 }
 
 // repoLocation returns the repository location the flags name.

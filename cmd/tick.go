@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/user"
@@ -76,12 +75,8 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	if withExecutor {
 		exec = newExecutor(cfg, now, state)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if c.Bool("verbose") {
-		logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
-	}
 	s := &scheduler{db: state, now: now, notifier: newNotifier()}
-	s.configure(cfg, exec, logger)
+	s.configure(cfg, exec, newLogger(c, c.App.ErrWriter, c.Bool("verbose"), cfg))
 	return s, nil
 }
 
@@ -110,7 +105,7 @@ func (s *scheduler) reload(c *cli.Context, p *printer) {
 		p.Warnf("config not reloaded, the previous one stays in force: %s", errorMessage(err))
 		return
 	}
-	s.configure(cfg, newExecutor(cfg, s.now, s.db), s.pass.Logger)
+	s.configure(cfg, newExecutor(cfg, s.now, s.db), newLogger(c, c.App.ErrWriter, c.Bool("verbose"), cfg))
 }
 
 // drillDirEnv names the folder drills restore into (default: TMPDIR):
@@ -178,6 +173,9 @@ func runTick(c *cli.Context) error {
 	metricsAfterTick(s, p)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
+	}
+	if err := purgeHistory(c.Context, s.db, s.cfg.History, s.now(), s.pass.Logger); err != nil {
+		p.Warnf("%v", err)
 	}
 	if err := reportPass(p, sum); err != nil {
 		return err
@@ -261,7 +259,7 @@ func reportPass(p *printer, sum pass.Summary) error {
 	}
 	for _, l := range sum.Lost {
 		// A warning, so that it is logged in both modes: nothing else records it.
-		p.Warnf("run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
+		p.WarnRunf(l.ID, l.Job, "run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
 	}
 	for _, h := range sum.Held {
 		p.Printf("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
@@ -375,8 +373,12 @@ func runServe(c *cli.Context) error {
 			probe := statusPass(c.Context, cfg, s.db, s.now, db.PassServe, warn)
 			sum, err := ps.Run(c.Context)
 			probe()
+			perr := purgeHistory(c.Context, s.db, cfg.History, ps.Now(), ps.Logger)
 			outMu.Lock()
 			defer outMu.Unlock()
+			if perr != nil {
+				p.Warnf("%v", perr)
+			}
 			m.writeTextfile(p)
 			if err != nil {
 				p.Warnf("pass: %v", err)

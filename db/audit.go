@@ -26,22 +26,23 @@ type AuditEntry struct {
 	Actor  Actor
 	Action string // one of the Audit* constants
 	Target string // a job name, or "run N"
+	Job    string // the job the row is about (the run's, for "run N"); "": none known
 	Detail string
 }
 
-// audit writes one audit row inside tx.
-func audit(ctx context.Context, tx *sql.Tx, at time.Time, actor Actor, action, target, detail string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO audit (at, user_name, host, action, target, detail)
-		VALUES (?, ?, ?, ?, ?, ?)`, at.UnixNano(), actor.User, actor.Host, action, target, detail)
+// audit writes one audit row inside tx; job is the job it is about.
+func audit(ctx context.Context, tx *sql.Tx, at time.Time, actor Actor, action, target, job, detail string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO audit (at, user_name, host, action, target, job, detail)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, at.UnixNano(), actor.User, actor.Host, action, target, nullString(job), detail)
 	if err != nil {
 		return fmt.Errorf("audit %s %s: %w", action, target, err)
 	}
 	return nil
 }
 
-// RecordAudit writes e to the audit trail; a zero At is now. The methods
-// that change jobs and runs write their own rows: this is for other
-// actions worth recording.
+// RecordAudit writes e to the audit trail; a zero At is now, an empty Job
+// is the Target. The methods that change jobs and runs write their own
+// rows: this is for other actions worth recording.
 func (d *DB) RecordAudit(ctx context.Context, e AuditEntry) error {
 	if err := e.Actor.check(); err != nil {
 		return fmt.Errorf("record audit: %w", err)
@@ -49,19 +50,37 @@ func (d *DB) RecordAudit(ctx context.Context, e AuditEntry) error {
 	if e.At.IsZero() {
 		e.At = d.now()
 	}
+	if e.Job == "" {
+		e.Job = e.Target
+	}
 	return d.write(ctx, "record audit", func(tx *sql.Tx) error {
-		return audit(ctx, tx, e.At, e.Actor, e.Action, e.Target, e.Detail)
+		return audit(ctx, tx, e.At, e.Actor, e.Action, e.Target, e.Job, e.Detail)
 	})
 }
 
-// Audit lists the audit trail, newest (last written) first; limit 0 or
-// less: all of it.
-func (d *DB) Audit(ctx context.Context, limit int) ([]AuditEntry, error) {
-	query := `SELECT id, at, user_name, host, action, target, detail FROM audit ORDER BY id DESC`
+// AuditFilter selects audit rows for Audit.
+type AuditFilter struct {
+	Jobs   []string // rows about any of these jobs (their runs' rows included); empty: all
+	Before int64    // only rows with a lower ID; 0: no bound
+	Limit  int      // most rows returned, newest first; 0 or less: all
+}
+
+// Audit lists the audit trail, newest (last written) first.
+func (d *DB) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	query := `SELECT id, at, user_name, host, action, target, coalesce(job, ''), detail FROM audit WHERE 1 = 1`
 	args := []any{}
-	if limit > 0 {
-		query += " LIMIT ?"
-		args = append(args, limit)
+	if len(f.Jobs) > 0 {
+		query += ` AND job IN (` + placeholders(len(f.Jobs)) + `)`
+		for _, j := range f.Jobs {
+			args = append(args, j)
+		}
+	}
+	if f.Before > 0 {
+		query, args = query+` AND id < ?`, append(args, f.Before)
+	}
+	query += ` ORDER BY id DESC`
+	if f.Limit > 0 {
+		query, args = query+` LIMIT ?`, append(args, f.Limit)
 	}
 	rows, err := d.sql.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -72,7 +91,7 @@ func (d *DB) Audit(ctx context.Context, limit int) ([]AuditEntry, error) {
 	for rows.Next() {
 		var e AuditEntry
 		var at sql.NullInt64
-		if err := rows.Scan(&e.ID, &at, &e.Actor.User, &e.Actor.Host, &e.Action, &e.Target, &e.Detail); err != nil {
+		if err := rows.Scan(&e.ID, &at, &e.Actor.User, &e.Actor.Host, &e.Action, &e.Target, &e.Job, &e.Detail); err != nil {
 			return nil, fmt.Errorf("read audit: %w", err)
 		}
 		e.At = timeOf(at)

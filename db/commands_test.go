@@ -224,7 +224,7 @@ func TestRecordAudit(t *testing.T) {
 	if err := d.RecordAudit(ctx, AuditEntry{Action: AuditPause, Target: "x"}); err == nil {
 		t.Fatal("recorded without an actor")
 	}
-	latest, err := d.Audit(ctx, 1)
+	latest, err := d.Audit(ctx, AuditFilter{Limit: 1})
 	if err != nil || len(latest) != 1 || latest[0].Action != AuditResume || !latest[0].At.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("latest audit row: %+v, %v", latest, err)
 	}

@@ -6,7 +6,8 @@
 // configuration, every run with its trigger, times, status, error class,
 // figures and held reason, the snapshots a run made (by reference only:
 // repository ID and snapshot ID), an audit trail of who paused, resumed,
-// triggered, cancelled or deleted what. *DB
+// triggered, cancelled or deleted what (each row with the job it is about,
+// so that it is found by job after its run was purged). *DB
 // implements pass.Store, so the scheduler pass can use it without knowing
 // SQL. The catalog (catalog.go) is a cache of the snapshots each configured
 // repository holds, for fast listings: the repository is the truth, and a
@@ -43,7 +44,10 @@
 // a listing shows, as plain values the caller hands it), and records a
 // backup only by reference. It makes no
 // scheduling decision (the pass's callbacks do, inside the transaction), and
-// it never reads the real clock: Open is handed one. It never deletes a run:
-// an aborted run is an event, and a job removed from the configuration is
-// soft-deleted with its history kept.
+// it never reads the real clock: Open is handed one. It deletes a run only
+// when PurgeRuns finds it older than the history kept (scheduler.keep_runs)
+// and never a queued or running run, nor the newest run of a job, kind and
+// status (what dependencies, job list and status read); an aborted run is
+// an event, and a job removed from the configuration is soft-deleted with
+// its history kept.
 package db

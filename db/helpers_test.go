@@ -147,7 +147,7 @@ func count(t *testing.T, d *DB, query string, args ...any) int {
 // audits lists the audit rows oldest first.
 func audits(t *testing.T, d *DB) []AuditEntry {
 	t.Helper()
-	entries, err := d.Audit(context.Background(), 0)
+	entries, err := d.Audit(context.Background(), AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func (d *DB) SyncJobs(ctx context.Context, defs []pass.JobDef, spec func(pass.Jo
 				if ids[def.Name], err = res.LastInsertId(); err != nil {
 					return err
 				}
-				if err := audit(ctx, tx, now, actor, AuditCreate, def.Name, "schedule "+want.spec); err != nil {
+				if err := audit(ctx, tx, now, actor, AuditCreate, def.Name, def.Name, "schedule "+want.spec); err != nil {
 					return err
 				}
 				continue
@@ -121,7 +121,7 @@ func (d *DB) SyncJobs(ctx context.Context, defs []pass.JobDef, spec func(pass.Jo
 			if err != nil {
 				return fmt.Errorf("update job %q: %w", def.Name, err)
 			}
-			if err := audit(ctx, tx, now, actor, AuditChange, def.Name, strings.Join(changes, "; ")); err != nil {
+			if err := audit(ctx, tx, now, actor, AuditChange, def.Name, def.Name, strings.Join(changes, "; ")); err != nil {
 				return err
 			}
 		}
@@ -143,7 +143,7 @@ func (d *DB) SyncJobs(ctx context.Context, defs []pass.JobDef, spec func(pass.Jo
 				WHERE job_id = ? AND status = 'queued'`, now.UnixNano(), id); err != nil {
 				return fmt.Errorf("delete job %q: %w", name, err)
 			}
-			if err := audit(ctx, tx, now, actor, AuditDelete, name, "removed from the configuration; its runs are kept"); err != nil {
+			if err := audit(ctx, tx, now, actor, AuditDelete, name, name, "removed from the configuration; its runs are kept"); err != nil {
 				return err
 			}
 		}
@@ -197,10 +197,62 @@ const jobSelect = `SELECT id, name, spec, paused, next_run_at, priority, reposit
 
 // Jobs lists the live jobs by name, each with its active and last run.
 func (d *DB) Jobs(ctx context.Context) ([]JobInfo, error) {
+	return d.ListJobs(ctx, JobFilter{})
+}
+
+// Job states a JobFilter matches besides the run statuses.
+const (
+	JobStatePaused = "paused" // the job is paused
+	JobStateNever  = "never"  // no run of the job has ended yet
+)
+
+// JobFilter selects live jobs for ListJobs. Its fields narrow the list
+// together.
+type JobFilter struct {
+	// States matches a job when any of them holds: a run status matches
+	// the status of its active run (queued, running) or of its last ended
+	// run (succeeded, failed, ...); JobStatePaused a paused job;
+	// JobStateNever a job none of whose runs has ended. Empty: all.
+	States     []string
+	Repository string // the job's repository (its config name); "": all
+	After      string // only jobs whose name sorts after it (the next page); "": from the first
+	Limit      int    // most jobs returned, by name; 0 or less: all
+}
+
+// ListJobs lists the live jobs f selects, by name, each with its active
+// and last run.
+func (d *DB) ListJobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {
+	tail, args := "", []any{}
+	if len(f.States) > 0 {
+		const last = `(SELECT r.status FROM runs r WHERE r.job_id = jobs.id AND r.ended_at IS NOT NULL
+			ORDER BY r.ended_at DESC, r.id DESC LIMIT 1)`
+		const active = `(SELECT r.status FROM runs r WHERE r.job_id = jobs.id AND r.status IN ('queued', 'running'))`
+		in := "(" + placeholders(len(f.States)) + ")"
+		tail = "AND (" + last + " IN " + in + " OR " + active + " IN " + in +
+			" OR (paused = 1 AND ? IN " + in + ") OR (" + last + " IS NULL AND ? IN " + in + ")) "
+		states := make([]any, 0, len(f.States))
+		for _, s := range f.States {
+			states = append(states, s)
+		}
+		args = append(args, states...)
+		args = append(args, states...)
+		args = append(append(args, JobStatePaused), states...)
+		args = append(append(args, JobStateNever), states...)
+	}
+	if f.Repository != "" {
+		tail, args = tail+"AND repository = ? ", append(args, f.Repository)
+	}
+	if f.After != "" {
+		tail, args = tail+"AND name > ? ", append(args, f.After)
+	}
+	tail += "ORDER BY name"
+	if f.Limit > 0 {
+		tail, args = tail+" LIMIT ?", append(args, f.Limit)
+	}
 	var jobs []JobInfo
 	err := d.read(ctx, "list jobs", func(tx *sql.Tx) error {
 		var err error
-		jobs, err = queryJobs(ctx, tx, "ORDER BY name")
+		jobs, err = queryJobs(ctx, tx, tail, args...)
 		return err
 	})
 	return jobs, err
@@ -330,7 +382,7 @@ func (d *DB) setPaused(ctx context.Context, name string, pause bool, nextRun tim
 			if err != nil {
 				return err
 			}
-			return audit(ctx, tx, now, actor, AuditPause, name, "")
+			return audit(ctx, tx, now, actor, AuditPause, name, name, "")
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE jobs SET paused = 0, next_run_at = ?, updated_at = ? WHERE id = ?`,
 			ns(nextRun), now.UnixNano(), id)
@@ -341,7 +393,7 @@ func (d *DB) setPaused(ctx context.Context, name string, pause bool, nextRun tim
 		if !nextRun.IsZero() {
 			detail = "next run " + nextRun.UTC().Format(time.RFC3339)
 		}
-		return audit(ctx, tx, now, actor, AuditResume, name, detail)
+		return audit(ctx, tx, now, actor, AuditResume, name, name, detail)
 	})
 	return changed, err
 }

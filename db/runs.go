@@ -186,18 +186,22 @@ func insertRun(ctx context.Context, tx *sql.Tx, jobID int64, r pass.Run, now tim
 	return getRun(ctx, tx, id)
 }
 
-// RunFilter selects runs for Runs.
+// RunFilter selects runs for Runs. Its fields narrow the list together.
 type RunFilter struct {
-	Job   string // job name, including removed jobs of that name; "": all jobs
-	Limit int    // most runs returned, newest first; 0 or less: all
+	Job        string   // job name, including removed jobs of that name; "": all jobs
+	Statuses   []string // any of these statuses; empty: all
+	Repository string   // the job's repository (its config name); "": all
+	Kind       string   // the run's kind; "": all
+	Before     int64    // only runs with a lower ID (the next page); 0: no bound
+	Limit      int      // most runs returned, newest first; 0 or less: all
 }
 
-// Runs lists runs, newest first, with their snapshots. A Job that no job
-// ever had is ErrUnknownJob.
+// Runs lists runs, newest (highest ID) first, with their snapshots. A Job
+// that no job ever had is ErrUnknownJob.
 func (d *DB) Runs(ctx context.Context, f RunFilter) ([]pass.Run, error) {
 	var runs []pass.Run
 	err := d.read(ctx, "list runs", func(tx *sql.Tx) error {
-		tail, args := "", []any{}
+		tail, args := "WHERE 1 = 1", []any{}
 		if f.Job != "" {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE name = ?`, f.Job).Scan(&n); err != nil {
@@ -206,9 +210,24 @@ func (d *DB) Runs(ctx context.Context, f RunFilter) ([]pass.Run, error) {
 			if n == 0 {
 				return fmt.Errorf("job %q: %w", f.Job, ErrUnknownJob)
 			}
-			tail, args = "WHERE j.name = ? ", append(args, f.Job)
+			tail, args = tail+" AND j.name = ?", append(args, f.Job)
 		}
-		tail += "ORDER BY r.id DESC"
+		if len(f.Statuses) > 0 {
+			tail += " AND r.status IN (" + placeholders(len(f.Statuses)) + ")"
+			for _, s := range f.Statuses {
+				args = append(args, s)
+			}
+		}
+		if f.Repository != "" {
+			tail, args = tail+" AND j.repository = ?", append(args, f.Repository)
+		}
+		if f.Kind != "" {
+			tail, args = tail+" AND r.kind = ?", append(args, f.Kind)
+		}
+		if f.Before > 0 {
+			tail, args = tail+" AND r.id < ?", append(args, f.Before)
+		}
+		tail += " ORDER BY r.id DESC"
 		if f.Limit > 0 {
 			tail, args = tail+" LIMIT ?", append(args, f.Limit)
 		}
@@ -254,8 +273,8 @@ func (d *DB) QueueRun(ctx context.Context, jobName string, run pass.Run, actor A
 		if err != nil {
 			return err
 		}
-		return audit(ctx, tx, now, actor, AuditTrigger, jobName,
-			fmt.Sprintf("run %d queued (trigger %s)", queued.ID, queued.Trigger))
+		return audit(ctx, tx, now, actor, AuditTrigger, jobName, jobName,
+			fmt.Sprintf("%s run %d queued (trigger %s)", queued.Kind, queued.ID, queued.Trigger))
 	})
 	return queued, err
 }
@@ -304,7 +323,7 @@ func (d *DB) CancelRun(ctx context.Context, id int64, actor Actor) (pass.Run, er
 		if r, err = getRun(ctx, tx, id); err != nil {
 			return err
 		}
-		return audit(ctx, tx, now, actor, AuditCancel, fmt.Sprintf("run %d", id), "job "+r.Job+": "+detail)
+		return audit(ctx, tx, now, actor, AuditCancel, fmt.Sprintf("run %d", id), r.Job, "job "+r.Job+": "+detail)
 	})
 	return r, err
 }

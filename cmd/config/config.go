@@ -32,6 +32,7 @@ type Config struct {
 	Grace        time.Duration // how late a slot may be noticed and still count as on time
 	OfflineAfter time.Duration // scheduler.offline_after: no pass for longer is scheduler_offline
 	ProbeEvery   time.Duration // scheduler.probe_every: how often passes probe each repository
+	History      History       // how long ended runs and audit rows are kept (history.go)
 	Repositories map[string]Repository
 	Windows      []schedule.Window
 	Jobs         []Job // in file order
@@ -124,6 +125,8 @@ type rawScheduler struct {
 	OnTimeGrace       string `toml:"on_time_grace"`
 	OfflineAfter      string `toml:"offline_after"`
 	ProbeEvery        string `toml:"probe_every"`
+	KeepRuns          string `toml:"keep_runs"`
+	KeepAudit         string `toml:"keep_audit"`
 }
 
 type rawRepository struct {
@@ -289,6 +292,7 @@ func Parse(path, text string, now time.Time) (*Config, error) {
 	}
 	cfg := &Config{Path: path, Repositories: map[string]Repository{}}
 	l.scheduler(raw.Scheduler, cfg)
+	l.history(raw.Scheduler, cfg)
 	l.repositories(raw.Repository, cfg)
 	l.globalNotify(raw.Notify, cfg)
 	l.jobs(raw.Job, cfg, now)
@@ -312,7 +316,7 @@ func firstLine(s string) string {
 // allowedKeys names the keys allowed in the table that holds key k.
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
-		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "offline_after", "probe_every"},
+		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "offline_after", "probe_every", "keep_runs", "keep_audit"},
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks", "notify"},

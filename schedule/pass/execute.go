@@ -100,7 +100,7 @@ func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 			continue
 		}
 		msg := fmt.Sprintf("run %d of job %s did not stop within %s of the shutdown: it is left to orphan reclaim", r.ID, r.Job, p.shutdownWait())
-		p.log().Warn(msg)
+		p.log().Warn(msg, "run", r.ID, "job", r.Job)
 		sum.Warnings = append(sum.Warnings, msg)
 		sum.Abandoned = append(sum.Abandoned, r)
 	}
@@ -149,6 +149,8 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 	ok, ferr := p.finish(wctx, final, run.Owner, next)
 	switch {
 	case ferr != nil:
+		p.log().Error("the run's result could not be written: orphan reclaim will end it", "run", run.ID, "job", run.Job,
+			"status", final.Status, "err", ferr)
 		l := LostRun{Run: run, Reason: LostNotRecorded}
 		ev.end("lost", func() { p.observeLost(l) })
 		return outcome{run: run, err: fmt.Errorf("record run %d of job %s: %w", run.ID, run.Job, ferr)}
@@ -164,12 +166,13 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 	case next == nil:
 	case next.ID == 0:
 		// The store queues nothing for a job removed from the configuration.
-		p.log().Info("run not queued again: its job was removed from the configuration", "job", next.Job, "trigger", next.Trigger)
+		p.log().Info("run not queued again: its job was removed from the configuration", "run", final.ID, "job", final.Job, "trigger", next.Trigger)
 		next = nil
 	case next.Kind != final.Kind:
-		p.log().Info("run queued after the "+final.Kind, "job", next.Job, "kind", next.Kind, "after_run", final.ID)
+		p.log().Info("run queued after the "+final.Kind, "run", next.ID, "job", next.Job, "kind", next.Kind, "after_run", final.ID)
 	default:
-		p.log().Info("run queued again", "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt, "not_before", next.NotBefore)
+		p.log().Info("run queued again", "run", next.ID, "job", next.Job, "trigger", next.Trigger, "attempt", next.Attempt,
+			"not_before", next.NotBefore, "after_run", final.ID)
 	}
 	ev.end(final.Status, func() {
 		p.observeFinished(final)

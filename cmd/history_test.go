@@ -1,0 +1,53 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/db"
+)
+
+// A purge that cannot be done is an error for the caller to warn about,
+// naming what was not purged; "forever" asks the database nothing.
+func TestPurgeHistory(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	state, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if err := purgeHistory(ctx, state, config.History{KeepRuns: config.DefaultKeepRuns, KeepAudit: config.DefaultKeepAudit}, now, log); err != nil {
+		t.Fatalf("purge of an empty history: %v", err)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("a purge that deleted nothing logged:\n%s", logged.String())
+	}
+	state.Close()
+	for _, tc := range []struct {
+		name    string
+		history config.History
+		want    string // "": no error
+	}{
+		{"runs", config.History{KeepRuns: config.DefaultKeepRuns}, "old runs not purged (keep_runs 90d)"},
+		{"audit", config.History{KeepAudit: config.DefaultKeepAudit}, "old audit rows not purged (keep_audit 400d)"},
+		{"forever", config.History{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := purgeHistory(ctx, state, tc.history, now, log)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("keeping everything touched the database: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nightjar-backup/nightjar/cmd/config"
+)
+
+// Log formats and the environment variables of the log flags.
+const (
+	logFormatText  = "text"
+	logFormatJSON  = "json"
+	logFormatEnv   = "NIGHTJAR_LOG_FORMAT"
+	logLevelEnv    = "NIGHTJAR_LOG_LEVEL"
+	redactedSecret = "[redacted]"
+	// minRedacted is the shortest secret (a password file's path or a
+	// password command) that log lines are searched for: a shorter one
+	// would blot out ordinary words.
+	minRedacted = 6
+)
+
+var (
+	logFormats = []string{logFormatText, logFormatJSON}
+	logLevels  = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+)
+
+// logFlags are the global flags that shape the logs of every command.
+func logFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "log-format", EnvVars: []string{logFormatEnv}, Value: logFormatText,
+			Usage: "write logs and warnings to stderr as `FORMAT` text or json (one JSON object a line)"},
+		&cli.StringFlag{Name: "log-level", EnvVars: []string{logLevelEnv},
+			Usage: "log the scheduler's decisions from `LEVEL` debug, info, warn or error on (default: none; info with -v)"},
+	}
+}
+
+// logFormatKey is where checkLogFlags leaves the log format in the app's
+// Metadata, for Main's last error line.
+const logFormatKey = "log-format"
+
+// checkLogFlags refuses a log format or level that does not exist, and
+// notes the format for Main.
+func checkLogFlags(c *cli.Context) error {
+	f := c.String("log-format")
+	if !slices.Contains(logFormats, f) {
+		return usageError{fmt.Errorf("invalid --log-format %q: want text or json", f)}
+	}
+	c.App.Metadata[logFormatKey] = f
+	if l := c.String("log-level"); l != "" {
+		if _, ok := logLevels[l]; !ok {
+			return usageError{fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", l)}
+		}
+	}
+	return nil
+}
+
+// printError writes the error a command ended with to stderr: a line of
+// text, or in the JSON log format a record of level error with the exit
+// code, so that a log collector reading serve's JSON can parse its last
+// words too.
+func printError(app *cli.App, stderr io.Writer, msg string, code int) {
+	if app.Metadata[logFormatKey] == logFormatJSON {
+		slog.New(logHandler(logFormatJSON, stderr, slog.LevelError, nil)).Error("nightjar: "+msg, "exit_code", code)
+		return
+	}
+	fmt.Fprintf(stderr, "nightjar: %s\n", msg)
+}
+
+// commandLine puts a command line in the order the command line library
+// reads: the global log flags, wherever they are given, in front of the
+// command ("nightjar serve --log-format json" works as "nightjar
+// --log-format json serve"), and the rest as interspersed orders it.
+// Everything after "--" stays where it is.
+func commandLine(args []string, cmds []*cli.Command) []string {
+	if len(args) < 2 {
+		return args
+	}
+	var global []string
+	rest := args[:1:1]
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "log-format" && name != "log-level") {
+			rest = append(rest, a)
+			continue
+		}
+		global = append(global, a)
+		if !hasValue && i+1 < len(args) {
+			global = append(global, args[i+1])
+			i++
+		}
+	}
+	ordered := interspersed(rest, cmds)
+	return slices.Concat(ordered[:1], global, ordered[1:])
+}
+
+// newLogger is the logger of the scheduler's passes (tick, serve, job run
+// --wait, drill): to w in the --log-format, from the --log-level on, or
+// from info when verbose; without either, nothing is logged. The secrets
+// of cfg (password files' paths and password commands) are redacted from
+// every record.
+func newLogger(c *cli.Context, w io.Writer, verbose bool, cfg *config.Config) *slog.Logger {
+	level, ok := logLevels[c.String("log-level")]
+	if !ok && !verbose {
+		return slog.New(slog.DiscardHandler)
+	}
+	if !ok {
+		level = slog.LevelInfo
+	}
+	return slog.New(logHandler(c.String("log-format"), w, level, configSecrets(cfg)))
+}
+
+// warningLogger is where a command's warnings go in the JSON log format
+// (as records of level warn, whatever --log-level says: they are the
+// command's output); nil in the text format, where they stay lines of
+// text.
+func warningLogger(c *cli.Context, w io.Writer) *slog.Logger {
+	if c.String("log-format") != logFormatJSON {
+		return nil
+	}
+	return slog.New(logHandler(logFormatJSON, w, slog.LevelWarn, nil))
+}
+
+func logHandler(format string, w io.Writer, level slog.Level, secrets []string) slog.Handler {
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redactor(secrets)}
+	if format == logFormatJSON {
+		return slog.NewJSONHandler(w, opts)
+	}
+	return slog.NewTextHandler(w, opts)
+}
+
+// configSecrets lists what a log line must never show of cfg: each
+// repository's password file path and password command.
+func configSecrets(cfg *config.Config) []string {
+	if cfg == nil {
+		return nil
+	}
+	var secrets []string
+	for _, r := range cfg.Repositories {
+		for _, s := range []string{r.Password.File, r.Password.Command} {
+			if len(s) >= minRedacted {
+				secrets = append(secrets, s)
+			}
+		}
+	}
+	// Longest first, so that a path inside a command is not half redacted.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	return secrets
+}
+
+// redactor replaces the secrets in every string and error of a record,
+// its message included.
+func redactor(secrets []string) func([]string, slog.Attr) slog.Attr {
+	if len(secrets) == 0 {
+		return nil
+	}
+	redact := func(s string) string {
+		for _, secret := range secrets {
+			s = strings.ReplaceAll(s, secret, redactedSecret)
+		}
+		return s
+	}
+	return func(_ []string, a slog.Attr) slog.Attr {
+		switch a.Value.Kind() {
+		case slog.KindString:
+			a.Value = slog.StringValue(redact(a.Value.String()))
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok {
+				a.Value = slog.StringValue(redact(err.Error()))
+			}
+		}
+		return a
+	}
+}
