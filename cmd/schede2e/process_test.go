@@ -1,6 +1,7 @@
 package schede2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,35 +11,56 @@ import (
 	"time"
 )
 
-// slowJobWorld makes a world with one manual job "slow" that backs up size
-// incompressible bytes; bandwidth (a TOML line or "") slows it down.
-func slowJobWorld(t *testing.T, size int64, schedulerExtra, bandwidth string) (*world, func(bandwidth string)) {
+// heldJobWorld makes a world with one manual job "slow" whose backup
+// streams size incompressible bytes from a command source and then waits
+// for a FIFO that the test never opens: its run stays running, in the
+// middle of its backup, until it is stopped, however loaded the machine.
+// Nothing of it becomes a snapshot (a command source's snapshot is saved
+// only at the command's end). unhold rewrites the config so that the job
+// backs up the same bytes from a folder instead, and ends.
+func heldJobWorld(t *testing.T, size int64, schedulerExtra string) (w *world, unhold func()) {
 	t.Helper()
-	w := newWorld(t)
+	w = newWorld(t)
 	src := w.path("slow")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeRandomFile(t, filepath.Join(src, "blob"), 7, size)
-	config := func(bandwidth string) {
-		w.writeConfig(header(schedulerExtra, "") +
-			job("slow", "manual", bandwidth+"\nretry = { attempts = 3, initial = \"1s\", max = \"2s\" }", src))
+	blob := filepath.Join(src, "blob")
+	writeRandomFile(t, blob, 7, size)
+	hold := w.path("hold")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	config(bandwidth)
-	return w, config
+	// A command left behind by a killed tick waits on the FIFO: give it
+	// its end of file, so that it exits with the test.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(hold, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	const retry = "\nretry = { attempts = 3, initial = \"1s\", max = \"2s\" }"
+	w.writeConfig(header(schedulerExtra, "") + job("slow", "manual", retry) +
+		fmt.Sprintf("  [[job.source]]\n  command = %q\n  name = \"held.bin\"\n", "cat "+blob+"; cat "+hold))
+	unhold = func() {
+		w.writeConfig(header(schedulerExtra, "") + job("slow", "manual", retry, src))
+	}
+	return w, unhold
 }
 
 // waitUntilBackingUp waits until the run of p is running and its backup is
-// under way (it holds a lock in the repository), then a little longer.
+// under way: it holds a lock in the repository and has written a pack.
 func waitUntilBackingUp(t *testing.T, w *world, p *proc) runRec {
 	t.Helper()
 	var running runRec
-	eventually(t, 30*time.Second, 200*time.Millisecond, "the run is running", func() bool {
+	notEnded := func() {
 		select {
 		case <-p.done:
 			t.Fatalf("the tick ended before the test could catch its run running\n%s", p.wait(t, time.Second))
 		default:
 		}
+	}
+	eventually(t, 2*time.Minute, 200*time.Millisecond, "the run is running", func() bool {
+		notEnded()
 		for _, r := range w.runs() {
 			if r.Status == "running" {
 				running = r
@@ -47,24 +69,20 @@ func waitUntilBackingUp(t *testing.T, w *world, p *proc) runRec {
 		}
 		return false
 	})
-	eventually(t, 30*time.Second, 100*time.Millisecond, "the backup holds a repository lock", func() bool {
-		return len(dirEntries(t, filepath.Join(w.repo, "locks"))) > 0
+	eventually(t, 2*time.Minute, 100*time.Millisecond, "the backup holds a repository lock and wrote a pack", func() bool {
+		notEnded()
+		return len(dirEntries(t, filepath.Join(w.repo, "locks"))) > 0 && len(packFiles(t, w.repo)) > 0
 	})
-	time.Sleep(1500 * time.Millisecond) // some data flows
-	select {
-	case <-p.done:
-		t.Fatalf("the backup ended before the test could interrupt it: make it slower\n%s", p.wait(t, time.Second))
-	default:
-	}
 	return running
 }
+
 
 // A tick killed with SIGKILL during a backup leaves a running run behind; the
 // next tick reclaims it (its runner's process is gone) as failed, transient,
 // ORPHANED, and queues a retry that a later tick runs to success. The
 // repository is sound afterwards.
 func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
-	w, config := slowJobWorld(t, 100_000_000, "heartbeat = \"1s\"\nstale_after = \"3s\"", `bandwidth = "10MB"`)
+	w, unhold := heldJobWorld(t, 40_000_000, "heartbeat = \"1s\"\nstale_after = \"3s\"")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick", "--json")
 	running := waitUntilBackingUp(t, w, p)
@@ -109,8 +127,8 @@ func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
 		t.Errorf("the queued retry waits without a reason")
 	}
 
-	// The retry need not crawl at 10 MB/s: the job is otherwise unchanged.
-	config("")
+	// The retry backs up the same bytes from a folder, and ends.
+	unhold()
 	time.Sleep(time.Until(retry.NotBefore.Add(100 * time.Millisecond)))
 	fin := w.tick(exitOK)
 	if len(fin.Finished) != 1 || fin.Finished[0].ID != retry.ID || fin.Finished[0].Status != "succeeded" {
@@ -132,7 +150,7 @@ func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
 // SIGTERM during a backup: the tick exits well within 30 s, records the run
 // as interrupted and queues it again.
 func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
-	w, _ := slowJobWorld(t, 60_000_000, "", `bandwidth = "5MB"`)
+	w, _ := heldJobWorld(t, 40_000_000, "")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick", "--json")
 	running := waitUntilBackingUp(t, w, p)
@@ -190,7 +208,7 @@ func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
 // heartbeat is renewed); runs cancel then stops the running run at its next
 // heartbeat, as cancelled and without a retry.
 func TestLiveRunIsLeftAloneAndCancelStopsIt(t *testing.T) {
-	w, _ := slowJobWorld(t, 60_000_000, "heartbeat = \"1s\"\nstale_after = \"3s\"", `bandwidth = "5MB"`)
+	w, _ := heldJobWorld(t, 40_000_000, "heartbeat = \"1s\"\nstale_after = \"3s\"")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick", "--json")
 	running := waitUntilBackingUp(t, w, p)
