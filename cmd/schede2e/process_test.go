@@ -76,7 +76,6 @@ func waitUntilBackingUp(t *testing.T, w *world, p *proc) runRec {
 	return running
 }
 
-
 // A tick killed with SIGKILL during a backup leaves a running run behind; the
 // next tick reclaims it (its runner's process is gone) as failed, transient,
 // ORPHANED, and queues a retry that a later tick runs to success. The
