@@ -181,7 +181,8 @@ func (h *hookRun) verdict(ctx context.Context, res pass.Result, err error) pass.
 func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string, timeout time.Duration) *CommandError {
 	out := newTailBuffer(MaxCommandOutput)
 	var cerr *CommandError
-	p, err := startProcess(ctx, name+" hook", argv, env, timeout, func(cmd *exec.Cmd) error {
+	spec := commandSpec{what: name + " hook", argv: argv, env: env, timeout: timeout}
+	p, err := startProcess(ctx, spec, func(cmd *exec.Cmd) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		return nil
 	})

@@ -367,30 +367,47 @@ func TestCancelKillsTheRunningHookAndItsChildren(t *testing.T) {
 
 // A before hook past its timeout is stopped with its process group and
 // fails the run with HOOK_TIMEOUT. The hook cannot end by itself: only the
-// timeout ends it.
+// timeout ends it, which passes once the hook has told its child's pid.
 func TestBeforeHookTimeout(t *testing.T) {
 	w := newHookWorld(t)
-	pidFile := filepath.Join(w.dir, "child.pid")
+	ready := fifo(t, w.dir, "ready")
 	block := fifo(t, w.dir, "block")
 	before := script(t, w.dir, "blocker", `echo "dumping"
 cat "`+block+`" &
-echo $! > "`+pidFile+`"
+echo $! > "`+ready+`"
 wait`)
-	res, err := execute(context.Background(), w.executor(Hooks{Before: before, Timeout: 300 * time.Millisecond}))
+	fire, _ := fakeTimeout(t, 300*time.Millisecond)
+	type outcome struct {
+		res pass.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := execute(context.Background(), w.executor(Hooks{Before: before, Timeout: 300 * time.Millisecond}))
+		done <- outcome{res, err}
+	}()
+	pidText, err := os.ReadFile(ready) // blocks until the hook has started its child
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire <- time.Now()
+	o := <-done
 	var ce *pass.ClassError
-	if !errors.As(err, &ce) || ce.Class != pass.ClassSource || ce.Code != CodeHookTimeout {
-		t.Fatalf("err = %v, want class source, code %s", err, CodeHookTimeout)
+	if !errors.As(o.err, &ce) || ce.Class != pass.ClassSource || ce.Code != CodeHookTimeout {
+		t.Fatalf("err = %v, want class source, code %s", o.err, CodeHookTimeout)
 	}
-	if !strings.Contains(err.Error(), "before hook did not end within 300ms and was stopped") {
-		t.Errorf("message %q", err)
+	if !strings.Contains(o.err.Error(), "before hook did not end within 300ms and was stopped") {
+		t.Errorf("message %q", o.err)
 	}
-	if !strings.Contains(res.Output, "== hook before: did not end within 300ms and was stopped") {
-		t.Errorf("output:\n%s", res.Output)
+	if !strings.Contains(o.res.Output, "== hook before: did not end within 300ms and was stopped") {
+		t.Errorf("output:\n%s", o.res.Output)
 	}
-	if pidText, rerr := os.ReadFile(pidFile); rerr == nil {
-		if child, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); child > 0 && !endsSoon(t, child) {
-			t.Errorf("the hook's child %d still runs after the timeout", child)
-		}
+	if !endsSoon(t, child) {
+		t.Errorf("the hook's child %d still runs after the timeout", child)
 	}
 }
 
