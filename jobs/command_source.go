@@ -12,7 +12,7 @@ import (
 // commandSource backs up the standard output of src's command as one file
 // (backup.Stream), streamed as the command writes it (StartCommand). The
 // command runs with the run's environment (as a hook, with NIGHTJAR_SOURCE
-// its name) and src.Timeout. When it cannot start,
+// its name), in the hooks' folder, and src.Timeout. When it cannot start,
 // exits with a failure, is stopped or leaves a process holding its output
 // open, the error is a *CommandError with the end of its standard error,
 // and no snapshot is saved; its standard error goes to the run's output in
@@ -21,7 +21,7 @@ func (e *Executor) commandSource(ctx context.Context, r *repo.Repository, src So
 	name := path.Base(src.Path)
 	what := "command source " + name
 	env := append(h.env("", nil, nil), "NIGHTJAR_SOURCE="+name)
-	in, err := StartCommand(ctx, Command{What: what, Argv: src.Command, Env: env, Timeout: src.Timeout})
+	in, err := StartCommand(ctx, Command{What: what, Argv: src.Command, Env: env, Dir: h.hooks.Dir, Timeout: src.Timeout})
 	if err != nil {
 		var cerr *CommandError
 		if errors.As(err, &cerr) {

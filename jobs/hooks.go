@@ -24,6 +24,10 @@ type Hooks struct {
 	OnFailure []string // ... failed
 	OnPartial []string // ... partial_failure
 	Timeout   time.Duration
+	// Dir is the working folder of the hooks and of the job's command
+	// sources (cmd: the config file's folder, against which a relative
+	// program such as ./dump.sh is found); "": nightjar's.
+	Dir string
 }
 
 // JobHooks gives the hooks of a job by its name.
@@ -181,7 +185,7 @@ func (h *hookRun) verdict(ctx context.Context, res pass.Result, err error) pass.
 func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string, timeout time.Duration) *CommandError {
 	out := newTailBuffer(MaxCommandOutput)
 	var cerr *CommandError
-	spec := commandSpec{what: name + " hook", argv: argv, env: env, timeout: timeout}
+	spec := commandSpec{what: name + " hook", argv: argv, env: env, dir: h.hooks.Dir, timeout: timeout}
 	p, err := startProcess(ctx, spec, func(cmd *exec.Cmd) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		return nil

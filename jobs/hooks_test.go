@@ -13,9 +13,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 	"github.com/nightjar-backup/nightjar/repo/repotest"
+	"github.com/nightjar-backup/nightjar/restore"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -408,6 +410,48 @@ wait`)
 	}
 	if !endsSoon(t, child) {
 		t.Errorf("the hook's child %d still runs after the timeout", child)
+	}
+}
+
+// Hooks and command sources run in Hooks.Dir (cmd: the config file's
+// folder), so that a relative program is found there whatever folder
+// nightjar runs in.
+func TestHooksAndCommandSourcesRunInTheirFolder(t *testing.T) {
+	w := newHookWorld(t)
+	if cwd, _ := os.Getwd(); cwd == w.dir {
+		t.Fatal("the test runs in the hooks' folder: it would prove nothing")
+	}
+	w.logger(t, "before.sh", 0)
+	script(t, w.dir, "dump.sh", `pwd`)
+	res, err := execute(context.Background(), w.executor(Hooks{Before: []string{"./before.sh"}, Dir: w.dir},
+		SourceSpec{Path: backup.StreamPath("db.sql"), Command: []string{"./dump.sh"}}))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Output)
+	}
+	if got := w.lines(t); strings.Join(got, ",") != "before" {
+		t.Errorf("hooks ran %q, want before", got)
+	}
+	if len(res.Snapshots) != 1 {
+		t.Fatalf("snapshots %+v: want the command source's", res.Snapshots)
+	}
+	r, err := repo.Open(context.Background(), w.be, repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.FindSnapshot(context.Background(), res.Snapshots[0].SnapshotID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	if _, err := restore.Run(context.Background(), r, snap, restore.Options{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "db.sql")); err != nil || strings.TrimSpace(string(got)) != w.dir {
+		t.Errorf("the command source ran in %q (%v), want %s", got, err, w.dir)
 	}
 }
 
