@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -410,6 +411,145 @@ wait`)
 	}
 	if !endsSoon(t, child) {
 		t.Errorf("the hook's child %d still runs after the timeout", child)
+	}
+}
+
+// held is a hook that logs as logger does, tells ready that it runs, and
+// then waits until the test writes to release.
+func (w *hookWorld) held(t *testing.T, name, ready, release string) []string {
+	return script(t, w.dir, name, `echo "$NIGHTJAR_HOOK $NIGHTJAR_STATUS $NIGHTJAR_ERROR_CODE" >> "`+w.log+`"
+echo running > "`+ready+`"
+cat "`+release+`" > /dev/null`)
+}
+
+// The hooks that follow a run's end agree with what the pass records
+// (pass.StoppedStatus): a shutdown after the backup's work was done
+// changes nothing (the pass records the judged status, so on_success
+// runs); a user's cancellation, or a shutdown that interrupted the backup,
+// runs no on_* hook, and after is told cancelled or interrupted.
+func TestStatusHooksAgreeWithThePass(t *testing.T) {
+	far := &pass.Shutdown{Deadline: time.Now().Add(time.Hour)}
+	cases := []struct {
+		name        string
+		cause       error
+		holdSource  bool // the stop comes while the command source runs; else while after runs
+		wantLog     []string
+		wantStopped string // pass.StoppedStatus of the run
+		wantStatus  string // what the pass records
+	}{
+		{
+			name:       "a shutdown while after runs, the backup done",
+			cause:      far,
+			wantLog:    []string{"after succeeded", "on_success succeeded"},
+			wantStatus: pass.StatusSucceeded,
+		},
+		{
+			name:        "a user's cancellation while after runs",
+			cause:       pass.ErrCancelRequested,
+			wantLog:     []string{"after succeeded"},
+			wantStopped: pass.StatusCancelled,
+			wantStatus:  pass.StatusCancelled,
+		},
+		{
+			name:        "a shutdown that interrupts the backup",
+			cause:       far,
+			holdSource:  true,
+			wantLog:     []string{"after interrupted INTERRUPTED"},
+			wantStopped: pass.StatusInterrupted,
+			wantStatus:  pass.StatusInterrupted,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newHookWorld(t)
+			ready, release := fifo(t, w.dir, "ready"), fifo(t, w.dir, "release")
+			hooks := Hooks{After: w.logger(t, "after", 0), OnSuccess: w.logger(t, "ok", 0), OnFailure: w.logger(t, "fail", 0),
+				OnPartial: w.logger(t, "partial", 0)}
+			src := SourceSpec{Path: w.src}
+			if c.holdSource {
+				src = SourceSpec{Path: backup.StreamPath("db.sql"), Command: script(t, w.dir, "dump.sh", `printf 'partial dump'
+echo running > "`+ready+`"
+cat "`+release+`"`)}
+			} else {
+				hooks.After = w.held(t, "after", ready, release)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			type outcome struct {
+				res pass.Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := execute(ctx, w.executor(hooks, src))
+				done <- outcome{res, err}
+			}()
+			if _, err := os.ReadFile(ready); err != nil {
+				t.Fatal(err)
+			}
+			cancel(c.cause)
+			if !c.holdSource {
+				// The after hook is not stopped by the cancellation: it
+				// ends when released.
+				if err := os.WriteFile(release, []byte("go"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := <-done
+			if got := w.lines(t); strings.Join(got, "\n") != strings.Join(c.wantLog, "\n") {
+				t.Errorf("hooks ran %q, want %q", got, c.wantLog)
+			}
+			stopped := pass.StoppedStatus(ctx, o.err)
+			if stopped != c.wantStopped {
+				t.Errorf("StoppedStatus %q, want %q", stopped, c.wantStopped)
+			}
+			if status := cmp.Or(stopped, pass.Judge(o.res, o.err).Status); status != c.wantStatus {
+				t.Errorf("the pass records %s, want %s", status, c.wantStatus)
+			}
+		})
+	}
+}
+
+// After a shutdown, the after hook ends before the pass stops waiting for
+// the run (pass.Shutdown's deadline), even one that ignores SIGTERM: its
+// group is killed, and the run's output says why.
+func TestAfterHookEndsByTheShutdownDeadline(t *testing.T) {
+	w := newHookWorld(t)
+	ready, block := fifo(t, w.dir, "ready"), fifo(t, w.dir, "block")
+	pidFile := filepath.Join(w.dir, "after.pid")
+	after := script(t, w.dir, "after", `trap '' TERM
+echo $$ > "`+pidFile+`"
+cat "`+block+`"`)
+	dump := script(t, w.dir, "dump.sh", `echo running > "`+ready+`"
+cat "`+block+`"`)
+	e := w.executor(Hooks{After: after, Timeout: time.Hour}, SourceSpec{Path: backup.StreamPath("db.sql"), Command: dump})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	type outcome struct {
+		res pass.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := execute(ctx, e)
+		done <- outcome{res, err}
+	}()
+	if _, err := os.ReadFile(ready); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline has passed already: the after hook gets no grace.
+	cancel(&pass.Shutdown{Deadline: time.Now()})
+	o := <-done
+	if !strings.Contains(o.res.Output, "== hook after: stopped, as nightjar is shutting down") {
+		t.Errorf("output does not say the after hook was stopped by the shutdown:\n%s", o.res.Output)
+	}
+	if got := pass.StoppedStatus(ctx, o.err); got != pass.StatusInterrupted {
+		t.Errorf("StoppedStatus %q, want interrupted", got)
+	}
+	if pidText, err := os.ReadFile(pidFile); err != nil {
+		t.Errorf("the after hook did not run: %v", err)
+	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); !endsSoon(t, pid) {
+		t.Errorf("the after hook %d still runs", pid)
 	}
 }
 
