@@ -60,9 +60,9 @@ type commandSpec struct {
 	env     []string // exactly its environment
 	dir     string   // its working folder; "": nightjar's
 	timeout time.Duration
-	// killBy, when set, is when the pass stops waiting for a run stopped
-	// by a shutdown: the group is sent SIGTERM in time to be SIGKILLed
-	// by then (Shutdown.Deadline).
+	// killBy, when set, is the deadline of a run stopped by a shutdown
+	// (pass.Shutdown.Deadline, a little before the pass stops waiting):
+	// the group is sent SIGTERM in time to be SIGKILLed by then.
 	killBy time.Time
 }
 
@@ -132,8 +132,10 @@ func (p *process) watch(ctx context.Context, timer func(time.Duration) (<-chan t
 	}
 	grace := killGrace
 	if !p.spec.killBy.IsZero() {
+		// SIGTERM leaves it killGrace, or half the time left when that
+		// is shorter, before the SIGKILL at killBy.
 		left := time.Until(p.spec.killBy)
-		grace = max(min(killGrace, left), 0)
+		grace = max(min(killGrace, left/2), 0)
 		c, stop := timer(max(left-grace, 0))
 		defer stop()
 		shutdown = c
