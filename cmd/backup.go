@@ -128,7 +128,12 @@ func runBackup(c *cli.Context) error {
 	}
 	var res *backup.Result
 	if stream != nil {
-		res, err = backupStream(c, r, stream, backup.StreamOptions{Name: streamName, Tags: opts.Tags, Limiter: opts.Limiter, Time: opts.Time, Version: version})
+		sopts := backup.StreamOptions{Name: streamName, Tags: opts.Tags, Limiter: opts.Limiter, Time: opts.Time, Version: version,
+			Progress: &backup.Progress{}}
+		// No scan: a stream's size is known only at its end.
+		progress, _ := startBackupProgress(c, p, sopts.Progress)
+		res, err = backupStream(c, r, stream, sopts)
+		progress.Stop()
 	} else {
 		opts.Progress = &backup.Progress{}
 		progress, scan := startBackupProgress(c, p, opts.Progress)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/backup"
+	"github.com/nightjar-backup/nightjar/jobs"
 )
 
 // stdinFlags are backup's flags for a snapshot of one stream, as restic
@@ -60,52 +60,32 @@ func streamSource(c *cli.Context) (func(ctx context.Context) (io.Reader, func(),
 	return func(ctx context.Context) (io.Reader, func(), error) { return startStreamCommand(ctx, c, argv) }, name, nil
 }
 
-// startStreamCommand starts argv with its standard output on a pipe that
-// backup reads; its standard error is nightjar's. The reader fails at its
-// end when the command did not exit with status 0, so that backup saves
-// no snapshot of a dump cut short; stop kills the command and waits for
-// it when the backup ended before the output did.
+// startStreamCommand starts argv (jobs.StartCommand: in a process group of
+// its own, with nightjar's environment without its passwords) with its
+// standard output on a pipe that backup reads; its standard error is
+// nightjar's. The reader fails at its end when the command did not exit
+// with status 0, so that backup saves no snapshot of a dump cut short;
+// stop stops the command's group and waits for it when the backup ended
+// before the output did.
 func startStreamCommand(ctx context.Context, c *cli.Context, argv []string) (io.Reader, func(), error) {
-	pr, pw, err := os.Pipe()
+	out, err := jobs.StartCommand(ctx, jobs.Command{
+		What: "command " + argv[0], Argv: argv, Env: jobs.ScrubEnviron(os.Environ()), Stderr: c.App.ErrWriter,
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = pw, c.App.ErrWriter
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return nil, nil, fmt.Errorf("start command %s: %w", argv[0], err)
-	}
-	pw.Close()
-	out := &streamCommand{r: pr, cmd: cmd, name: argv[0]}
-	stop := func() {
-		pr.Close()
-		if !out.waited {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}
-	return out, stop, nil
+	return &streamCommand{out}, func() { out.Close() }, nil
 }
 
-type streamCommand struct {
-	r      io.Reader
-	cmd    *exec.Cmd
-	name   string
-	waited bool
-}
+// streamCommand says, when the command failed, that no snapshot was saved.
+type streamCommand struct{ out *jobs.CommandOutput }
 
 func (s *streamCommand) Read(b []byte) (int, error) {
-	n, err := s.r.Read(b)
-	if err != io.EOF {
-		return n, err
+	n, err := s.out.Read(b)
+	if err != nil && err != io.EOF {
+		return n, fmt.Errorf("%w: no snapshot was saved", err)
 	}
-	s.waited = true
-	if werr := s.cmd.Wait(); werr != nil {
-		return n, fmt.Errorf("command %s failed: %w: no snapshot was saved", s.name, werr)
-	}
-	return n, io.EOF
+	return n, err
 }
 
 // backupStream backs up the stream start gives as one file.

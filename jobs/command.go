@@ -50,15 +50,29 @@ const (
 	stoppedTimeout
 	stoppedCancelled
 	stoppedAborted
+	stoppedShutdown
 )
 
+// commandSpec is what startProcess starts.
+type commandSpec struct {
+	what    string   // "before hook", "command source mydb.sql"
+	argv    []string // the program and its arguments
+	env     []string // exactly its environment
+	dir     string   // its working folder; "": nightjar's
+	timeout time.Duration
+	// killBy, when set, is the deadline of a run stopped by a shutdown
+	// (pass.Shutdown.Deadline, a little before the pass stops waiting):
+	// the group is sent SIGTERM in time to be SIGKILLed by then.
+	killBy time.Time
+}
+
 // process is a command started in a process group of its own. Its
-// timeout, the end of its context or abort stop it: SIGTERM to the whole
-// group, then SIGKILL killGrace later unless it has ended by then.
+// timeout, the end of its context, abort or its killBy stop it: SIGTERM
+// to the whole group, then SIGKILL killGrace later (at the latest at
+// killBy) unless it has ended by then.
 type process struct {
-	what      string
+	spec      commandSpec
 	cmd       *exec.Cmd
-	timeout   time.Duration
 	done      chan struct{} // closed when cmd.Wait returned
 	waitErr   error
 	ended     chan struct{} // closed by wait: the caller has all it wants of it
@@ -68,64 +82,96 @@ type process struct {
 	why       atomic.Int32
 }
 
-// startProcess starts argv with exactly env as its environment, its
-// standard input empty; setup connects its output before it starts. A
-// timeout of 0 or less is none.
-func startProcess(ctx context.Context, what string, argv, env []string, timeout time.Duration, setup func(*exec.Cmd) error) (*process, error) {
-	if len(argv) == 0 {
-		return nil, &CommandError{What: what, Err: errors.New("no command")}
+// commandTimer starts a timer of d for a command's watcher (tests replace
+// it to decide when a timeout passes); stop releases it.
+var commandTimer = func(d time.Duration) (c <-chan time.Time, stop func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
+}
+
+// startProcess starts spec's command, its standard input empty; setup
+// connects its output before it starts. A timeout of 0 or less is none.
+func startProcess(ctx context.Context, spec commandSpec, setup func(*exec.Cmd) error) (*process, error) {
+	if len(spec.argv) == 0 {
+		return nil, &CommandError{What: spec.what, Err: errors.New("no command")}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{}, env...) // never nil: nil would inherit nightjar's environment
+	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
+	cmd.Env = append([]string{}, spec.env...) // never nil: nil would inherit nightjar's environment
+	cmd.Dir = spec.dir
 	ownProcessGroup(cmd)
 	cmd.WaitDelay = killGrace // a background child holding its output open does not hold the run
 	if setup != nil {
 		if err := setup(cmd); err != nil {
-			return nil, &CommandError{What: what, Err: err}
+			return nil, &CommandError{What: spec.what, Err: err}
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &CommandError{What: what, Err: err}
+		return nil, &CommandError{What: spec.what, Err: err}
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, &CommandError{What: what, Err: err}
+		return nil, &CommandError{What: spec.what, Err: err}
 	}
-	p := &process{what: what, cmd: cmd, timeout: timeout, done: make(chan struct{}), ended: make(chan struct{}), aborted: make(chan struct{})}
+	p := &process{spec: spec, cmd: cmd, done: make(chan struct{}), ended: make(chan struct{}), aborted: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
-	go p.watch(ctx)
+	go p.watch(ctx, commandTimer) // read now, not in the goroutine: tests replace it
 	return p, nil
 }
 
 // watch stops the process group when the timeout passes, the context
-// ends or abort is called, whichever comes first, unless the caller is
-// done with the process.
-func (p *process) watch(ctx context.Context) {
-	var expired <-chan time.Time
-	if p.timeout > 0 {
-		timer := time.NewTimer(p.timeout)
-		defer timer.Stop()
-		expired = timer.C
+// ends, abort is called or killBy nears, whichever comes first, unless
+// the process has exited or the caller is done with it.
+func (p *process) watch(ctx context.Context, timer func(time.Duration) (<-chan time.Time, func() bool)) {
+	var expired, shutdown <-chan time.Time
+	if p.spec.timeout > 0 {
+		c, stop := timer(p.spec.timeout)
+		defer stop()
+		expired = c
 	}
+	grace := killGrace
+	if !p.spec.killBy.IsZero() {
+		// SIGTERM leaves it killGrace, or half the time left when that
+		// is shorter, before the SIGKILL at killBy.
+		left := time.Until(p.spec.killBy)
+		grace = max(min(killGrace, left/2), 0)
+		c, stop := timer(max(left-grace, 0))
+		defer stop()
+		shutdown = c
+	}
+	var why int32
 	select {
+	case <-p.done:
+		return
 	case <-p.ended:
 		return
 	case <-ctx.Done():
-		p.why.Store(stoppedCancelled)
+		why = stoppedCancelled
 	case <-expired:
-		p.why.Store(stoppedTimeout)
+		why = stoppedTimeout
+	case <-shutdown:
+		why = stoppedShutdown
 	case <-p.aborted:
-		p.why.Store(stoppedAborted)
+		why = stoppedAborted
 	}
+	select {
+	case <-p.done:
+		if why != stoppedAborted {
+			// It exited before it was stopped: it ended well or not by
+			// itself.
+			return
+		}
+	default:
+	}
+	p.why.Store(why)
 	pid := p.cmd.Process.Pid
 	signalGroup(pid, syscall.SIGTERM)
-	grace := time.NewTimer(killGrace)
-	defer grace.Stop()
+	kill, stop := timer(grace)
+	defer stop()
 	select {
 	case <-p.ended:
-	case <-grace.C:
+	case <-kill:
 		signalGroup(pid, syscall.SIGKILL)
 	}
 }
@@ -139,16 +185,19 @@ func (p *process) wait() *CommandError {
 	if errors.Is(err, exec.ErrWaitDelay) {
 		err = nil // it exited well; a child it left kept its output open
 	}
+	what := p.spec.what
 	switch p.why.Load() {
 	case stoppedTimeout:
-		return &CommandError{What: p.what, TimedOut: true, Timeout: p.timeout}
+		return &CommandError{What: what, TimedOut: true, Timeout: p.spec.timeout}
 	case stoppedCancelled:
-		return &CommandError{What: p.what, Err: context.Canceled}
+		return &CommandError{What: what, Err: context.Canceled}
 	case stoppedAborted:
-		return &CommandError{What: p.what, Err: errors.New("stopped, as the backup failed")}
+		return &CommandError{What: what, Err: errors.New("stopped, as the backup failed")}
+	case stoppedShutdown:
+		return &CommandError{What: what, Err: errors.New("stopped, as nightjar is shutting down")}
 	}
 	if err != nil {
-		return &CommandError{What: p.what, Err: err}
+		return &CommandError{What: what, Err: err}
 	}
 	return nil
 }

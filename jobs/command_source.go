@@ -3,10 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"path"
 
 	"github.com/nightjar-backup/nightjar/backup"
@@ -14,29 +10,18 @@ import (
 )
 
 // commandSource backs up the standard output of src's command as one file
-// (backup.Stream), streamed as the command writes it. The command runs
-// with the run's environment (as a hook, with NIGHTJAR_SOURCE its name)
-// and src.Timeout. When it cannot start, exits with a failure or is
-// stopped, the error is a *CommandError with the end of its standard
-// error, and no snapshot is saved; its standard error goes to the run's
-// output in any case.
+// (backup.Stream), streamed as the command writes it (StartCommand). The
+// command runs with the run's environment (as a hook, with NIGHTJAR_SOURCE
+// its name), in the hooks' folder, and src.Timeout. When it cannot start,
+// exits with a failure, is stopped or leaves a process holding its output
+// open, the error is a *CommandError with the end of its standard error,
+// and no snapshot is saved; its standard error goes to the run's output in
+// any case.
 func (e *Executor) commandSource(ctx context.Context, r *repo.Repository, src SourceSpec, opts backup.StreamOptions, h *hookRun) (*backup.Result, error) {
 	name := path.Base(src.Path)
 	what := "command source " + name
-	stderr := newTailBuffer(MaxCommandOutput)
 	env := append(h.env("", nil, nil), "NIGHTJAR_SOURCE="+name)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer pr.Close()
-	p, err := startProcess(ctx, what, src.Command, env, src.Timeout, func(cmd *exec.Cmd) error {
-		// The pipe itself, not a copy: the command's output is read as
-		// it comes, and to its end whenever the command exits.
-		cmd.Stdout, cmd.Stderr = pw, stderr
-		return nil
-	})
-	pw.Close() // the command holds its own copy
+	in, err := StartCommand(ctx, Command{What: what, Argv: src.Command, Env: env, Dir: h.hooks.Dir, Timeout: src.Timeout})
 	if err != nil {
 		var cerr *CommandError
 		if errors.As(err, &cerr) {
@@ -44,49 +29,18 @@ func (e *Executor) commandSource(ctx context.Context, r *repo.Repository, src So
 		}
 		return nil, err
 	}
-	in := &commandOutput{r: pr, p: p, stderr: stderr}
 	res, err := backup.Stream(ctx, r, in, opts)
-	var cerr *CommandError
-	switch {
-	case in.err != nil:
-		cerr = in.err
-	case err != nil:
-		// The repository failed, or the backup was cancelled: stop the
-		// command, which may be blocked writing.
-		p.abort()
-	}
+	// The repository failed, or the backup was cancelled: Close stops
+	// the command, which may be blocked writing.
+	in.Close()
 	status := "ok"
-	if cerr != nil {
-		cerr.Tail = tailLine(stderr.String(), tailInMessage)
+	if cerr := in.Err(); cerr != nil {
 		status = commandReason(cerr)
 	}
-	if text := stderr.String(); text != "" || cerr != nil {
+	if text := in.Stderr(); text != "" || in.Err() != nil {
 		h.section(what+" (standard error)", status, text)
 	}
 	return res, err
-}
-
-// commandOutput reads a command's standard output; at its end it waits for
-// the command, and a command that failed makes the read fail, so that
-// backup.Stream saves no snapshot of it.
-type commandOutput struct {
-	r      io.Reader
-	p      *process
-	stderr *tailBuffer
-	err    *CommandError
-}
-
-func (c *commandOutput) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	if err != io.EOF {
-		return n, err
-	}
-	if cerr := c.p.wait(); cerr != nil {
-		cerr.Tail = tailLine(c.stderr.String(), tailInMessage)
-		c.err = cerr
-		return n, cerr
-	}
-	return n, io.EOF
 }
 
 // commandReason says how a command source failed, for its skipped

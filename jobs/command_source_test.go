@@ -199,3 +199,35 @@ wait`)
 		t.Errorf("snapshots after a cancelled dump: %d (%v), want none", len(snaps), err)
 	}
 }
+
+// A command that exits but leaves a process holding its output open (a
+// daemon it started) does not hold the run: killGrace after the command
+// exited, the rest of its group is killed and the source fails, saying
+// why, with no snapshot.
+func TestCommandSourceLeavingItsOutputOpenFails(t *testing.T) {
+	w := newHookWorld(t)
+	pidFile := filepath.Join(w.dir, "child.pid")
+	dump := script(t, w.dir, "dump.sh", `sleep 30 2>/dev/null &
+echo $! > "`+pidFile+`"
+echo data`)
+	res, err := execute(context.Background(), w.executor(Hooks{},
+		SourceSpec{Path: backup.StreamPath("db.sql"), Command: dump}, SourceSpec{Path: w.src}))
+	if v := pass.Judge(res, err); v.Status != pass.StatusPartialFailure {
+		t.Fatalf("status %s (%s), want partial_failure", v.Status, v.Message)
+	}
+	const want = "the command exited but a process it started kept its output open; no snapshot was saved"
+	if len(res.Figures.Skipped) != 1 || res.Figures.Skipped[0].Object != "source /db.sql" ||
+		!strings.Contains(res.Figures.Skipped[0].Reason, want) {
+		t.Errorf("skipped %+v, want the command source: %s", res.Figures.Skipped, want)
+	}
+	if len(res.Snapshots) != 1 || res.Snapshots[0].Source != w.src {
+		t.Errorf("snapshots %+v: want only the path's", res.Snapshots)
+	}
+	pidText, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); !endsSoon(t, child) {
+		t.Errorf("the command's child %d still runs", child)
+	}
+}

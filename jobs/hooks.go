@@ -24,6 +24,10 @@ type Hooks struct {
 	OnFailure []string // ... failed
 	OnPartial []string // ... partial_failure
 	Timeout   time.Duration
+	// Dir is the working folder of the hooks and of the job's command
+	// sources (cmd: the config file's folder, against which a relative
+	// program such as ./dump.sh is found); "": nightjar's.
+	Dir string
 }
 
 // JobHooks gives the hooks of a job by its name.
@@ -51,10 +55,6 @@ const (
 	CodeHookFailed  = "HOOK_FAILED"  // the before hook could not start or exited with a failure
 	CodeHookTimeout = "HOOK_TIMEOUT" // the before hook did not end within its timeout
 )
-
-// afterCancelledTimeout bounds the after hook of a cancelled run, whose
-// heartbeat has stopped (at most its timeout).
-const afterCancelledTimeout = time.Minute
 
 // tailInMessage bounds the end of a command's output quoted in a message
 // or a skipped object's reason.
@@ -103,7 +103,7 @@ func (h *hookRun) before(ctx context.Context, progress func(pass.Progress)) erro
 		return nil
 	}
 	progress(pass.Progress{Current: "hook " + HookBefore})
-	cerr := h.runHook(ctx, HookBefore, h.hooks.Before, h.env(HookBefore, nil, nil), h.hooks.Timeout)
+	cerr := h.runHook(ctx, HookBefore, h.hooks.Before, h.env(HookBefore, nil, nil), time.Time{})
 	switch {
 	case cerr == nil:
 		return nil
@@ -117,35 +117,34 @@ func (h *hookRun) before(ctx context.Context, progress func(pass.Progress)) erro
 
 // after runs the after hook whatever the backup did, also when the run was
 // cancelled: it undoes what before did (a database stopped, a snapshot
-// mounted), so a cancellation does not stop it; its timeout does (then at
-// most afterCancelledTimeout, as the run's heartbeat has stopped). Its
-// failure makes a run that would succeed or be partial partial, as a
-// skipped object "hook after"; a failed run stays failed.
+// mounted), so a cancellation does not stop it; its timeout does, and
+// after a shutdown the pass's deadline (pass.Shutdown). Its failure makes
+// a run that would succeed or be partial partial, as a skipped object
+// "hook after"; a failed run stays failed, and a run the pass records
+// cancelled or interrupted stays so.
 func (h *hookRun) after(ctx context.Context, res pass.Result, err error, progress func(pass.Progress)) pass.Result {
 	if h.hooks.After == nil {
 		return res
 	}
 	v := h.verdict(ctx, res, err)
-	timeout := h.hooks.Timeout
-	if ctx.Err() != nil {
-		// The run's heartbeat has stopped: it must end before it looks
-		// stale and is reclaimed.
-		timeout = min(timeout, afterCancelledTimeout)
-	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "hook " + HookAfter})
-	cerr := h.runHook(context.WithoutCancel(ctx), HookAfter, h.hooks.After, h.env(HookAfter, &v, res.Snapshots), timeout)
-	if cerr != nil && err == nil && ctx.Err() == nil {
+	cerr := h.runHook(context.WithoutCancel(ctx), HookAfter, h.hooks.After, h.env(HookAfter, &v, res.Snapshots), shutdownDeadline(ctx))
+	if cerr != nil && err == nil && pass.StoppedStatus(ctx, err) == "" {
 		res.Figures.FilesSkipped++
 		res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "hook " + HookAfter, Reason: hookReason(cerr)})
 	}
 	return res
 }
 
-// onStatus runs the hook for the run's status, once it is known. A
-// cancelled or interrupted run runs none. Its failure changes no status:
-// it is noted in the output.
+// onStatus runs the hook for the run's status, once it is known: the
+// status the pass records (pass.Judge), unless the pass records the run
+// cancelled or interrupted (pass.StoppedStatus), for which none runs. It
+// runs whatever ends the run's context meanwhile (a shutdown after the
+// backup's work was done does not change the status), within its timeout
+// and a shutdown's deadline. Its failure changes no status: it is noted
+// in the output.
 func (h *hookRun) onStatus(ctx context.Context, res pass.Result, err error, progress func(pass.Progress)) {
-	if ctx.Err() != nil {
+	if pass.StoppedStatus(ctx, err) != "" {
 		return
 	}
 	v := pass.Judge(res, err)
@@ -163,25 +162,40 @@ func (h *hookRun) onStatus(ctx context.Context, res pass.Result, err error, prog
 		return
 	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "hook " + name})
-	if cerr := h.runHook(ctx, name, argv, h.env(name, &v, res.Snapshots), h.hooks.Timeout); cerr != nil {
+	if cerr := h.runHook(context.WithoutCancel(ctx), name, argv, h.env(name, &v, res.Snapshots), shutdownDeadline(ctx)); cerr != nil {
 		fmt.Fprintf(&h.output, "warning: hook %s failed; the run's status stays %s\n", name, v.Status)
 	}
 }
 
-// verdict is the run's status so far, for the after hook: cancelled when
-// its context ended.
+// verdict is the run's status so far, for the after hook: as the pass
+// will record it (cancelled, interrupted, or pass.Judge's).
 func (h *hookRun) verdict(ctx context.Context, res pass.Result, err error) pass.Verdict {
-	if ctx.Err() != nil {
+	switch pass.StoppedStatus(ctx, err) {
+	case pass.StatusCancelled:
 		return pass.Verdict{Status: pass.StatusCancelled, Class: pass.ClassCancelled, Code: pass.CodeCancelled, Message: "cancelled"}
+	case pass.StatusInterrupted:
+		return pass.Verdict{Status: pass.StatusInterrupted, Class: pass.ClassCancelled, Code: pass.CodeInterrupted, Message: "interrupted by shutdown"}
 	}
 	return pass.Judge(res, err)
 }
 
-// runHook runs one hook to its end and writes its output to the run's.
-func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string, timeout time.Duration) *CommandError {
+// shutdownDeadline is when a command run after ctx ended by a shutdown
+// must have ended (pass.Shutdown); zero: no such bound.
+func shutdownDeadline(ctx context.Context) time.Time {
+	var shutdown *pass.Shutdown
+	if errors.As(context.Cause(ctx), &shutdown) {
+		return shutdown.Deadline
+	}
+	return time.Time{}
+}
+
+// runHook runs one hook to its end, within the hooks' timeout and killBy
+// (zero: none), and writes its output to the run's.
+func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string, killBy time.Time) *CommandError {
 	out := newTailBuffer(MaxCommandOutput)
 	var cerr *CommandError
-	p, err := startProcess(ctx, name+" hook", argv, env, timeout, func(cmd *exec.Cmd) error {
+	spec := commandSpec{what: name + " hook", argv: argv, env: env, dir: h.hooks.Dir, timeout: h.hooks.Timeout, killBy: killBy}
+	p, err := startProcess(ctx, spec, func(cmd *exec.Cmd) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		return nil
 	})

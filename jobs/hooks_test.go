@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -13,9 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nightjar-backup/nightjar/backup"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 	"github.com/nightjar-backup/nightjar/repo/repotest"
+	"github.com/nightjar-backup/nightjar/restore"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -367,30 +370,228 @@ func TestCancelKillsTheRunningHookAndItsChildren(t *testing.T) {
 
 // A before hook past its timeout is stopped with its process group and
 // fails the run with HOOK_TIMEOUT. The hook cannot end by itself: only the
-// timeout ends it.
+// timeout ends it, which passes once the hook has told its child's pid.
 func TestBeforeHookTimeout(t *testing.T) {
 	w := newHookWorld(t)
-	pidFile := filepath.Join(w.dir, "child.pid")
+	ready := fifo(t, w.dir, "ready")
 	block := fifo(t, w.dir, "block")
 	before := script(t, w.dir, "blocker", `echo "dumping"
 cat "`+block+`" &
-echo $! > "`+pidFile+`"
+echo $! > "`+ready+`"
 wait`)
-	res, err := execute(context.Background(), w.executor(Hooks{Before: before, Timeout: 300 * time.Millisecond}))
+	fire, _ := fakeTimeout(t, 300*time.Millisecond)
+	type outcome struct {
+		res pass.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := execute(context.Background(), w.executor(Hooks{Before: before, Timeout: 300 * time.Millisecond}))
+		done <- outcome{res, err}
+	}()
+	pidText, err := os.ReadFile(ready) // blocks until the hook has started its child
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire <- time.Now()
+	o := <-done
 	var ce *pass.ClassError
-	if !errors.As(err, &ce) || ce.Class != pass.ClassSource || ce.Code != CodeHookTimeout {
-		t.Fatalf("err = %v, want class source, code %s", err, CodeHookTimeout)
+	if !errors.As(o.err, &ce) || ce.Class != pass.ClassSource || ce.Code != CodeHookTimeout {
+		t.Fatalf("err = %v, want class source, code %s", o.err, CodeHookTimeout)
 	}
-	if !strings.Contains(err.Error(), "before hook did not end within 300ms and was stopped") {
-		t.Errorf("message %q", err)
+	if !strings.Contains(o.err.Error(), "before hook did not end within 300ms and was stopped") {
+		t.Errorf("message %q", o.err)
 	}
-	if !strings.Contains(res.Output, "== hook before: did not end within 300ms and was stopped") {
-		t.Errorf("output:\n%s", res.Output)
+	if !strings.Contains(o.res.Output, "== hook before: did not end within 300ms and was stopped") {
+		t.Errorf("output:\n%s", o.res.Output)
 	}
-	if pidText, rerr := os.ReadFile(pidFile); rerr == nil {
-		if child, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); child > 0 && !endsSoon(t, child) {
-			t.Errorf("the hook's child %d still runs after the timeout", child)
-		}
+	if !endsSoon(t, child) {
+		t.Errorf("the hook's child %d still runs after the timeout", child)
+	}
+}
+
+// held is a hook that logs as logger does, tells ready that it runs, and
+// then waits until the test writes to release.
+func (w *hookWorld) held(t *testing.T, name, ready, release string) []string {
+	return script(t, w.dir, name, `echo "$NIGHTJAR_HOOK $NIGHTJAR_STATUS $NIGHTJAR_ERROR_CODE" >> "`+w.log+`"
+echo running > "`+ready+`"
+cat "`+release+`" > /dev/null`)
+}
+
+// The hooks that follow a run's end agree with what the pass records
+// (pass.StoppedStatus): a shutdown after the backup's work was done
+// changes nothing (the pass records the judged status, so on_success
+// runs); a user's cancellation, or a shutdown that interrupted the backup,
+// runs no on_* hook, and after is told cancelled or interrupted.
+func TestStatusHooksAgreeWithThePass(t *testing.T) {
+	far := &pass.Shutdown{Deadline: time.Now().Add(time.Hour)}
+	cases := []struct {
+		name        string
+		cause       error
+		holdSource  bool // the stop comes while the command source runs; else while after runs
+		wantLog     []string
+		wantStopped string // pass.StoppedStatus of the run
+		wantStatus  string // what the pass records
+	}{
+		{
+			name:       "a shutdown while after runs, the backup done",
+			cause:      far,
+			wantLog:    []string{"after succeeded", "on_success succeeded"},
+			wantStatus: pass.StatusSucceeded,
+		},
+		{
+			name:        "a user's cancellation while after runs",
+			cause:       pass.ErrCancelRequested,
+			wantLog:     []string{"after succeeded"},
+			wantStopped: pass.StatusCancelled,
+			wantStatus:  pass.StatusCancelled,
+		},
+		{
+			name:        "a shutdown that interrupts the backup",
+			cause:       far,
+			holdSource:  true,
+			wantLog:     []string{"after interrupted INTERRUPTED"},
+			wantStopped: pass.StatusInterrupted,
+			wantStatus:  pass.StatusInterrupted,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newHookWorld(t)
+			ready, release := fifo(t, w.dir, "ready"), fifo(t, w.dir, "release")
+			hooks := Hooks{After: w.logger(t, "after", 0), OnSuccess: w.logger(t, "ok", 0), OnFailure: w.logger(t, "fail", 0),
+				OnPartial: w.logger(t, "partial", 0)}
+			src := SourceSpec{Path: w.src}
+			if c.holdSource {
+				src = SourceSpec{Path: backup.StreamPath("db.sql"), Command: script(t, w.dir, "dump.sh", `printf 'partial dump'
+echo running > "`+ready+`"
+cat "`+release+`"`)}
+			} else {
+				hooks.After = w.held(t, "after", ready, release)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			type outcome struct {
+				res pass.Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := execute(ctx, w.executor(hooks, src))
+				done <- outcome{res, err}
+			}()
+			if _, err := os.ReadFile(ready); err != nil {
+				t.Fatal(err)
+			}
+			cancel(c.cause)
+			if !c.holdSource {
+				// The after hook is not stopped by the cancellation: it
+				// ends when released.
+				if err := os.WriteFile(release, []byte("go"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := <-done
+			if got := w.lines(t); strings.Join(got, "\n") != strings.Join(c.wantLog, "\n") {
+				t.Errorf("hooks ran %q, want %q", got, c.wantLog)
+			}
+			stopped := pass.StoppedStatus(ctx, o.err)
+			if stopped != c.wantStopped {
+				t.Errorf("StoppedStatus %q, want %q", stopped, c.wantStopped)
+			}
+			if status := cmp.Or(stopped, pass.Judge(o.res, o.err).Status); status != c.wantStatus {
+				t.Errorf("the pass records %s, want %s", status, c.wantStatus)
+			}
+		})
+	}
+}
+
+// After a shutdown, the after hook ends before the pass stops waiting for
+// the run (pass.Shutdown's deadline), even one that ignores SIGTERM: its
+// group is killed, and the run's output says why.
+func TestAfterHookEndsByTheShutdownDeadline(t *testing.T) {
+	w := newHookWorld(t)
+	ready, block := fifo(t, w.dir, "ready"), fifo(t, w.dir, "block")
+	pidFile := filepath.Join(w.dir, "after.pid")
+	after := script(t, w.dir, "after", `trap '' TERM
+echo $$ > "`+pidFile+`"
+cat "`+block+`"`)
+	dump := script(t, w.dir, "dump.sh", `echo running > "`+ready+`"
+cat "`+block+`"`)
+	e := w.executor(Hooks{After: after, Timeout: time.Hour}, SourceSpec{Path: backup.StreamPath("db.sql"), Command: dump})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	type outcome struct {
+		res pass.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := execute(ctx, e)
+		done <- outcome{res, err}
+	}()
+	if _, err := os.ReadFile(ready); err != nil {
+		t.Fatal(err)
+	}
+	// The deadline has passed already: the after hook gets no grace.
+	cancel(&pass.Shutdown{Deadline: time.Now()})
+	o := <-done
+	if !strings.Contains(o.res.Output, "== hook after: stopped, as nightjar is shutting down") {
+		t.Errorf("output does not say the after hook was stopped by the shutdown:\n%s", o.res.Output)
+	}
+	if got := pass.StoppedStatus(ctx, o.err); got != pass.StatusInterrupted {
+		t.Errorf("StoppedStatus %q, want interrupted", got)
+	}
+	if pidText, err := os.ReadFile(pidFile); err != nil {
+		t.Errorf("the after hook did not run: %v", err)
+	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); !endsSoon(t, pid) {
+		t.Errorf("the after hook %d still runs", pid)
+	}
+}
+
+// Hooks and command sources run in Hooks.Dir (cmd: the config file's
+// folder), so that a relative program is found there whatever folder
+// nightjar runs in.
+func TestHooksAndCommandSourcesRunInTheirFolder(t *testing.T) {
+	w := newHookWorld(t)
+	if cwd, _ := os.Getwd(); cwd == w.dir {
+		t.Fatal("the test runs in the hooks' folder: it would prove nothing")
+	}
+	w.logger(t, "before.sh", 0)
+	script(t, w.dir, "dump.sh", `pwd`)
+	res, err := execute(context.Background(), w.executor(Hooks{Before: []string{"./before.sh"}, Dir: w.dir},
+		SourceSpec{Path: backup.StreamPath("db.sql"), Command: []string{"./dump.sh"}}))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Output)
+	}
+	if got := w.lines(t); strings.Join(got, ",") != "before" {
+		t.Errorf("hooks ran %q, want before", got)
+	}
+	if len(res.Snapshots) != 1 {
+		t.Fatalf("snapshots %+v: want the command source's", res.Snapshots)
+	}
+	r, err := repo.Open(context.Background(), w.be, repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.FindSnapshot(context.Background(), res.Snapshots[0].SnapshotID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := t.TempDir()
+	if _, err := restore.Run(context.Background(), r, snap, restore.Options{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "db.sql")); err != nil || strings.TrimSpace(string(got)) != w.dir {
+		t.Errorf("the command source ran in %q (%v), want %s", got, err, w.dir)
 	}
 }
 

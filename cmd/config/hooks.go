@@ -27,9 +27,12 @@ var hookKeys = []string{"before", "after", "on_success", "on_failure", "on_parti
 // MaxCommandTimeout bounds the timeout of a hook or a command source.
 const MaxCommandTimeout = 7 * 24 * time.Hour
 
-// hooks reads a job's [job.hooks] table (nil: no hooks).
+// hooks reads a job's [job.hooks] table (nil: no hooks). The hooks and
+// the job's command sources run in the config file's folder, so that a
+// relative program or path in them (./dump.sh) is found beside the config
+// whatever folder nightjar was started in (cron's is not the config's).
 func (l *loader) hooks(key string, raw *rawHooks) jobs.Hooks {
-	h := jobs.Hooks{Timeout: jobs.DefaultHookTimeout}
+	h := jobs.Hooks{Timeout: jobs.DefaultHookTimeout, Dir: l.dir}
 	if raw == nil {
 		return h
 	}

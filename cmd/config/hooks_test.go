@@ -42,9 +42,11 @@ path = "/srv"
 		After:     []string{"/bin/sh", "-c", "umount /mnt/snap && echo done"},
 		OnFailure: []string{"notify-send", "backup failed"},
 		Timeout:   90 * time.Second,
+		Dir:       "/etc/nightjar", // the config's folder: hooks and command sources run there
 	}
 	if !slices.Equal(j.Hooks.Before, want.Before) || !slices.Equal(j.Hooks.After, want.After) ||
-		!slices.Equal(j.Hooks.OnFailure, want.OnFailure) || j.Hooks.OnSuccess != nil || j.Hooks.OnPartial != nil || j.Hooks.Timeout != want.Timeout {
+		!slices.Equal(j.Hooks.OnFailure, want.OnFailure) || j.Hooks.OnSuccess != nil || j.Hooks.OnPartial != nil || j.Hooks.Timeout != want.Timeout ||
+		j.Hooks.Dir != want.Dir {
 		t.Errorf("hooks %+v, want %+v", j.Hooks, want)
 	}
 	if len(j.Sources) != 3 {
@@ -62,12 +64,12 @@ path = "/srv"
 	}
 }
 
-func TestJobWithoutHooksHasTheDefaultTimeout(t *testing.T) {
+func TestJobWithoutHooksHasTheDefaultTimeoutAndFolder(t *testing.T) {
 	cfg, err := Parse("/c.toml", hookJobHead+"[[job.source]]\npath = \"/x\"\n", testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := cfg.Jobs[0].Hooks; h.Before != nil || h.After != nil || h.Timeout != jobs.DefaultHookTimeout {
+	if h := cfg.Jobs[0].Hooks; h.Before != nil || h.After != nil || h.Timeout != jobs.DefaultHookTimeout || h.Dir != "/" {
 		t.Errorf("hooks of a job without [job.hooks]: %+v", h)
 	}
 }

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,6 +51,54 @@ func TestBackupJSONIsOneObjectPerLine(t *testing.T) {
 	res = e.expect(exitOK, "backup", "--json", "--quiet", "--bandwidth", "2MiB", src)
 	if n := strings.Count(res.Stdout, "\n"); n != 1 || !strings.Contains(res.Stdout, `"message_type":"summary"`) {
 		t.Errorf("backup --json --quiet: want the summary alone on one line\n%s", res)
+	}
+}
+
+// backup --stdin --json prints status objects while the stream is read, as
+// backup of paths does (without a total: a stream's size is known only at
+// its end). Standard input stays open until a status object came, so the
+// test waits for the event, not for a time.
+func TestBackupStdinJSONPrintsStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.init()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := e.command(ctx, nil, "backup", "--json", "--stdin", "--stdin-filename", "db.sql")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, strings.Repeat("INSERT INTO t VALUES (1);\n", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var status struct {
+		MessageType string `json:"message_type"`
+	}
+	if !lines.Scan() {
+		t.Fatalf("backup --stdin --json printed nothing while it read: %v", lines.Err())
+	}
+	if err := json.Unmarshal(lines.Bytes(), &status); err != nil || status.MessageType != "status" {
+		t.Errorf("first line %q (%v): want a status object", lines.Text(), err)
+	}
+	stdin.Close()
+	var last string
+	for lines.Scan() {
+		last = lines.Text()
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("backup --stdin --json: %v", err)
+	}
+	if !strings.Contains(last, `"message_type":"summary"`) {
+		t.Errorf("last line %q: want the summary", last)
 	}
 }
 

@@ -76,3 +76,27 @@ func TestBackupStdin(t *testing.T) {
 		e.expect(exitUsage, bad...)
 	}
 }
+
+// backup --stdin-from-command runs its command with nightjar's environment
+// without the passwords (jobs.StartCommand, as command sources do): a
+// command that prints its environment does not put the repository's
+// password into the snapshot.
+func TestBackupFromCommandGetsNoPassword(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	password := strings.TrimSpace(readFile(t, e.pwFile))
+	res := e.runEnv([]string{"NIGHTJAR_PASSWORD=" + password, "NIGHTJAR_PASSWORD_FILE=", "KEEP=kept"},
+		"backup", "--stdin-from-command", "--stdin-filename", "env.txt", "--", "env")
+	if res.Code != exitOK {
+		t.Fatalf("backup --stdin-from-command -- env:\n%s", res)
+	}
+	target := filepath.Join(e.dir, "restored")
+	e.expect(exitOK, "restore", "latest", "--target", target)
+	got := readFile(t, filepath.Join(target, "env.txt"))
+	if !strings.Contains(got, "KEEP=kept\n") {
+		t.Errorf("the command did not get nightjar's environment:\n%s", got)
+	}
+	if strings.Contains(got, "NIGHTJAR_PASSWORD") || strings.Contains(got, password) {
+		t.Errorf("the command was given the password:\n%s", got)
+	}
+}

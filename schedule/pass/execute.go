@@ -112,18 +112,29 @@ func (p *Pass) execute(ctx context.Context, sum *Summary) error {
 }
 
 // runOne executes one run with its heartbeat and records its result,
-// telling the observers through ev as it goes.
+// telling the observers through ev as it goes. The run's context ends with
+// a cause the executor can read (StoppedStatus): ErrCancelRequested,
+// ErrRunLost, or a *Shutdown when ctx ends.
 func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 	def, _ := p.def(run.Job) // admission only starts runs of known jobs
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	stopShutdown := context.AfterFunc(ctx, func() {
+		wait := p.shutdownWait()
+		cancel(&Shutdown{Deadline: time.Now().Add(wait - shutdownMargin(wait))})
+	})
+	defer stopShutdown()
 	var cancelled atomic.Bool
 	var lost atomic.Pointer[string]
 	var latest atomic.Pointer[Progress] // the executor's last report, for the heartbeat
+	// The heartbeat is renewed until the executor returns, also after a
+	// cancellation or a shutdown: the after hook still runs.
+	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBeat()
 	beating := make(chan struct{})
 	go func() {
 		defer close(beating)
-		p.beat(runCtx, run, cancel, &cancelled, &lost, &latest)
+		p.beat(beatCtx, run, cancel, &cancelled, &lost, &latest)
 	}()
 	progress := func(pr Progress) {
 		stored := Progress{Figures: pr.Figures.Clone(), Current: pr.Current}
@@ -134,7 +145,7 @@ func (p *Pass) runOne(ctx context.Context, run Run, ev *runEvents) outcome {
 
 	res, err := p.executeRun(runCtx, p.executorDef(def), run, progress)
 	ev.executed()
-	cancel()
+	stopBeat()
 	<-beating
 
 	if why := lost.Load(); why != nil {
@@ -207,10 +218,11 @@ func (p *Pass) finish(ctx context.Context, run Run, owner string, next *Run) (bo
 	}
 }
 
-// beat renews the run's heartbeat every Heartbeat until ctx ends, with the
-// executor's latest progress report. A user's cancellation or the loss of
-// the run cancels the run.
-func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, cancelled *atomic.Bool, lost *atomic.Pointer[string], latest *atomic.Pointer[Progress]) {
+// beat renews the run's heartbeat every Heartbeat until ctx ends (when
+// the executor has returned), with the executor's latest progress report.
+// A user's cancellation (once: then it only renews) or the loss of the
+// run cancels the run's context, with ErrCancelRequested or ErrRunLost.
+func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelCauseFunc, cancelled *atomic.Bool, lost *atomic.Pointer[string], latest *atomic.Pointer[Progress]) {
 	every := p.heartbeatEvery()
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -238,26 +250,71 @@ func (p *Pass) beat(ctx context.Context, run Run, cancel context.CancelFunc, can
 					"run", run.ID, "job", run.Job, "since", since.Round(time.Second), "err", err)
 				why := LostNoHeartbeat
 				lost.Store(&why)
-				cancel()
+				cancel(ErrRunLost)
 				return
 			}
 			p.log().Warn("heartbeat failed", "run", run.ID, "job", run.Job, "err", err)
 			continue
 		}
 		lastRecorded = p.Now()
-		switch reply {
-		case HeartbeatCancel:
+		switch {
+		case reply == HeartbeatCancel && !cancelled.Load():
 			cancelled.Store(true)
-			cancel()
-			return
-		case HeartbeatLost:
+			cancel(ErrCancelRequested)
+		case reply == HeartbeatLost:
 			why := LostReclaimed
 			p.logLost(LostRun{Run: run, Reason: why})
 			lost.Store(&why)
-			cancel()
+			cancel(ErrRunLost)
 			return
 		}
 	}
+}
+
+// ErrCancelRequested is the cause of a run's context when a user asked for
+// the run's cancellation: the pass records it cancelled.
+var ErrCancelRequested = errors.New("cancelled on request")
+
+// ErrRunLost is the cause of a run's context when the runner gave the run
+// up (another runner reclaimed it, or no heartbeat could be recorded for
+// too long): this runner records nothing of it.
+var ErrRunLost = errors.New("the run was given up")
+
+// Shutdown is the cause of a run's context when the pass shuts down. The
+// pass stops waiting for its runs ShutdownWait after the shutdown, and
+// Deadline is a little before that: what the run still does after its
+// cancellation (an after hook) must have ended by then, so that its
+// result is recorded.
+type Shutdown struct {
+	Deadline time.Time
+}
+
+func (s *Shutdown) Error() string { return "interrupted by shutdown" }
+
+// shutdownMargin is how long before the pass stops waiting a run stopped
+// by a shutdown must have ended (Shutdown.Deadline): the time to record
+// its result.
+func shutdownMargin(wait time.Duration) time.Duration { return min(wait/5, 5*time.Second) }
+
+// StoppedStatus returns the status the pass records for a run whose
+// context is ctx when its executor returns err, if the pass does not judge
+// the result (Judge): StatusCancelled after a user's cancellation, the
+// loss of the run or any other end of ctx, StatusInterrupted after a
+// shutdown when err is not nil; "" while ctx has not ended, and after a
+// shutdown when err is nil (the work was done: Judge decides). An executor
+// that acts on its run's status (hooks) asks it first.
+func StoppedStatus(ctx context.Context, err error) string {
+	if ctx.Err() == nil {
+		return ""
+	}
+	var shutdown *Shutdown
+	if errors.As(context.Cause(ctx), &shutdown) {
+		if err != nil {
+			return StatusInterrupted
+		}
+		return ""
+	}
+	return StatusCancelled
 }
 
 // executeRun calls the Executor, turning a missing executor and a panic
