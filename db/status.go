@@ -36,17 +36,6 @@ func (d *DB) RecordPass(ctx context.Context, b PassBeat) error {
 	})
 }
 
-// Passes returns the newest pass of each host and mode, newest first.
-func (d *DB) Passes(ctx context.Context) ([]PassBeat, error) {
-	var out []PassBeat
-	err := d.read(ctx, "list passes", func(tx *sql.Tx) error {
-		var err error
-		out, err = passes(ctx, tx)
-		return err
-	})
-	return out, err
-}
-
 func passes(ctx context.Context, q querier) ([]PassBeat, error) {
 	rows, err := q.QueryContext(ctx, `SELECT host, mode, pid, version, at FROM scheduler_passes ORDER BY at DESC, host, mode`)
 	if err != nil {
@@ -127,17 +116,6 @@ func (d *DB) RecordProbe(ctx context.Context, p RepositoryProbe) error {
 			p.Name, p.Location, at, at, p.Reachable, p.Error, encrypted, free, total)
 		return err
 	})
-}
-
-// Probes returns the newest probe of every repository probed, by name.
-func (d *DB) Probes(ctx context.Context) ([]RepositoryProbe, error) {
-	var out []RepositoryProbe
-	err := d.read(ctx, "list probes", func(tx *sql.Tx) error {
-		var err error
-		out, err = probes(ctx, tx)
-		return err
-	})
-	return out, err
 }
 
 func probes(ctx context.Context, q querier) ([]RepositoryProbe, error) {
