@@ -78,7 +78,7 @@ var (
 	lastPass = prometheus.NewDesc("nightjar_scheduler_last_pass_timestamp_seconds",
 		"Unix time of the newest scheduler pass (tick or serve) recorded on any host; 0 when none was ever recorded.", nil, nil)
 	runs = prometheus.NewDesc("nightjar_runs",
-		"Active runs by state: queued (waiting for their time or a free slot), held (queued with a held reason) and running; the three are disjoint.", []string{"state"}, nil)
+		"Active runs by state: queued (waiting for their time or a free slot), held (due, and not started by a pass that said why) and running; the three are disjoint.", []string{"state"}, nil)
 	warning = prometheus.NewDesc("nightjar_warning",
 		"1 while the warning of this code (a closed set, see nightjar status) is active for this job or repository, 0 when not; every code is exported for every job or repository it can apply to.", []string{"code", "severity", "job", "repository"}, nil)
 	lastSuccess = prometheus.NewDesc("nightjar_backup_last_success_timestamp_seconds",
@@ -169,9 +169,13 @@ func Metrics(s Snapshot) []prometheus.Metric {
 	}
 	gauge(lastPass, seconds(newest))
 
+	// Held is what status's run_held counts as held: a run that is due
+	// (its retry backoff, NotBefore, is over) and that a pass did not
+	// start, saying why. A run waiting for its time keeps the held reason
+	// of an earlier pass, and is queued.
 	held := 0
 	for _, q := range st.Queued {
-		if q.HeldReason != "" {
+		if q.HeldReason != "" && !q.NotBefore.After(st.Now) {
 			held++
 		}
 	}

@@ -42,6 +42,8 @@ func world() Snapshot {
 			Queued: []status.QueuedRun{
 				{ID: 5, Job: "hand", Repository: "offsite", QueuedAt: now.Add(-3 * time.Hour), HeldReason: "waiting: job is paused"},
 				{ID: 6, Job: "good", Repository: "main", QueuedAt: now},
+				{ID: 8, Job: "repository:main", Repository: "main", QueuedAt: now.Add(-time.Minute), NotBefore: now.Add(time.Minute),
+					HeldReason: "waiting: the repository is locked"}, // a retry waiting for its time is queued, not held
 			},
 			Running: []status.RunningRun{{ID: 7, Job: "bad", Repository: "main", StartedAt: now, HeartbeatAt: now}},
 			Repositories: []status.Repository{
@@ -117,7 +119,7 @@ func TestMetricsOfASnapshot(t *testing.T) {
 	}{
 		{"build info", "nightjar_build_info", l("version", "1.2.3"), 1, false},
 		{"newest pass of any host", "nightjar_scheduler_last_pass_timestamp_seconds", nil, float64(now.Add(-time.Minute).Unix()), false},
-		{"queued runs exclude held ones", "nightjar_runs", l("state", "queued"), 1, false},
+		{"queued runs exclude held ones, include a retry waiting for its time", "nightjar_runs", l("state", "queued"), 2, false},
 		{"held runs", "nightjar_runs", l("state", "held"), 1, false},
 		{"running runs", "nightjar_runs", l("state", "running"), 1, false},
 		{"last success", "nightjar_backup_last_success_timestamp_seconds", l("job", "good"), good, false},
