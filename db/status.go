@@ -184,24 +184,32 @@ func (d *DB) StatusFacts(ctx context.Context) (StatusFacts, error) {
 	var f StatusFacts
 	err := d.read(ctx, "read status", func(tx *sql.Tx) error {
 		var err error
-		if f.Jobs, err = jobFacts(ctx, tx); err != nil {
-			return err
-		}
-		if f.Queued, err = queryRuns(ctx, tx, false, `WHERE r.status = 'queued' ORDER BY r.queued_at, r.id`); err != nil {
-			return err
-		}
-		if f.Running, err = queryRuns(ctx, tx, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`); err != nil {
-			return err
-		}
-		if f.Passes, err = passes(ctx, tx); err != nil {
-			return err
-		}
-		if f.Probes, err = probes(ctx, tx); err != nil {
-			return err
-		}
-		f.LastBackupAdded, err = lastBackupAdded(ctx, tx)
+		f, err = statusFacts(ctx, tx)
 		return err
 	})
+	return f, err
+}
+
+// statusFacts reads the facts of nightjar status in the transaction of q.
+func statusFacts(ctx context.Context, q querier) (StatusFacts, error) {
+	var f StatusFacts
+	var err error
+	if f.Jobs, err = jobFacts(ctx, q); err != nil {
+		return f, err
+	}
+	if f.Queued, err = queryRuns(ctx, q, false, `WHERE r.status = 'queued' ORDER BY r.queued_at, r.id`); err != nil {
+		return f, err
+	}
+	if f.Running, err = queryRuns(ctx, q, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`); err != nil {
+		return f, err
+	}
+	if f.Passes, err = passes(ctx, q); err != nil {
+		return f, err
+	}
+	if f.Probes, err = probes(ctx, q); err != nil {
+		return f, err
+	}
+	f.LastBackupAdded, err = lastBackupAdded(ctx, q)
 	return f, err
 }
 

@@ -26,7 +26,7 @@ func TestRecordPass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := statusFacts(t, d).Passes
+	got := readStatusFacts(t, d).Passes
 	want := []PassBeat{beats[3], beats[1], beats[4]}
 	if !slices.Equal(got, want) {
 		t.Errorf("passes:\n%+v\nwant:\n%+v", got, want)
@@ -60,7 +60,7 @@ func TestProbes(t *testing.T) {
 			t.Errorf("%s: claimed = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if got := statusFacts(t, d).Probes; len(got) != 0 {
+	if got := readStatusFacts(t, d).Probes; len(got) != 0 {
 		t.Fatalf("probes of a repository only claimed = %+v; want none", got)
 	}
 	down := RepositoryProbe{Name: "disk", Location: "/srv/disk", At: t0, Error: "no repository at /srv/disk"}
@@ -74,7 +74,7 @@ func TestProbes(t *testing.T) {
 	if err := d.RecordProbe(ctx, RepositoryProbe{Name: "x", At: t0}); err == nil {
 		t.Error("an unreachable probe without a reason was recorded")
 	}
-	got := statusFacts(t, d).Probes
+	got := readStatusFacts(t, d).Probes
 	if want := []RepositoryProbe{down, up}; !slices.Equal(got, want) {
 		t.Errorf("probes:\n%+v\nwant:\n%+v", got, want)
 	}
@@ -88,8 +88,8 @@ func TestProbes(t *testing.T) {
 	}
 }
 
-// statusFacts reads the facts of nightjar status, failing the test on an error.
-func statusFacts(t *testing.T, d *DB) StatusFacts {
+// readStatusFacts reads the facts of nightjar status, failing the test on an error.
+func readStatusFacts(t *testing.T, d *DB) StatusFacts {
 	t.Helper()
 	f, err := d.StatusFacts(context.Background())
 	if err != nil {
