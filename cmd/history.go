@@ -24,17 +24,21 @@ const purgeBatch = 500
 // purgeHistory deletes, after a pass, the ended runs older than keep_runs
 // and the audit rows older than keep_audit, purgeBatch of each at most
 // (db.PurgeRuns keeps the runs that status, dependencies and job list
-// read). What it deleted is logged at level info; a failure is returned
+// read), and the heartbeats of hosts whose last pass is older than
+// keep_runs (db.PurgePasses keeps the newest of tick and of serve). What it deleted is logged at level info; a failure is returned
 // for the caller to warn about, and never fails the pass.
 func purgeHistory(ctx context.Context, state *db.DB, h config.History, now time.Time, log *slog.Logger) error {
 	if ctx.Err() != nil {
 		return nil // shutting down: the next pass purges
 	}
-	var runs, audit int
+	var runs, passes, audit int
 	var err error
 	if h.KeepRuns > 0 {
 		if runs, err = state.PurgeRuns(ctx, now.Add(-h.KeepRuns), purgeBatch); err != nil {
 			return fmt.Errorf("old runs not purged (keep_runs %s): %w", keepString(h.KeepRuns), err)
+		}
+		if passes, err = state.PurgePasses(ctx, now.Add(-h.KeepRuns)); err != nil {
+			return fmt.Errorf("old pass heartbeats not purged (keep_runs %s): %w", keepString(h.KeepRuns), err)
 		}
 	}
 	if h.KeepAudit > 0 {
@@ -42,8 +46,8 @@ func purgeHistory(ctx context.Context, state *db.DB, h config.History, now time.
 			return fmt.Errorf("old audit rows not purged (keep_audit %s): %w", keepString(h.KeepAudit), err)
 		}
 	}
-	if runs+audit > 0 {
-		log.Info("history purged", "runs", runs, "audit_rows", audit,
+	if runs+passes+audit > 0 {
+		log.Info("history purged", "runs", runs, "passes", passes, "audit_rows", audit,
 			"keep_runs", keepString(h.KeepRuns), "keep_audit", keepString(h.KeepAudit),
 			"more_left", runs == purgeBatch || audit == purgeBatch)
 	}

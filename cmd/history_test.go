@@ -30,6 +30,25 @@ func TestPurgeHistory(t *testing.T) {
 	if logged.Len() != 0 {
 		t.Errorf("a purge that deleted nothing logged:\n%s", logged.String())
 	}
+	// A host gone for longer than keep_runs leaves a heartbeat that goes;
+	// the newest tick pass stays.
+	for _, b := range []db.PassBeat{
+		{Host: "gone", Mode: db.PassTick, PID: 1, Version: "1", At: now.Add(-config.DefaultKeepRuns - time.Hour)},
+		{Host: "here", Mode: db.PassTick, PID: 2, Version: "1", At: now},
+	} {
+		if err := state.RecordPass(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := purgeHistory(ctx, state, config.History{KeepRuns: config.DefaultKeepRuns}, now, log); err != nil {
+		t.Fatalf("purge of an old heartbeat: %v", err)
+	}
+	if facts, err := state.StatusFacts(ctx); err != nil || len(facts.Passes) != 1 || facts.Passes[0].Host != "here" {
+		t.Errorf("passes after the purge %+v, %v; want here's only", facts.Passes, err)
+	}
+	if !strings.Contains(logged.String(), "passes=1") {
+		t.Errorf("the purge of a heartbeat was not logged:\n%s", logged.String())
+	}
 	state.Close()
 	for _, tc := range []struct {
 		name    string
