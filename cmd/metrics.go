@@ -60,7 +60,13 @@ func (m *metricsSource) snapshot() (metrics.Snapshot, error) {
 	if err != nil {
 		return metrics.Snapshot{}, err
 	}
-	snap := metrics.Snapshot{Status: statusState(cfg, state.Status, now), Version: version, Figures: map[string]metrics.JobFigures{}}
+	snap := metrics.Snapshot{Status: statusState(cfg, state.Status, now), Version: version, Figures: map[string]metrics.JobFigures{},
+		RepositorySizes: map[string]int64{}}
+	for _, p := range state.Status.Probes {
+		if p.SizeKnown {
+			snap.RepositorySizes[p.Name] = p.SizeBytes
+		}
+	}
 	for _, j := range state.Jobs {
 		snap.Figures[j.Name] = metrics.JobFigures{LastRuns: j.LastRuns, LastSuccess: j.LastSuccess}
 	}

@@ -70,6 +70,10 @@ type RepositoryProbe struct {
 	SpaceKnown bool
 	FreeBytes  int64
 	TotalBytes int64
+	// SizeKnown: SizeBytes, the bytes of the repository's objects, were
+	// listed.
+	SizeKnown bool
+	SizeBytes int64
 }
 
 // ClaimProbe takes on the probe of repository name for a pass at now: it
@@ -98,28 +102,32 @@ func (d *DB) RecordProbe(ctx context.Context, p RepositoryProbe) error {
 	if !p.Reachable && p.Error == "" {
 		return fmt.Errorf("record probe of repository %s: an unreachable repository needs its reason", p.Name)
 	}
-	var encrypted, free, total any
+	var encrypted, free, total, size any
 	if p.EncryptionKnown {
 		encrypted = p.Encrypted
 	}
 	if p.SpaceKnown {
 		free, total = p.FreeBytes, p.TotalBytes
 	}
+	if p.SizeKnown {
+		size = p.SizeBytes
+	}
 	at := p.At.UnixNano()
 	return d.write(ctx, "record probe of repository "+p.Name, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO repository_probes
-				(name, location, claimed_at, probed_at, reachable, error, encrypted, free_bytes, total_bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+				(name, location, claimed_at, probed_at, reachable, error, encrypted, free_bytes, total_bytes, size_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET location = excluded.location, claimed_at = max(claimed_at, excluded.claimed_at),
 				probed_at = excluded.probed_at, reachable = excluded.reachable, error = excluded.error,
-				encrypted = excluded.encrypted, free_bytes = excluded.free_bytes, total_bytes = excluded.total_bytes`,
-			p.Name, p.Location, at, at, p.Reachable, p.Error, encrypted, free, total)
+				encrypted = excluded.encrypted, free_bytes = excluded.free_bytes, total_bytes = excluded.total_bytes,
+				size_bytes = excluded.size_bytes`,
+			p.Name, p.Location, at, at, p.Reachable, p.Error, encrypted, free, total, size)
 		return err
 	})
 }
 
 func probes(ctx context.Context, q querier) ([]RepositoryProbe, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, location, probed_at, reachable, error, encrypted, free_bytes, total_bytes
+	rows, err := q.QueryContext(ctx, `SELECT name, location, probed_at, reachable, error, encrypted, free_bytes, total_bytes, size_bytes
 		FROM repository_probes WHERE probed_at IS NOT NULL ORDER BY name`)
 	if err != nil {
 		return nil, err
@@ -130,13 +138,14 @@ func probes(ctx context.Context, q querier) ([]RepositoryProbe, error) {
 		var p RepositoryProbe
 		var at int64
 		var encrypted sql.NullBool
-		var free, total sql.NullInt64
-		if err := rows.Scan(&p.Name, &p.Location, &at, &p.Reachable, &p.Error, &encrypted, &free, &total); err != nil {
+		var free, total, size sql.NullInt64
+		if err := rows.Scan(&p.Name, &p.Location, &at, &p.Reachable, &p.Error, &encrypted, &free, &total, &size); err != nil {
 			return nil, err
 		}
 		p.At = time.Unix(0, at).UTC()
 		p.EncryptionKnown, p.Encrypted = encrypted.Valid, encrypted.Bool
 		p.SpaceKnown, p.FreeBytes, p.TotalBytes = free.Valid, free.Int64, total.Int64
+		p.SizeKnown, p.SizeBytes = size.Valid, size.Int64
 		out = append(out, p)
 	}
 	return out, rows.Err()

@@ -65,7 +65,7 @@ func TestProbes(t *testing.T) {
 	}
 	down := RepositoryProbe{Name: "disk", Location: "/srv/disk", At: t0, Error: "no repository at /srv/disk"}
 	up := RepositoryProbe{Name: "nas", Location: "/mnt/nas", At: t0, Reachable: true, EncryptionKnown: true, Encrypted: true,
-		SpaceKnown: true, FreeBytes: 5 << 30, TotalBytes: 10 << 30}
+		SpaceKnown: true, FreeBytes: 5 << 30, TotalBytes: 10 << 30, SizeKnown: true, SizeBytes: 3<<30 + 12345}
 	for _, p := range []RepositoryProbe{down, up} {
 		if err := d.RecordProbe(ctx, p); err != nil {
 			t.Fatal(err)

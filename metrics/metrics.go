@@ -20,6 +20,10 @@ type Snapshot struct {
 	Status status.State
 	// Figures holds, by job name, what the job's last runs did.
 	Figures map[string]JobFigures
+	// RepositorySizes holds, by repository name, the bytes of the
+	// repository's objects as its last probe listed them; a repository
+	// missing here has no known size.
+	RepositorySizes map[string]int64
 	// Version is nightjar's version, for nightjar_build_info.
 	Version string
 }
@@ -109,12 +113,14 @@ var (
 		"Bytes free for the repository on its storage, as its last probe read them; absent when unknown.", []string{"repository"}, nil)
 	repoTotal = prometheus.NewDesc("nightjar_repository_total_bytes",
 		"Size in bytes of the storage (file system) that holds the repository, as its last probe read it; absent when unknown.", []string{"repository"}, nil)
+	repoSize = prometheus.NewDesc("nightjar_repository_size_bytes",
+		"Bytes of the repository's objects (config, keys, packs, indexes, snapshots, ...), as its last probe listed them; absent when unknown.", []string{"repository"}, nil)
 	collectFailed = prometheus.NewDesc("nightjar_metrics_collect_error",
 		"The state could not be read for the metrics.", nil, nil)
 )
 
 var descs = []*prometheus.Desc{buildInfo, lastPass, runs, warning, lastSuccess, lastSnapshot, rpo, lastStatus,
-	lastDuration, lastEnd, lastRead, lastAdded, lastFiles, lastSkipped, repoUp, repoProbed, repoFree, repoTotal}
+	lastDuration, lastEnd, lastRead, lastAdded, lastFiles, lastSkipped, repoUp, repoProbed, repoFree, repoTotal, repoSize}
 
 // Collector is a prometheus.Collector that reads a Snapshot at each
 // collection (each scrape of /metrics, each textfile write).
@@ -221,6 +227,9 @@ func Metrics(s Snapshot) []prometheus.Metric {
 		if p.SpaceKnown {
 			gauge(repoFree, float64(p.FreeBytes), r.Name)
 			gauge(repoTotal, float64(p.TotalBytes), r.Name)
+		}
+		if size, ok := s.RepositorySizes[r.Name]; ok {
+			gauge(repoSize, float64(size), r.Name)
 		}
 	}
 

@@ -51,6 +51,7 @@ func world() Snapshot {
 				{Name: "offsite"},
 			},
 		},
+		RepositorySizes: map[string]int64{"main": 42 << 30, "gone": 7},
 		Figures: map[string]JobFigures{
 			"good": {LastSuccess: good, LastRuns: map[string]pass.Run{
 				pass.KindBackup: {Status: pass.StatusSucceeded, StartedAt: good.Add(-90 * time.Second), EndedAt: good,
@@ -143,6 +144,9 @@ func TestMetricsOfASnapshot(t *testing.T) {
 		{"unprobed repository: absent", "nightjar_repository_up", l("repository", "offsite"), 0, true},
 		{"free bytes", "nightjar_repository_free_bytes", l("repository", "main"), 5 << 30, false},
 		{"total bytes", "nightjar_repository_total_bytes", l("repository", "main"), 100 << 30, false},
+		{"repository size", "nightjar_repository_size_bytes", l("repository", "main"), 42 << 30, false},
+		{"unprobed repository: no size", "nightjar_repository_size_bytes", l("repository", "offsite"), 0, true},
+		{"a size of a repository not configured: absent", "nightjar_repository_size_bytes", l("repository", "gone"), 0, true},
 		{"probe time", "nightjar_repository_last_probe_timestamp_seconds", l("repository", "main"), float64(now.Add(-5 * time.Minute).Unix()), false},
 		{"active: failed run", "nightjar_warning", l("code", "last_run_failed", "severity", "warning", "job", "bad", "repository", "main"), 1, false},
 		{"inactive: good job did not fail", "nightjar_warning", l("code", "last_run_failed", "severity", "warning", "job", "good", "repository", "main"), 0, false},
