@@ -185,3 +185,63 @@ func shellWord(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// maxNamesSaid is how many allowed names a usage error lists before "…".
+const maxNamesSaid = 10
+
+// namesSaid lists names for a usage error: the first maxNamesSaid, then
+// "…" for the rest; "none" when there are none.
+func namesSaid(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) > maxNamesSaid {
+		return strings.Join(names[:maxNamesSaid], ", ") + ", …"
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkRepositoryFlag checks --repository: a name the config does not
+// have is a usage error listing those it has (a filter that names nothing
+// would list nothing, and look like a repository without runs).
+func checkRepositoryFlag(c *cli.Context, cfg *config.Config) error {
+	name := c.String("repository")
+	if name == "" {
+		return nil
+	}
+	if _, ok := cfg.Repositories[name]; ok {
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown --repository %s: want a repository of the config: %s",
+		shellWord(name), namesSaid(sortedKeys(cfg.Repositories)))}
+}
+
+// checkJobFlag checks --job: a job neither in the config nor ever stored
+// in the state database (a removed job keeps its runs and audit rows) is
+// a usage error listing those there are.
+func checkJobFlag(c *cli.Context, cfg *config.Config, state *db.DB) error {
+	name := c.String("job")
+	if name == "" {
+		return nil
+	}
+	defs := cfg.JobDefs()
+	if _, ok := defs[name]; ok {
+		return nil
+	}
+	stored, err := state.JobNames(c.Context)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(stored, name) {
+		return nil
+	}
+	known := stored
+	for _, j := range cfg.Jobs {
+		if !slices.Contains(known, j.Def.Name) {
+			known = append(known, j.Def.Name)
+		}
+	}
+	slices.Sort(known)
+	return usageError{fmt.Errorf("unknown --job %s: want a job of the config or of the state database: %s",
+		shellWord(name), namesSaid(known))}
+}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,33 @@ func TestPurgeHistory(t *testing.T) {
 				t.Errorf("keeping everything touched the database: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A usage error lists at most ten allowed names, then "…".
+func TestNamesSaid(t *testing.T) {
+	many := func(n int) []string {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("j%02d", i))
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		want  string
+	}{
+		{"none", nil, "none"},
+		{"a few", []string{"a", "b"}, "a, b"},
+		{"ten", many(10), "j00, j01, j02, j03, j04, j05, j06, j07, j08, j09"},
+		{"more than ten", many(25), "j00, j01, j02, j03, j04, j05, j06, j07, j08, j09, …"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := namesSaid(tc.names); got != tc.want {
+				t.Errorf("namesSaid = %q, want %q", got, tc.want)
 			}
 		})
 	}
