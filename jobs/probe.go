@@ -16,6 +16,11 @@ import (
 // hung network mount) is unavailable.
 const ProbeTimeout = 30 * time.Second
 
+// sizeTimeout bounds the listing of a repository's objects for its size,
+// within ProbeTimeout: a repository too large to list in time has no
+// known size, and is not called unavailable for it.
+const sizeTimeout = 10 * time.Second
+
 // Probe is what ProbeRepository found. Error never holds a password, nor
 // the path or content of its source.
 type Probe struct {
@@ -139,6 +144,8 @@ var sizedTypes = []repo.FileType{repo.KeyFile, repo.PackFile, repo.IndexFile, re
 // 65 requests, billed as class A operations) at each probe, every
 // probe_every.
 func repositorySize(ctx context.Context, be repo.Backend) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, sizeTimeout)
+	defer cancel()
 	size, err := be.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
 	if err != nil {
 		return 0, err
