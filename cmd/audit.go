@@ -41,11 +41,14 @@ func runAudit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	state, err := openState(c)
+	cfg, state, err := openState(c)
 	if err != nil {
 		return err
 	}
 	defer state.Close()
+	if err := checkJobFlag(c, cfg, state); err != nil {
+		return err
+	}
 	f := db.AuditFilter{Before: c.Int64("before"), Limit: pageLimit(limit)}
 	if job := c.String("job"); job != "" {
 		f.Jobs = []string{job, pass.DrillJobName(job)}

@@ -24,17 +24,21 @@ const purgeBatch = 500
 // purgeHistory deletes, after a pass, the ended runs older than keep_runs
 // and the audit rows older than keep_audit, purgeBatch of each at most
 // (db.PurgeRuns keeps the runs that status, dependencies and job list
-// read). What it deleted is logged at level info; a failure is returned
+// read), and the heartbeats of hosts whose last pass is older than
+// keep_runs (db.PurgePasses keeps the newest of tick and of serve). What it deleted is logged at level info; a failure is returned
 // for the caller to warn about, and never fails the pass.
 func purgeHistory(ctx context.Context, state *db.DB, h config.History, now time.Time, log *slog.Logger) error {
 	if ctx.Err() != nil {
 		return nil // shutting down: the next pass purges
 	}
-	var runs, audit int
+	var runs, passes, audit int
 	var err error
 	if h.KeepRuns > 0 {
 		if runs, err = state.PurgeRuns(ctx, now.Add(-h.KeepRuns), purgeBatch); err != nil {
 			return fmt.Errorf("old runs not purged (keep_runs %s): %w", keepString(h.KeepRuns), err)
+		}
+		if passes, err = state.PurgePasses(ctx, now.Add(-h.KeepRuns)); err != nil {
+			return fmt.Errorf("old pass heartbeats not purged (keep_runs %s): %w", keepString(h.KeepRuns), err)
 		}
 	}
 	if h.KeepAudit > 0 {
@@ -42,8 +46,8 @@ func purgeHistory(ctx context.Context, state *db.DB, h config.History, now time.
 			return fmt.Errorf("old audit rows not purged (keep_audit %s): %w", keepString(h.KeepAudit), err)
 		}
 	}
-	if runs+audit > 0 {
-		log.Info("history purged", "runs", runs, "audit_rows", audit,
+	if runs+passes+audit > 0 {
+		log.Info("history purged", "runs", runs, "passes", passes, "audit_rows", audit,
 			"keep_runs", keepString(h.KeepRuns), "keep_audit", keepString(h.KeepAudit),
 			"more_left", runs == purgeBatch || audit == purgeBatch)
 	}
@@ -180,4 +184,64 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// maxNamesSaid is how many allowed names a usage error lists before "…".
+const maxNamesSaid = 10
+
+// namesSaid lists names for a usage error: the first maxNamesSaid, then
+// "…" for the rest; "none" when there are none.
+func namesSaid(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) > maxNamesSaid {
+		return strings.Join(names[:maxNamesSaid], ", ") + ", …"
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkRepositoryFlag checks --repository: a name the config does not
+// have is a usage error listing those it has (a filter that names nothing
+// would list nothing, and look like a repository without runs).
+func checkRepositoryFlag(c *cli.Context, cfg *config.Config) error {
+	name := c.String("repository")
+	if name == "" {
+		return nil
+	}
+	if _, ok := cfg.Repositories[name]; ok {
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown --repository %s: want a repository of the config: %s",
+		shellWord(name), namesSaid(sortedKeys(cfg.Repositories)))}
+}
+
+// checkJobFlag checks --job: a job neither in the config nor ever stored
+// in the state database (a removed job keeps its runs and audit rows) is
+// a usage error listing those there are.
+func checkJobFlag(c *cli.Context, cfg *config.Config, state *db.DB) error {
+	name := c.String("job")
+	if name == "" {
+		return nil
+	}
+	defs := cfg.JobDefs()
+	if _, ok := defs[name]; ok {
+		return nil
+	}
+	stored, err := state.JobNames(c.Context)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(stored, name) {
+		return nil
+	}
+	known := stored
+	for _, j := range cfg.Jobs {
+		if !slices.Contains(known, j.Def.Name) {
+			known = append(known, j.Def.Name)
+		}
+	}
+	slices.Sort(known)
+	return usageError{fmt.Errorf("unknown --job %s: want a job of the config or of the state database: %s",
+		shellWord(name), namesSaid(known))}
 }

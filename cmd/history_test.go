@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,25 @@ func TestPurgeHistory(t *testing.T) {
 	if logged.Len() != 0 {
 		t.Errorf("a purge that deleted nothing logged:\n%s", logged.String())
 	}
+	// A host gone for longer than keep_runs leaves a heartbeat that goes;
+	// the newest tick pass stays.
+	for _, b := range []db.PassBeat{
+		{Host: "gone", Mode: db.PassTick, PID: 1, Version: "1", At: now.Add(-config.DefaultKeepRuns - time.Hour)},
+		{Host: "here", Mode: db.PassTick, PID: 2, Version: "1", At: now},
+	} {
+		if err := state.RecordPass(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := purgeHistory(ctx, state, config.History{KeepRuns: config.DefaultKeepRuns}, now, log); err != nil {
+		t.Fatalf("purge of an old heartbeat: %v", err)
+	}
+	if facts, err := state.StatusFacts(ctx); err != nil || len(facts.Passes) != 1 || facts.Passes[0].Host != "here" {
+		t.Errorf("passes after the purge %+v, %v; want here's only", facts.Passes, err)
+	}
+	if !strings.Contains(logged.String(), "passes=1") {
+		t.Errorf("the purge of a heartbeat was not logged:\n%s", logged.String())
+	}
 	state.Close()
 	for _, tc := range []struct {
 		name    string
@@ -47,6 +67,33 @@ func TestPurgeHistory(t *testing.T) {
 				t.Errorf("keeping everything touched the database: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("error %v, want one with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A usage error lists at most ten allowed names, then "…".
+func TestNamesSaid(t *testing.T) {
+	many := func(n int) []string {
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("j%02d", i))
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		want  string
+	}{
+		{"none", nil, "none"},
+		{"a few", []string{"a", "b"}, "a, b"},
+		{"ten", many(10), "j00, j01, j02, j03, j04, j05, j06, j07, j08, j09"},
+		{"more than ten", many(25), "j00, j01, j02, j03, j04, j05, j06, j07, j08, j09, …"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := namesSaid(tc.names); got != tc.want {
+				t.Errorf("namesSaid = %q, want %q", got, tc.want)
 			}
 		})
 	}

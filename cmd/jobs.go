@@ -265,6 +265,9 @@ func runJobList(c *cli.Context) error {
 		return err
 	}
 	defer s.db.Close()
+	if err := checkRepositoryFlag(c, s.cfg); err != nil {
+		return err
+	}
 	jobs, err := s.db.ListJobs(c.Context, db.JobFilter{States: states, Repository: c.String("repository"),
 		After: c.String("after"), Limit: pageLimit(limit)})
 	if err != nil {
@@ -712,14 +715,15 @@ func runsCommand() *cli.Command {
 	}
 }
 
-// openState opens the state database alone: reading runs needs neither
-// the executor nor a synchronised config.
-func openState(c *cli.Context) (*db.DB, error) {
+// openState loads the config and opens the state database alone: reading
+// runs needs neither the executor nor a synchronised config.
+func openState(c *cli.Context) (*config.Config, *db.DB, error) {
 	cfg, err := loadConfig(c, time.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return db.Open(c.Context, statePath(c, cfg), time.Now)
+	state, err := db.Open(c.Context, statePath(c, cfg), time.Now)
+	return cfg, state, err
 }
 
 func runRunsList(c *cli.Context) error {
@@ -735,15 +739,24 @@ func runRunsList(c *cli.Context) error {
 	if k := c.String("kind"); k != "" && !slices.Contains(runKinds, k) {
 		return usageError{fmt.Errorf("invalid --kind %q: want one of %s", k, strings.Join(runKinds, ", "))}
 	}
-	state, err := openState(c)
+	cfg, state, err := openState(c)
 	if err != nil {
 		return err
 	}
 	defer state.Close()
+	if err := checkRepositoryFlag(c, cfg); err != nil {
+		return err
+	}
+	if err := checkJobFlag(c, cfg, state); err != nil {
+		return err
+	}
 	runs, err := state.Runs(c.Context, db.RunFilter{Job: c.String("job"), Statuses: statuses, Repository: c.String("repository"),
 		Kind: c.String("kind"), Before: c.Int64("before"), Limit: pageLimit(limit)})
+	if errors.Is(err, db.ErrUnknownJob) {
+		runs, err = nil, nil // a job of the config that no pass stored yet: it has no runs
+	}
 	if err != nil {
-		return jobError(err)
+		return err
 	}
 	runs, more := onePage(runs, limit)
 	if p.jsonOut {
@@ -783,7 +796,7 @@ func runAction(run func(c *cli.Context, p *printer, state *db.DB, id int64) erro
 		if err != nil {
 			return err
 		}
-		state, err := openState(c)
+		_, state, err := openState(c)
 		if err != nil {
 			return err
 		}

@@ -52,16 +52,22 @@ func (m *metricsSource) snapshot() (metrics.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
 	defer cancel()
 	now := m.now()
-	facts, err := m.state.StatusFacts(ctx)
+	// One read transaction for the status facts and the figures
+	// (db.MetricsState returns both): a run that ended between two reads
+	// would make nightjar_backup_last_run_status disagree with
+	// nightjar_warning's last_run_failed.
+	state, err := m.state.MetricsState(ctx)
 	if err != nil {
 		return metrics.Snapshot{}, err
 	}
-	figures, err := m.state.MetricsState(ctx)
-	if err != nil {
-		return metrics.Snapshot{}, err
+	snap := metrics.Snapshot{Status: statusState(cfg, state.Status, now), Version: version, Figures: map[string]metrics.JobFigures{},
+		RepositorySizes: map[string]int64{}}
+	for _, p := range state.Status.Probes {
+		if p.SizeKnown {
+			snap.RepositorySizes[p.Name] = p.SizeBytes
+		}
 	}
-	snap := metrics.Snapshot{Status: statusState(cfg, facts, now), Version: version, Figures: map[string]metrics.JobFigures{}}
-	for _, j := range figures.Jobs {
+	for _, j := range state.Jobs {
 		snap.Figures[j.Name] = metrics.JobFigures{LastRuns: j.LastRuns, LastSuccess: j.LastSuccess}
 	}
 	return snap, nil

@@ -38,6 +38,7 @@ type repositoryJSON struct {
 	Encrypted      *bool    `json:"encrypted"`   // null: not known
 	FreeBytes      *int64   `json:"free_bytes"`  // null: not known
 	TotalBytes     *int64   `json:"total_bytes"` // null: not known
+	SizeBytes      *int64   `json:"size_bytes"`  // the repository's objects; null: not known
 	Jobs           []string `json:"jobs"`        // the backup jobs that write into it
 	AcceptsBackups bool     `json:"accepts_backups"`
 	WhyNot         []string `json:"why_not"` // why it does not accept backups now
@@ -127,6 +128,9 @@ func repositoryRow(st status.State, warnings []status.Warning, facts db.StatusFa
 	if probe.SpaceKnown {
 		row.FreeBytes, row.TotalBytes = &probe.FreeBytes, &probe.TotalBytes
 	}
+	if probe.SizeKnown {
+		row.SizeBytes = &probe.SizeBytes
+	}
 	paused := 0
 	for _, j := range st.Jobs {
 		if j.Repository == name && j.Kind == pass.KindBackup {
@@ -189,7 +193,11 @@ func printRepositories(p *printer, rows []repositoryJSON) {
 		if r.FreeBytes != nil && *r.TotalBytes > 0 {
 			space = fmt.Sprintf("%s free of %s (%.1f%%)", status.Bytes(*r.FreeBytes), status.Bytes(*r.TotalBytes), 100*float64(*r.FreeBytes)/float64(*r.TotalBytes))
 		}
-		p.Printf("  %s; %s; %s\n", reach, encrypted, space)
+		size := "size unknown"
+		if r.SizeBytes != nil {
+			size = "holds " + status.Bytes(*r.SizeBytes)
+		}
+		p.Printf("  %s; %s; %s; %s\n", reach, encrypted, space, size)
 		if r.AcceptsBackups {
 			p.Printf("  accepts backups: yes\n")
 		} else {

@@ -79,5 +79,6 @@ func probeRepository(ctx context.Context, rc config.Repository, state *db.DB, no
 		Name: rc.Name, Location: rc.Path, At: now(), Reachable: found.Reachable, Error: found.Error,
 		EncryptionKnown: found.EncryptionKnown, Encrypted: found.Encrypted,
 		SpaceKnown: found.SpaceKnown, FreeBytes: found.FreeBytes, TotalBytes: found.TotalBytes,
+		SizeKnown: found.SizeKnown, SizeBytes: found.SizeBytes,
 	}, true
 }

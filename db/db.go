@@ -72,6 +72,10 @@ type DB struct {
 	// created, changed or deleted by the configuration). Open sets it to
 	// user "config" on this host.
 	ConfigActor Actor
+
+	// afterMetricsStatus, when a test sets it, is called by MetricsState
+	// between its two reads, to write in between.
+	afterMetricsStatus func()
 }
 
 var _ pass.Store = (*DB)(nil)

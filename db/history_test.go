@@ -186,3 +186,21 @@ func TestMigrationGivesAuditRowsTheirJob(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// JobNames lists every job the database stored, removed ones too (their
+// runs and audit rows stay), once each, sorted.
+func TestJobNames(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDB(t)
+	if names, err := d.JobNames(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("an empty database: %v, %v", names, err)
+	}
+	syncJobs(t, d, clk, def(t, "b", "manual"), def(t, "a", "manual"), def(t, "gone", "manual"))
+	syncJobs(t, d, clk, def(t, "b", "manual"), def(t, "a", "manual"))
+	syncJobs(t, d, clk, def(t, "b", "manual"), def(t, "a", "manual"), def(t, "gone", "manual"))
+	syncJobs(t, d, clk, def(t, "b", "manual"), def(t, "a", "manual"))
+	names, err := d.JobNames(ctx)
+	if want := []string{"a", "b", "gone"}; err != nil || !slices.Equal(names, want) {
+		t.Errorf("job names %v, %v; want %v", names, err, want)
+	}
+}

@@ -219,6 +219,29 @@ type JobFilter struct {
 	Limit      int    // most jobs returned, by name; 0 or less: all
 }
 
+// JobNames returns, sorted, the name of every job the state database
+// stored, live or removed from the config (a removed job keeps its runs
+// and audit rows).
+func (d *DB) JobNames(ctx context.Context) ([]string, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT DISTINCT name FROM jobs ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list job names: %w", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, fmt.Errorf("list job names: %w", err)
+		}
+		names = append(names, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list job names: %w", err)
+	}
+	return names, nil
+}
+
 // ListJobs lists the live jobs f selects, by name, each with its active
 // and last run.
 func (d *DB) ListJobs(ctx context.Context, f JobFilter) ([]JobInfo, error) {

@@ -21,15 +21,28 @@ type MetricsJob struct {
 }
 
 // MetricsState is what the metrics read from the state database, in one
-// consistent view.
+// consistent view: the facts of nightjar status (from which the warnings
+// and most gauges come) and the figures of each live job's last runs.
 type MetricsState struct {
-	Jobs []MetricsJob // live jobs, by name
+	Status StatusFacts
+	Jobs   []MetricsJob // live jobs, by name
 }
 
-// MetricsState reads the live jobs with their last runs.
+// MetricsState reads the facts of nightjar status and the live jobs with
+// their last runs in one read transaction, so that both see the same
+// moment: a run that ends while they are read is in both or in neither,
+// and a job's nightjar_backup_last_run_status never disagrees with its
+// last_run_failed warning.
 func (d *DB) MetricsState(ctx context.Context) (MetricsState, error) {
 	var st MetricsState
 	err := d.read(ctx, "read metrics", func(tx *sql.Tx) error {
+		var err error
+		if st.Status, err = statusFacts(ctx, tx); err != nil {
+			return err
+		}
+		if d.afterMetricsStatus != nil {
+			d.afterMetricsStatus()
+		}
 		rows, err := tx.QueryContext(ctx, `SELECT name FROM jobs
 			WHERE deleted_at IS NULL ORDER BY name`)
 		if err != nil {

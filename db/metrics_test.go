@@ -113,3 +113,54 @@ func TestMetricsStateEmpty(t *testing.T) {
 		t.Fatalf("empty database: %+v", st)
 	}
 }
+
+// MetricsState reads the status facts and the last runs in one read
+// transaction: a run that ends between the two reads is in neither, so
+// the last run of the facts (last_run_failed) and of the figures
+// (nightjar_backup_last_run_status) agree; the next read sees it in both.
+func TestMetricsStateIsOneView(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDB(t)
+	syncJobs(t, d, clk, def(t, "a", "hourly"))
+	good := runOnce(t, d, clk, "a", pass.KindBackup, time.Minute, pass.Run{Status: pass.StatusSucceeded})
+	clk.Add(time.Hour)
+	running := queue(t, d, "a")
+	start(t, d, clk.Now(), "tok")
+	clk.Add(time.Minute)
+	ended := false
+	d.afterMetricsStatus = func() {
+		if ended {
+			return
+		}
+		ended = true
+		fail := pass.Run{ID: running.ID, Status: pass.StatusFailed, ErrorClass: pass.ClassSource, ErrorCode: "ALL_SOURCES_FAILED", Message: "gone"}
+		if ok, err := d.Finish(ctx, fail, "tok", nil); err != nil || !ok {
+			t.Errorf("finish run %d between the reads: %v, %v", running.ID, ok, err)
+		}
+	}
+	lastBackups := func() (fromStatus, fromFigures int64) {
+		t.Helper()
+		st, err := d.MetricsState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Status.Jobs) != 1 || len(st.Jobs) != 1 {
+			t.Fatalf("jobs %+v and %+v, want a in both", st.Status.Jobs, st.Jobs)
+		}
+		for _, r := range st.Status.Jobs[0].LastRuns {
+			if r.Kind == pass.KindBackup {
+				fromStatus = r.ID
+			}
+		}
+		return fromStatus, st.Jobs[0].LastRuns[pass.KindBackup].ID
+	}
+	if s, f := lastBackups(); s != good.ID || f != good.ID {
+		t.Errorf("while run %d ended during the read: last backup %d in the status facts, %d in the figures; want %d in both", running.ID, s, f, good.ID)
+	}
+	if !ended {
+		t.Fatal("the hook between the reads was not called")
+	}
+	if s, f := lastBackups(); s != running.ID || f != running.ID {
+		t.Errorf("after run %d ended: last backup %d in the status facts, %d in the figures; want %d in both", running.ID, s, f, running.ID)
+	}
+}

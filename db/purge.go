@@ -103,3 +103,27 @@ func (d *DB) PurgeAudit(ctx context.Context, before time.Time, limit int) (int, 
 	}
 	return int(purged), nil
 }
+
+// PurgePasses deletes the heartbeats of passes (one row per host and
+// mode) that began before before, and returns how many it deleted: hosts
+// that no longer run nightjar (renamed machines, replaced containers)
+// leave rows nobody renews. The newest pass of each mode stays whatever
+// its age, so that nightjar status still says when the scheduler last
+// ran. The table holds a row per host and mode, so one statement does.
+func (d *DB) PurgePasses(ctx context.Context, before time.Time) (int, error) {
+	var purged int64
+	err := d.write(ctx, "purge passes", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM scheduler_passes AS p WHERE p.at < ?
+			AND EXISTS (SELECT 1 FROM scheduler_passes n WHERE n.mode = p.mode
+			            AND (n.at > p.at OR (n.at = p.at AND n.host > p.host)))`, before.UnixNano())
+		if err != nil {
+			return err
+		}
+		purged, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int(purged), nil
+}

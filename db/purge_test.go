@@ -231,3 +231,38 @@ func TestPurgeAudit(t *testing.T) {
 		t.Errorf("audit rows left %v, want %v", details, want)
 	}
 }
+
+// PurgePasses deletes the heartbeats of hosts whose last pass began
+// before the cutoff, but keeps the newest pass of each mode however old.
+func TestPurgePasses(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDB(t)
+	cutoff := t0.Add(30 * 24 * time.Hour)
+	beats := []PassBeat{
+		{Host: "old1", Mode: PassTick, PID: 1, Version: "1", At: t0},                      // purged
+		{Host: "old2", Mode: PassTick, PID: 2, Version: "1", At: t0.Add(time.Hour)},       // purged
+		{Host: "live", Mode: PassTick, PID: 3, Version: "1", At: cutoff.Add(time.Minute)}, // recent
+		{Host: "old1", Mode: PassServe, PID: 4, Version: "1", At: t0},                     // purged
+		{Host: "old3", Mode: PassServe, PID: 5, Version: "1", At: t0.Add(24 * time.Hour)}, // old, but the newest serve pass
+		{Host: "edge", Mode: PassTick, PID: 6, Version: "1", At: cutoff},                  // not before the cutoff
+	}
+	for _, b := range beats {
+		if err := d.RecordPass(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := d.PurgePasses(ctx, cutoff)
+	if err != nil || n != 3 {
+		t.Fatalf("purged %d passes, %v; want 3", n, err)
+	}
+	var left []string
+	for _, b := range readStatusFacts(t, d).Passes {
+		left = append(left, b.Host+"/"+b.Mode)
+	}
+	if want := []string{"live/tick", "edge/tick", "old3/serve"}; !slices.Equal(left, want) {
+		t.Errorf("passes left %v, want %v", left, want)
+	}
+	if n, err := d.PurgePasses(ctx, cutoff.Add(100*24*time.Hour)); err != nil || n != 1 {
+		t.Errorf("a later purge deleted %d, %v; want 1: edge/tick, the newest of each mode stays", n, err)
+	}
+}

@@ -36,17 +36,6 @@ func (d *DB) RecordPass(ctx context.Context, b PassBeat) error {
 	})
 }
 
-// Passes returns the newest pass of each host and mode, newest first.
-func (d *DB) Passes(ctx context.Context) ([]PassBeat, error) {
-	var out []PassBeat
-	err := d.read(ctx, "list passes", func(tx *sql.Tx) error {
-		var err error
-		out, err = passes(ctx, tx)
-		return err
-	})
-	return out, err
-}
-
 func passes(ctx context.Context, q querier) ([]PassBeat, error) {
 	rows, err := q.QueryContext(ctx, `SELECT host, mode, pid, version, at FROM scheduler_passes ORDER BY at DESC, host, mode`)
 	if err != nil {
@@ -81,6 +70,10 @@ type RepositoryProbe struct {
 	SpaceKnown bool
 	FreeBytes  int64
 	TotalBytes int64
+	// SizeKnown: SizeBytes, the bytes of the repository's objects, were
+	// listed.
+	SizeKnown bool
+	SizeBytes int64
 }
 
 // ClaimProbe takes on the probe of repository name for a pass at now: it
@@ -109,39 +102,32 @@ func (d *DB) RecordProbe(ctx context.Context, p RepositoryProbe) error {
 	if !p.Reachable && p.Error == "" {
 		return fmt.Errorf("record probe of repository %s: an unreachable repository needs its reason", p.Name)
 	}
-	var encrypted, free, total any
+	var encrypted, free, total, size any
 	if p.EncryptionKnown {
 		encrypted = p.Encrypted
 	}
 	if p.SpaceKnown {
 		free, total = p.FreeBytes, p.TotalBytes
 	}
+	if p.SizeKnown {
+		size = p.SizeBytes
+	}
 	at := p.At.UnixNano()
 	return d.write(ctx, "record probe of repository "+p.Name, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO repository_probes
-				(name, location, claimed_at, probed_at, reachable, error, encrypted, free_bytes, total_bytes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+				(name, location, claimed_at, probed_at, reachable, error, encrypted, free_bytes, total_bytes, size_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET location = excluded.location, claimed_at = max(claimed_at, excluded.claimed_at),
 				probed_at = excluded.probed_at, reachable = excluded.reachable, error = excluded.error,
-				encrypted = excluded.encrypted, free_bytes = excluded.free_bytes, total_bytes = excluded.total_bytes`,
-			p.Name, p.Location, at, at, p.Reachable, p.Error, encrypted, free, total)
+				encrypted = excluded.encrypted, free_bytes = excluded.free_bytes, total_bytes = excluded.total_bytes,
+				size_bytes = excluded.size_bytes`,
+			p.Name, p.Location, at, at, p.Reachable, p.Error, encrypted, free, total, size)
 		return err
 	})
-}
-
-// Probes returns the newest probe of every repository probed, by name.
-func (d *DB) Probes(ctx context.Context) ([]RepositoryProbe, error) {
-	var out []RepositoryProbe
-	err := d.read(ctx, "list probes", func(tx *sql.Tx) error {
-		var err error
-		out, err = probes(ctx, tx)
-		return err
-	})
-	return out, err
 }
 
 func probes(ctx context.Context, q querier) ([]RepositoryProbe, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, location, probed_at, reachable, error, encrypted, free_bytes, total_bytes
+	rows, err := q.QueryContext(ctx, `SELECT name, location, probed_at, reachable, error, encrypted, free_bytes, total_bytes, size_bytes
 		FROM repository_probes WHERE probed_at IS NOT NULL ORDER BY name`)
 	if err != nil {
 		return nil, err
@@ -152,13 +138,14 @@ func probes(ctx context.Context, q querier) ([]RepositoryProbe, error) {
 		var p RepositoryProbe
 		var at int64
 		var encrypted sql.NullBool
-		var free, total sql.NullInt64
-		if err := rows.Scan(&p.Name, &p.Location, &at, &p.Reachable, &p.Error, &encrypted, &free, &total); err != nil {
+		var free, total, size sql.NullInt64
+		if err := rows.Scan(&p.Name, &p.Location, &at, &p.Reachable, &p.Error, &encrypted, &free, &total, &size); err != nil {
 			return nil, err
 		}
 		p.At = time.Unix(0, at).UTC()
 		p.EncryptionKnown, p.Encrypted = encrypted.Valid, encrypted.Bool
 		p.SpaceKnown, p.FreeBytes, p.TotalBytes = free.Valid, free.Int64, total.Int64
+		p.SizeKnown, p.SizeBytes = size.Valid, size.Int64
 		out = append(out, p)
 	}
 	return out, rows.Err()
@@ -206,24 +193,32 @@ func (d *DB) StatusFacts(ctx context.Context) (StatusFacts, error) {
 	var f StatusFacts
 	err := d.read(ctx, "read status", func(tx *sql.Tx) error {
 		var err error
-		if f.Jobs, err = jobFacts(ctx, tx); err != nil {
-			return err
-		}
-		if f.Queued, err = queryRuns(ctx, tx, false, `WHERE r.status = 'queued' ORDER BY r.queued_at, r.id`); err != nil {
-			return err
-		}
-		if f.Running, err = queryRuns(ctx, tx, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`); err != nil {
-			return err
-		}
-		if f.Passes, err = passes(ctx, tx); err != nil {
-			return err
-		}
-		if f.Probes, err = probes(ctx, tx); err != nil {
-			return err
-		}
-		f.LastBackupAdded, err = lastBackupAdded(ctx, tx)
+		f, err = statusFacts(ctx, tx)
 		return err
 	})
+	return f, err
+}
+
+// statusFacts reads the facts of nightjar status in the transaction of q.
+func statusFacts(ctx context.Context, q querier) (StatusFacts, error) {
+	var f StatusFacts
+	var err error
+	if f.Jobs, err = jobFacts(ctx, q); err != nil {
+		return f, err
+	}
+	if f.Queued, err = queryRuns(ctx, q, false, `WHERE r.status = 'queued' ORDER BY r.queued_at, r.id`); err != nil {
+		return f, err
+	}
+	if f.Running, err = queryRuns(ctx, q, false, `WHERE r.status = 'running' ORDER BY r.started_at, r.id`); err != nil {
+		return f, err
+	}
+	if f.Passes, err = passes(ctx, q); err != nil {
+		return f, err
+	}
+	if f.Probes, err = probes(ctx, q); err != nil {
+		return f, err
+	}
+	f.LastBackupAdded, err = lastBackupAdded(ctx, q)
 	return f, err
 }
 

@@ -26,10 +26,7 @@ func TestRecordPass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := d.Passes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readStatusFacts(t, d).Passes
 	want := []PassBeat{beats[3], beats[1], beats[4]}
 	if !slices.Equal(got, want) {
 		t.Errorf("passes:\n%+v\nwant:\n%+v", got, want)
@@ -63,12 +60,12 @@ func TestProbes(t *testing.T) {
 			t.Errorf("%s: claimed = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if got, err := d.Probes(ctx); err != nil || len(got) != 0 {
-		t.Fatalf("probes of a repository only claimed = %+v, %v; want none", got, err)
+	if got := readStatusFacts(t, d).Probes; len(got) != 0 {
+		t.Fatalf("probes of a repository only claimed = %+v; want none", got)
 	}
 	down := RepositoryProbe{Name: "disk", Location: "/srv/disk", At: t0, Error: "no repository at /srv/disk"}
 	up := RepositoryProbe{Name: "nas", Location: "/mnt/nas", At: t0, Reachable: true, EncryptionKnown: true, Encrypted: true,
-		SpaceKnown: true, FreeBytes: 5 << 30, TotalBytes: 10 << 30}
+		SpaceKnown: true, FreeBytes: 5 << 30, TotalBytes: 10 << 30, SizeKnown: true, SizeBytes: 3<<30 + 12345}
 	for _, p := range []RepositoryProbe{down, up} {
 		if err := d.RecordProbe(ctx, p); err != nil {
 			t.Fatal(err)
@@ -77,10 +74,7 @@ func TestProbes(t *testing.T) {
 	if err := d.RecordProbe(ctx, RepositoryProbe{Name: "x", At: t0}); err == nil {
 		t.Error("an unreachable probe without a reason was recorded")
 	}
-	got, err := d.Probes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := readStatusFacts(t, d).Probes
 	if want := []RepositoryProbe{down, up}; !slices.Equal(got, want) {
 		t.Errorf("probes:\n%+v\nwant:\n%+v", got, want)
 	}
@@ -92,6 +86,16 @@ func TestProbes(t *testing.T) {
 	if claimed, _ := d.ClaimProbe(ctx, "nas", t0.Add(time.Minute), every); claimed {
 		t.Error("a repository just probed was claimed again")
 	}
+}
+
+// readStatusFacts reads the facts of nightjar status, failing the test on an error.
+func readStatusFacts(t *testing.T, d *DB) StatusFacts {
+	t.Helper()
+	f, err := d.StatusFacts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // finishRun queues, starts and finishes a run of job with status and the

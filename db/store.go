@@ -310,7 +310,9 @@ var ended = map[string]bool{
 
 // Finish records a run's end if owner still holds it (see pass.Store):
 // Status (an end state), EndedAt (zero: now), ErrorClass, ErrorCode,
-// Message, Figures (with their Counters), Output and Snapshots, and queues next (nil: none) in the same
+// Message, Figures (with their Counters), Output and Snapshots, clears
+// the current item of its last heartbeat (an ended run works on nothing;
+// a reclaim keeps it, to show where the run stopped), and queues next (nil: none) in the same
 // transaction. It reports false, changing nothing, when the run is not
 // running under owner. The schema refuses a succeeded run with skipped
 // files and a failed run without a class. A removed job gets no next run
@@ -343,7 +345,7 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 		var jobID int64
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, error_class = ?, error_code = ?,
 			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?, counters = ?,
-			output = ?
+			output = ?, current_item = ''
 			WHERE id = ? AND status = 'running' AND owner = ? RETURNING job_id`,
 			run.Status, run.EndedAt.UnixNano(), nullString(run.ErrorClass), nullString(run.ErrorCode), run.Message,
 			run.Figures.BytesRead, run.Figures.BytesAdded, run.Figures.Files, run.Figures.FilesSkipped,

@@ -108,6 +108,9 @@ func TestProbeRepository(t *testing.T) {
 			if p.SpaceKnown && (p.TotalBytes <= 0 || p.FreeBytes < 0 || p.FreeBytes > p.TotalBytes) {
 				t.Errorf("space: %d free of %d", p.FreeBytes, p.TotalBytes)
 			}
+			if tt.reachable && (!p.SizeKnown || p.SizeBytes <= 0) {
+				t.Errorf("the size of a reachable repository was not listed: %v, %d", p.SizeKnown, p.SizeBytes)
+			}
 			if p.Missing != (tt.name == "folder removed") {
 				t.Errorf("missing = %v", p.Missing)
 			}
@@ -118,5 +121,65 @@ func TestProbeRepository(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A probe's size is the bytes of the repository's objects, as the files
+// in its folder hold them: config, keys, packs, indexes, snapshots, but
+// not a lock of a process at work nor a temporary file.
+func TestProbeRepositorySize(t *testing.T) {
+	ctx := context.Background()
+	dir := newProbedRepository(t, false)
+	be, err := backend.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := map[repo.Handle]int{
+		{Type: repo.PackFile, Name: strings.Repeat("ab", 32)}:     5000,
+		{Type: repo.PackFile, Name: strings.Repeat("cd", 32)}:     123,
+		{Type: repo.IndexFile, Name: strings.Repeat("01", 32)}:    700,
+		{Type: repo.SnapshotFile, Name: strings.Repeat("02", 32)}: 300,
+		{Type: repo.LockFile, Name: strings.Repeat("03", 32)}:     40, // not counted
+	}
+	for h, n := range objects {
+		if err := be.Save(ctx, h, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tmp", "upload-in-progress"), make([]byte, 999), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var want, objectsOnly int64
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if top := strings.Split(rel, string(filepath.Separator))[0]; top == "tmp" || top == "locks" {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want += fi.Size()
+		if top := strings.Split(rel, string(filepath.Separator))[0]; top != "config" && top != "keys" {
+			objectsOnly += fi.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objectsOnly != 5000+123+700+300 {
+		t.Fatalf("the test's objects hold %d bytes, want %d", objectsOnly, 5000+123+700+300)
+	}
+	p := ProbeRepository(ctx, dir, func() ([]byte, error) { return []byte("right"), nil })
+	if !p.Reachable || !p.SizeKnown || p.SizeBytes != want {
+		t.Errorf("probe: reachable %v, size known %v, %d bytes; want %d (the files but tmp/ and locks/)", p.Reachable, p.SizeKnown, p.SizeBytes, want)
+	}
+	wrong := ProbeRepository(ctx, dir, func() ([]byte, error) { return []byte("wrong"), nil })
+	if wrong.SizeKnown {
+		t.Errorf("a repository that did not open has a size: %d", wrong.SizeBytes)
 	}
 }

@@ -20,6 +20,10 @@ type Snapshot struct {
 	Status status.State
 	// Figures holds, by job name, what the job's last runs did.
 	Figures map[string]JobFigures
+	// RepositorySizes holds, by repository name, the bytes of the
+	// repository's objects as its last probe listed them; a repository
+	// missing here has no known size.
+	RepositorySizes map[string]int64
 	// Version is nightjar's version, for nightjar_build_info.
 	Version string
 }
@@ -78,7 +82,7 @@ var (
 	lastPass = prometheus.NewDesc("nightjar_scheduler_last_pass_timestamp_seconds",
 		"Unix time of the newest scheduler pass (tick or serve) recorded on any host; 0 when none was ever recorded.", nil, nil)
 	runs = prometheus.NewDesc("nightjar_runs",
-		"Active runs by state: queued (waiting for their time or a free slot), held (queued with a held reason) and running; the three are disjoint.", []string{"state"}, nil)
+		"Active runs by state: queued (waiting for their time or a free slot), held (due, and not started by a pass that said why) and running; the three are disjoint.", []string{"state"}, nil)
 	warning = prometheus.NewDesc("nightjar_warning",
 		"1 while the warning of this code (a closed set, see nightjar status) is active for this job or repository, 0 when not; every code is exported for every job or repository it can apply to.", []string{"code", "severity", "job", "repository"}, nil)
 	lastSuccess = prometheus.NewDesc("nightjar_backup_last_success_timestamp_seconds",
@@ -109,12 +113,14 @@ var (
 		"Bytes free for the repository on its storage, as its last probe read them; absent when unknown.", []string{"repository"}, nil)
 	repoTotal = prometheus.NewDesc("nightjar_repository_total_bytes",
 		"Size in bytes of the storage (file system) that holds the repository, as its last probe read it; absent when unknown.", []string{"repository"}, nil)
+	repoSize = prometheus.NewDesc("nightjar_repository_size_bytes",
+		"Bytes of the repository's objects (config, keys, packs, indexes, snapshots, ...), as its last probe listed them; absent when unknown.", []string{"repository"}, nil)
 	collectFailed = prometheus.NewDesc("nightjar_metrics_collect_error",
 		"The state could not be read for the metrics.", nil, nil)
 )
 
 var descs = []*prometheus.Desc{buildInfo, lastPass, runs, warning, lastSuccess, lastSnapshot, rpo, lastStatus,
-	lastDuration, lastEnd, lastRead, lastAdded, lastFiles, lastSkipped, repoUp, repoProbed, repoFree, repoTotal}
+	lastDuration, lastEnd, lastRead, lastAdded, lastFiles, lastSkipped, repoUp, repoProbed, repoFree, repoTotal, repoSize}
 
 // Collector is a prometheus.Collector that reads a Snapshot at each
 // collection (each scrape of /metrics, each textfile write).
@@ -169,9 +175,13 @@ func Metrics(s Snapshot) []prometheus.Metric {
 	}
 	gauge(lastPass, seconds(newest))
 
+	// Held is what status's run_held counts as held: a run that is due
+	// (its retry backoff, NotBefore, is over) and that a pass did not
+	// start, saying why. A run waiting for its time keeps the held reason
+	// of an earlier pass, and is queued.
 	held := 0
 	for _, q := range st.Queued {
-		if q.HeldReason != "" {
+		if q.HeldReason != "" && !q.NotBefore.After(st.Now) {
 			held++
 		}
 	}
@@ -217,6 +227,9 @@ func Metrics(s Snapshot) []prometheus.Metric {
 		if p.SpaceKnown {
 			gauge(repoFree, float64(p.FreeBytes), r.Name)
 			gauge(repoTotal, float64(p.TotalBytes), r.Name)
+		}
+		if size, ok := s.RepositorySizes[r.Name]; ok {
+			gauge(repoSize, float64(size), r.Name)
 		}
 	}
 

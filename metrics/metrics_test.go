@@ -42,6 +42,8 @@ func world() Snapshot {
 			Queued: []status.QueuedRun{
 				{ID: 5, Job: "hand", Repository: "offsite", QueuedAt: now.Add(-3 * time.Hour), HeldReason: "waiting: job is paused"},
 				{ID: 6, Job: "good", Repository: "main", QueuedAt: now},
+				{ID: 8, Job: "repository:main", Repository: "main", QueuedAt: now.Add(-time.Minute), NotBefore: now.Add(time.Minute),
+					HeldReason: "waiting: the repository is locked"}, // a retry waiting for its time is queued, not held
 			},
 			Running: []status.RunningRun{{ID: 7, Job: "bad", Repository: "main", StartedAt: now, HeartbeatAt: now}},
 			Repositories: []status.Repository{
@@ -49,6 +51,7 @@ func world() Snapshot {
 				{Name: "offsite"},
 			},
 		},
+		RepositorySizes: map[string]int64{"main": 42 << 30, "gone": 7},
 		Figures: map[string]JobFigures{
 			"good": {LastSuccess: good, LastRuns: map[string]pass.Run{
 				pass.KindBackup: {Status: pass.StatusSucceeded, StartedAt: good.Add(-90 * time.Second), EndedAt: good,
@@ -117,7 +120,7 @@ func TestMetricsOfASnapshot(t *testing.T) {
 	}{
 		{"build info", "nightjar_build_info", l("version", "1.2.3"), 1, false},
 		{"newest pass of any host", "nightjar_scheduler_last_pass_timestamp_seconds", nil, float64(now.Add(-time.Minute).Unix()), false},
-		{"queued runs exclude held ones", "nightjar_runs", l("state", "queued"), 1, false},
+		{"queued runs exclude held ones, include a retry waiting for its time", "nightjar_runs", l("state", "queued"), 2, false},
 		{"held runs", "nightjar_runs", l("state", "held"), 1, false},
 		{"running runs", "nightjar_runs", l("state", "running"), 1, false},
 		{"last success", "nightjar_backup_last_success_timestamp_seconds", l("job", "good"), good, false},
@@ -141,6 +144,9 @@ func TestMetricsOfASnapshot(t *testing.T) {
 		{"unprobed repository: absent", "nightjar_repository_up", l("repository", "offsite"), 0, true},
 		{"free bytes", "nightjar_repository_free_bytes", l("repository", "main"), 5 << 30, false},
 		{"total bytes", "nightjar_repository_total_bytes", l("repository", "main"), 100 << 30, false},
+		{"repository size", "nightjar_repository_size_bytes", l("repository", "main"), 42 << 30, false},
+		{"unprobed repository: no size", "nightjar_repository_size_bytes", l("repository", "offsite"), 0, true},
+		{"a size of a repository not configured: absent", "nightjar_repository_size_bytes", l("repository", "gone"), 0, true},
 		{"probe time", "nightjar_repository_last_probe_timestamp_seconds", l("repository", "main"), float64(now.Add(-5 * time.Minute).Unix()), false},
 		{"active: failed run", "nightjar_warning", l("code", "last_run_failed", "severity", "warning", "job", "bad", "repository", "main"), 1, false},
 		{"inactive: good job did not fail", "nightjar_warning", l("code", "last_run_failed", "severity", "warning", "job", "good", "repository", "main"), 0, false},

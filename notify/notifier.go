@@ -46,7 +46,6 @@ type Notifier struct {
 	mu       sync.Mutex
 	queues   map[string]*queue // by destination: a webhook's URL, a healthcheck's base URL
 	failures []Failure         // not yet taken by Failures
-	dropped  int
 	closed   bool
 	workers  sync.WaitGroup
 }
@@ -189,7 +188,6 @@ func (n *Notifier) enqueue(dest string, d delivery) {
 		n.queues[dest] = q
 	}
 	if len(q.pending) >= n.opts.QueueSize {
-		n.dropped++
 		n.failLocked(q.pending[0], 0, fmt.Sprintf("dropped: %d newer notifications for it were waiting", n.opts.QueueSize))
 		q.pending = q.pending[1:]
 	}
@@ -306,13 +304,6 @@ func (n *Notifier) Failures() []Failure {
 	f := n.failures
 	n.failures = nil
 	return f
-}
-
-// Dropped returns how many notifications full queues dropped so far.
-func (n *Notifier) Dropped() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.dropped
 }
 
 // Close stops taking notifications and waits for those pending to be

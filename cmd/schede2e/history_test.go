@@ -142,8 +142,22 @@ create_if_missing = true
 		t.Errorf("a bad --status does not name the allowed ones:\n%s", res)
 	}
 	w.must(exitUsage, "runs", "--kind", "backups")
-	if res := w.must(exitOK, "runs", "--repository", "nowhere"); !strings.Contains(res.Stdout, "no runs matching --repository nowhere") {
+	if res := w.must(exitOK, "runs", "--repository", "offsite", "--status", "failed"); !strings.Contains(res.Stdout, "no runs matching --status failed --repository offsite") {
 		t.Errorf("an empty listing does not say what matched nothing:\n%s", res)
+	}
+	// A name that is not there is a usage error that lists the names
+	// there are, not an empty listing.
+	for _, args := range [][]string{{"runs", "--repository", "nowhere"}, {"job", "list", "--repository", "nowhere"}} {
+		res := w.must(exitUsage, args...)
+		if want := "unknown --repository nowhere: want a repository of the config: main, offsite\n"; !strings.HasSuffix(res.Stderr, want) ||
+			strings.Count(strings.TrimSpace(res.Stderr), "\n") != 0 || res.Stdout != "" {
+			t.Errorf("%v: want one line %q\n%s", args, want, res)
+		}
+	}
+	res = w.must(exitUsage, "runs", "--job", "nosuch")
+	if !strings.Contains(res.Stderr, "unknown --job nosuch: want a job of the config or of the state database: ") ||
+		!strings.Contains(res.Stderr, "bad, far, good") {
+		t.Errorf("runs --job of an unknown job does not list the jobs:\n%s", res)
 	}
 
 	for _, tc := range []struct {
@@ -295,7 +309,17 @@ func TestAuditShowsWhoDidWhat(t *testing.T) {
 	if len(rows) < 2 || rows[0].Action+" "+rows[0].Target != "delete b" || rows[1].Action+" "+rows[1].Target != "trigger b" {
 		t.Errorf("audit: newest rows %+v, want the delete of b, then its trigger", rows[:min(2, len(rows))])
 	}
-	res := w.must(exitOK, "audit", "--limit", "2", "--job", "a")
+	// b left the config, and its rows stay: --job b is no usage error;
+	// a job never known is, naming the jobs there are.
+	decodeWhole(t, w.must(exitOK, "audit", "--json", "--job", "b"), &rows)
+	if len(rows) != 3 || rows[0].Action != "delete" || rows[2].Action != "create" {
+		t.Errorf("audit --job b of a removed job: %+v, want its delete, trigger and create", rows)
+	}
+	res := w.must(exitUsage, "audit", "--job", "nosuch")
+	if want := "unknown --job nosuch: want a job of the config or of the state database: a, b\n"; !strings.HasSuffix(res.Stderr, want) {
+		t.Errorf("audit --job of an unknown job: want %q\n%s", want, res)
+	}
+	res = w.must(exitOK, "audit", "--limit", "2", "--job", "a")
 	if !strings.Contains(res.Stdout, "WHO") || !strings.Contains(res.Stdout, "@"+host) {
 		t.Errorf("audit's text does not say who, as user@host:\n%s", res)
 	}

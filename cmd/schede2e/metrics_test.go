@@ -110,6 +110,7 @@ func TestMetricsTextfileAfterTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	fams := families(t, text)
+	size := float64(repositoryBytes(t, w.repo)) // nothing wrote to it since the tick's probe
 	inWindow := func(v float64) bool {
 		return v >= float64(before.Unix()) && v <= float64(after.Unix()+1)
 	}
@@ -140,6 +141,7 @@ func TestMetricsTextfileAfterTick(t *testing.T) {
 		{"the scheduler is online", "nightjar_warning", []string{"code", "scheduler_offline", "severity", "critical", "job", "", "repository", ""}, eq(0), "0"},
 		{"the pass probed the repository", "nightjar_repository_up", []string{"repository", "main"}, eq(1), "1"},
 		{"the probe read the free space", "nightjar_repository_free_bytes", []string{"repository", "main"}, func(v float64) bool { return v > 0 }, "> 0"},
+		{"the probe listed the repository's size", "nightjar_repository_size_bytes", []string{"repository", "main"}, eq(size), "the bytes of its files"},
 		{"an inactive repository code is exported as 0", "nightjar_warning", []string{"code", "repository_unavailable", "severity", "critical", "job", "", "repository", "main"}, eq(0), "0"},
 	}
 	for _, c := range cases {

@@ -32,6 +32,7 @@ type repositoriesRec struct {
 		Error          string   `json:"error"`
 		Encrypted      *bool    `json:"encrypted"`
 		FreeBytes      *int64   `json:"free_bytes"`
+		SizeBytes      *int64   `json:"size_bytes"`
 		AcceptsBackups bool     `json:"accepts_backups"`
 		WhyNot         []string `json:"why_not"`
 	} `json:"repositories"`
@@ -197,4 +198,40 @@ func TestStatusPausedAndUnencrypted(t *testing.T) {
 	if r.AcceptsBackups || len(r.WhyNot) != 1 || !strings.HasPrefix(r.WhyNot[0], "paused") {
 		t.Errorf("repository list: accepts %v (%v), want no: its only job is paused", r.AcceptsBackups, r.WhyNot)
 	}
+	if want := repositoryBytes(t, w.repo); r.SizeBytes == nil || *r.SizeBytes != want {
+		t.Errorf("repository list: size %v, want %d: the bytes of the repository's files but tmp/ and locks/", r.SizeBytes, want)
+	}
+	text := w.must(exitOK, "repository", "list", "--at", "2026-12-01T02:01:00Z")
+	if !strings.Contains(text.Stdout, "; holds ") {
+		t.Errorf("repository list does not say how much the repository holds:\n%s", text)
+	}
+}
+
+// repositoryBytes sums the files of the repository in dir, but for its
+// temporary files and locks: what a probe counts as its size.
+func repositoryBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		if top, _, _ := strings.Cut(rel, string(filepath.Separator)); top == "tmp" || top == "locks" {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += fi.Size()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

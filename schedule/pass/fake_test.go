@@ -277,7 +277,7 @@ func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run
 	r.Status, r.EndedAt = run.Status, run.EndedAt
 	r.ErrorClass, r.ErrorCode, r.Message = run.ErrorClass, run.ErrorCode, run.Message
 	r.Figures, r.Snapshots, r.HeldReason = run.Figures, run.Snapshots, ""
-	r.Output = run.Output
+	r.Output, r.Current = run.Output, ""
 	if next != nil {
 		queued, err := s.queue(*next)
 		switch {

@@ -59,7 +59,7 @@ type Store interface {
 	Heartbeat(ctx context.Context, runID int64, owner string, now time.Time, progress *Progress) (HeartbeatReply, error)
 
 	// Finish stores a run's end (Status, EndedAt, error, Figures, Snapshots, Output)
-	// if owner still holds it, and queues next (nil: none) with it, filling
+	// if owner still holds it, clears its Current (Reclaim keeps it), and queues next (nil: none) with it, filling
 	// in next as stored (its ID above all). A job removed from the
 	// configuration gets no next run: the end is stored, Finish reports
 	// true and next.ID stays 0. It reports false, changing

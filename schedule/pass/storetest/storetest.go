@@ -474,9 +474,13 @@ func testHeartbeatStoresProgress(t *testing.T, s Store) {
 	if ok, err := s.Finish(ctx, fin, "tok", nil); !ok || err != nil {
 		t.Fatalf("finish: %v, %v", ok, err)
 	}
-	if got := mustRun(t, s, run.ID); got.Figures.BytesRead != fin.Figures.BytesRead || got.Figures.Files != 2000 ||
+	got = mustRun(t, s, run.ID)
+	if got.Figures.BytesRead != fin.Figures.BytesRead || got.Figures.Files != 2000 ||
 		got.Figures.FilesSkipped != 0 || len(got.Figures.Counters) != 0 {
 		t.Errorf("the result did not replace the progress: %+v", got.Figures)
+	}
+	if got.Current != "" {
+		t.Errorf("a finished run still works on %q: Finish must clear the current item", got.Current)
 	}
 }
 
@@ -586,7 +590,8 @@ func testReclaim(t *testing.T, s Store) {
 	}
 	now := t0.Add(6 * time.Minute)
 	for _, job := range []string{"fresh", "dead"} {
-		if reply, err := s.Heartbeat(ctx, runs[job].ID, "tok-"+job, now.Add(-time.Minute), nil); err != nil || reply != pass.HeartbeatOK {
+		progress := &pass.Progress{Current: "source /" + job}
+		if reply, err := s.Heartbeat(ctx, runs[job].ID, "tok-"+job, now.Add(-time.Minute), progress); err != nil || reply != pass.HeartbeatOK {
 			t.Fatal(reply, err)
 		}
 	}
@@ -651,6 +656,9 @@ func testReclaim(t *testing.T, s Store) {
 	}
 	if r := mustRun(t, s, runs["fresh"].ID); r.Status != pass.StatusRunning {
 		t.Errorf("fresh run: %s", r.Status)
+	}
+	if r := mustRun(t, s, runs["dead"].ID); r.Current != "source /dead" {
+		t.Errorf("a reclaimed run works on %q, want what its last heartbeat said (source /dead): it shows where it stopped", r.Current)
 	}
 }
 
