@@ -37,7 +37,8 @@ func probeDue(ctx context.Context, cfg *config.Config, state *db.DB, now func() 
 	}
 	var probes sync.WaitGroup
 	for _, name := range sortedKeys(cfg.Repositories) {
-		claimed, err := state.ClaimProbe(ctx, name, now(), cfg.ProbeEvery)
+		claimedAt := now()
+		claimed, err := state.ClaimProbe(ctx, name, claimedAt, cfg.ProbeEvery)
 		if err != nil {
 			warn("probe of repository %s not started: %s", name, errorMessage(err))
 			continue
@@ -50,6 +51,11 @@ func probeDue(ctx context.Context, cfg *config.Config, state *db.DB, now func() 
 			defer probes.Done()
 			p, ok := probeRepository(ctx, rc, state, now)
 			if !ok {
+				// Nothing to record: give the claim back, or the next
+				// probe would come up to probe_every late.
+				if err := state.ReleaseProbe(context.WithoutCancel(ctx), rc.Name, claimedAt); err != nil {
+					warn("probe of repository %s not released: %s", rc.Name, errorMessage(err))
+				}
 				return
 			}
 			if err := state.RecordProbe(context.WithoutCancel(ctx), p); err != nil {
