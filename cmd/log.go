@@ -16,10 +16,10 @@ import (
 
 // Log formats and the environment variables of the log flags.
 const (
-	logFormatText  = "text"
-	logFormatJSON  = "json"
-	logFormatEnv   = "NIGHTJAR_LOG_FORMAT"
-	logLevelEnv    = "NIGHTJAR_LOG_LEVEL"
+	logFormatText = "text"
+	logFormatJSON = "json"
+	logFormatEnv  = "NIGHTJAR_LOG_FORMAT"
+	logLevelEnv   = "NIGHTJAR_LOG_LEVEL"
 )
 
 var (
