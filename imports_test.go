@@ -29,7 +29,7 @@ var importRules = []struct {
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
 	{"status", []string{"schedule/pass", "schedule", "redact"}},
-	{"jobs", []string{"backup", "restore", "repo", "schedule"}},
+	{"jobs", []string{"backup", "restore", "repo", "schedule", "redact"}},
 	{"notify", []string{"schedule/pass", "redact"}},
 	{"metrics", []string{"status", "schedule/pass"}},
 	{"bench", []string{"backup", "restore", "repo"}},
