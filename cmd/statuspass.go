@@ -12,21 +12,53 @@ import (
 )
 
 // statusPass is what a pass of tick or serve does for nightjar status. It
-// records the pass's runtime heartbeat at once, and returns probe, which
-// probes every repository no pass probed within probe_every; the pass
-// calls it when its runs are done, so that a repository its first backup
-// creates (create_if_missing) is not probed half made. A failure of either
-// is a warning, never a failed pass.
-func statusPass(ctx context.Context, cfg *config.Config, state *db.DB, now func() time.Time, mode string, warn func(format string, args ...any)) (probe func()) {
+// records the pass's runtime heartbeat at once and renews it every
+// heartbeat (cfg.Heartbeat) while the pass runs, calling onBeat after each
+// renewal (the metrics textfile; nil: nothing), so that a tick held by a
+// long backup, which systemd's timer does not start again while it runs,
+// is not called offline. It returns end, which the pass calls when its
+// runs are done: end stops the renewals and probes every repository no
+// pass probed within probe_every (after the runs, so that a repository
+// its first backup creates, create_if_missing, is not probed half made).
+// A failure of either is a warning, never a failed pass.
+func statusPass(ctx context.Context, cfg *config.Config, state *db.DB, now func() time.Time, mode string, warn func(format string, args ...any), onBeat func()) (end func()) {
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "unknown"
 	}
-	beat := db.PassBeat{Host: host, Mode: mode, PID: os.Getpid(), Version: version, At: now()}
-	if err := state.RecordPass(ctx, beat); err != nil {
-		warn("the pass's heartbeat was not recorded (nightjar status may call the scheduler offline): %s", errorMessage(err))
+	beat := func() {
+		b := db.PassBeat{Host: host, Mode: mode, PID: os.Getpid(), Version: version, At: now()}
+		if err := state.RecordPass(ctx, b); err != nil && ctx.Err() == nil {
+			warn("the pass's heartbeat was not recorded (nightjar status may call the scheduler offline): %s", errorMessage(err))
+		}
 	}
-	return func() { probeDue(ctx, cfg, state, now, warn) }
+	beat()
+	stop := make(chan struct{})
+	var renewing sync.WaitGroup
+	renewing.Add(1)
+	go func() {
+		defer renewing.Done()
+		ticker := time.NewTicker(cfg.Heartbeat)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ticker.C:
+				beat()
+				if onBeat != nil {
+					onBeat()
+				}
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		renewing.Wait()
+		probeDue(ctx, cfg, state, now, warn)
+	}
 }
 
 // probeDue probes, at once, every repository of cfg that no pass probed
