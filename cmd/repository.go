@@ -88,7 +88,7 @@ func runRepositoryList(c *cli.Context) error {
 		return err
 	}
 	st := statusState(cfg, facts, now())
-	warnings := status.Evaluate(st)
+	warnings := redactWarnings(appRedactor(c.App), status.Evaluate(st))
 	var out []repositoryJSON
 	var unreachable []string
 	for i, name := range names {
