@@ -55,7 +55,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands:                  commands(),
 		Flags:                     logFlags(),
 		Before:                    checkLogFlags,
-		Metadata:                  map[string]any{},
+		Metadata:                  map[string]any{secretsKey: newSecrets()},
 		Action:                    unknownCommand(cli.ShowAppHelp),
 	}
 	setUsageErrors(app.Commands)

@@ -59,6 +59,7 @@ func loadConfig(c *cli.Context, now time.Time) (*config.Config, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	rememberSecrets(c.App, cfg)
 	return cfg, nil
 }
 
@@ -74,29 +75,31 @@ func statePath(c *cli.Context, cfg *config.Config) string {
 	return defaultStatePath()
 }
 
-// repositoryPassword reads a configured repository's password.
+// repositoryPassword reads a configured repository's password. Its
+// errors name the repository and the key of its password source, never a
+// password file's path or a password command: they reach run messages,
+// hooks, notifications and logs.
 func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, error) {
+	var pw []byte
+	var err error
 	switch {
 	case rc.Password.File != "":
-		pw, err := readPasswordFile(rc.Password.File)
-		if err != nil {
-			return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
-		}
-		return pw, nil
+		pw, err = readPasswordFile(rc.Password.File, "its password_file")
 	case rc.Password.Command != "":
-		pw, err := readPasswordCommand(ctx, rc.Password.Command, "password command of repository "+rc.Name)
-		if err != nil {
-			return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
-		}
-		return pw, nil
+		pw, err = readPasswordCommand(ctx, rc.Password.Command, "its password_command")
 	case rc.Password.Env != "":
-		pw, ok := os.LookupEnv(rc.Password.Env)
+		env, ok := os.LookupEnv(rc.Password.Env)
 		if !ok {
-			return nil, fmt.Errorf("repository %s: environment variable %s is not set", rc.Name, rc.Password.Env)
+			return nil, fmt.Errorf("repository %s: its password_env %s is not set", rc.Name, rc.Password.Env)
 		}
-		return checkPassword([]byte(pw), rc.Password.Env)
+		pw, err = checkPassword([]byte(env), "its password_env "+rc.Password.Env)
+	default:
+		return nil, fmt.Errorf("repository %s has no password source", rc.Name)
 	}
-	return nil, fmt.Errorf("repository %s has no password source", rc.Name)
+	if err != nil {
+		return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
+	}
+	return pw, nil
 }
 
 // checkKeyMaterial makes sure that every repository a job uses has a

@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -44,11 +42,7 @@ func newPassword(c *cli.Context) ([]byte, error) {
 	if file == "" {
 		return nil, usageError{errors.New("no new password given: use --new-password-file FILE or NIGHTJAR_NEW_PASSWORD_FILE")}
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("read new password file: %w", err)}
-	}
-	return checkPassword(firstLine(data), "new password file "+file)
+	return readPasswordFile(file, "the --new-password-file")
 }
 
 type keyJSON struct {

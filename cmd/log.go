@@ -6,23 +6,20 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/redact"
 )
 
 // Log formats and the environment variables of the log flags.
 const (
-	logFormatText  = "text"
-	logFormatJSON  = "json"
-	logFormatEnv   = "NIGHTJAR_LOG_FORMAT"
-	logLevelEnv    = "NIGHTJAR_LOG_LEVEL"
-	redactedSecret = "[redacted]"
-	// minRedacted is the shortest secret (a password file's path or a
-	// password command) that log lines are searched for: a shorter one
-	// would blot out ordinary words.
-	minRedacted = 6
+	logFormatText = "text"
+	logFormatJSON = "json"
+	logFormatEnv  = "NIGHTJAR_LOG_FORMAT"
+	logLevelEnv   = "NIGHTJAR_LOG_LEVEL"
 )
 
 var (
@@ -65,8 +62,9 @@ func checkLogFlags(c *cli.Context) error {
 // code, so that a log collector reading serve's JSON can parse its last
 // words too.
 func printError(app *cli.App, stderr io.Writer, msg string, code int) {
+	msg = appRedactor(app).Text(msg)
 	if app.Metadata[logFormatKey] == logFormatJSON {
-		slog.New(logHandler(logFormatJSON, stderr, slog.LevelError, nil)).Error("nightjar: "+msg, "exit_code", code)
+		slog.New(logHandler(logFormatJSON, stderr, slog.LevelError, func() redact.Redactor { return appRedactor(app) })).Error("nightjar: "+msg, "exit_code", code)
 		return
 	}
 	fmt.Fprintf(stderr, "nightjar: %s\n", msg)
@@ -117,7 +115,8 @@ func newLogger(c *cli.Context, w io.Writer, verbose bool, cfg *config.Config) *s
 	if !ok {
 		level = slog.LevelInfo
 	}
-	return slog.New(logHandler(c.String("log-format"), w, level, configSecrets(cfg)))
+	secrets := redact.New(configSecrets(cfg)...)
+	return slog.New(logHandler(c.String("log-format"), w, level, func() redact.Redactor { return secrets }))
 }
 
 // warningLogger is where a command's warnings go in the JSON log format
@@ -128,55 +127,78 @@ func warningLogger(c *cli.Context, w io.Writer) *slog.Logger {
 	if c.String("log-format") != logFormatJSON {
 		return nil
 	}
-	return slog.New(logHandler(logFormatJSON, w, slog.LevelWarn, nil))
+	return slog.New(logHandler(logFormatJSON, w, slog.LevelWarn, func() redact.Redactor { return appRedactor(c.App) }))
 }
 
-func logHandler(format string, w io.Writer, level slog.Level, secrets []string) slog.Handler {
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redactor(secrets)}
+// logHandler is a handler of format to w from level on that takes out of
+// every record what redactor (asked at each record) says; nil: URLs only.
+func logHandler(format string, w io.Writer, level slog.Level, redactor func() redact.Redactor) slog.Handler {
+	if redactor == nil {
+		redactor = func() redact.Redactor { return redact.Redactor{} }
+	}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr(redactor)}
 	if format == logFormatJSON {
 		return slog.NewJSONHandler(w, opts)
 	}
 	return slog.NewTextHandler(w, opts)
 }
 
-// configSecrets lists what a log line must never show of cfg: each
-// repository's password file path and password command.
+// configSecrets lists what no output may show of cfg: each repository's
+// password file path and password command.
 func configSecrets(cfg *config.Config) []string {
 	if cfg == nil {
 		return nil
 	}
 	var secrets []string
 	for _, r := range cfg.Repositories {
-		for _, s := range []string{r.Password.File, r.Password.Command} {
-			if len(s) >= minRedacted {
-				secrets = append(secrets, s)
-			}
-		}
+		secrets = append(secrets, r.Password.File, r.Password.Command)
 	}
-	// Longest first, so that a path inside a command is not half redacted.
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	return secrets
 }
 
-// redactor replaces the secrets in every string and error of a record,
-// its message included.
-func redactor(secrets []string) func([]string, slog.Attr) slog.Attr {
-	if len(secrets) == 0 {
-		return nil
+// secretsKey is where newApp leaves, in the app's Metadata, the redactor
+// of the secrets of every config the command loaded (rememberSecrets), so
+// that its warnings and its last error line are redacted of them too.
+const secretsKey = "secrets"
+
+// newSecrets is the Metadata entry of secretsKey: serve reloads its config
+// while its warnings are written, hence the atomic pointer.
+func newSecrets() *atomic.Pointer[redact.Redactor] {
+	var p atomic.Pointer[redact.Redactor]
+	p.Store(&redact.Redactor{})
+	return &p
+}
+
+// rememberSecrets adds cfg's secrets to those the app's output is
+// redacted of; those of a config read before stay.
+func rememberSecrets(app *cli.App, cfg *config.Config) {
+	p, ok := app.Metadata[secretsKey].(*atomic.Pointer[redact.Redactor])
+	if !ok {
+		return
 	}
-	redact := func(s string) string {
-		for _, secret := range secrets {
-			s = strings.ReplaceAll(s, secret, redactedSecret)
-		}
-		return s
+	r := p.Load().With(configSecrets(cfg)...)
+	p.Store(&r)
+}
+
+// appRedactor redacts the app's output: URLs always, and the secrets of
+// the configs the command loaded.
+func appRedactor(app *cli.App) redact.Redactor {
+	if p, ok := app.Metadata[secretsKey].(*atomic.Pointer[redact.Redactor]); ok {
+		return *p.Load()
 	}
+	return redact.Redactor{}
+}
+
+// redactAttr takes what redactor says out of every string and error of a
+// record, its message included.
+func redactAttr(redactor func() redact.Redactor) func([]string, slog.Attr) slog.Attr {
 	return func(_ []string, a slog.Attr) slog.Attr {
 		switch a.Value.Kind() {
 		case slog.KindString:
-			a.Value = slog.StringValue(redact(a.Value.String()))
+			a.Value = slog.StringValue(redactor().Text(a.Value.String()))
 		case slog.KindAny:
 			if err, ok := a.Value.Any().(error); ok {
-				a.Value = slog.StringValue(redact(err.Error()))
+				a.Value = slog.StringValue(redactor().Text(err.Error()))
 			}
 		}
 		return a

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/redact"
 )
 
 func TestCommandLine(t *testing.T) {
@@ -48,7 +49,7 @@ func TestLogRedactsSecrets(t *testing.T) {
 	for _, format := range logFormats {
 		t.Run(format, func(t *testing.T) {
 			var out bytes.Buffer
-			log := slog.New(logHandler(format, &out, slog.LevelInfo, configSecrets(cfg)))
+			log := slog.New(logHandler(format, &out, slog.LevelInfo, func() redact.Redactor { return redact.New(configSecrets(cfg)...) }))
 			log.Info("run ended", "run", 3, "job", "a",
 				"message", "repository main: read password file: open "+file+": permission denied",
 				"err", errors.New("password command failed: "+command+": exit status 1"))
@@ -57,7 +58,7 @@ func TestLogRedactsSecrets(t *testing.T) {
 			if strings.Contains(text, file) || strings.Contains(text, command) {
 				t.Errorf("a secret is in the log:\n%s", text)
 			}
-			if n := strings.Count(text, redactedSecret); n != 3 {
+			if n := strings.Count(text, redact.Marker); n != 3 {
 				t.Errorf("%d secrets redacted, want 3:\n%s", n, text)
 			}
 		})

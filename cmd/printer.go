@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/nightjar-backup/nightjar/redact"
 )
 
 // printer writes a command's output. With jsonOut set, only JSON documents
@@ -15,6 +17,17 @@ type printer struct {
 	jsonOut bool
 	quiet   bool         // --quiet: no human-readable output either (warnings and JSON still go out)
 	warnLog *slog.Logger // with --log-format json, where warnings go as records; nil: as text
+	// redactor says what warnings must not show (URLs, and the secrets of
+	// the config once one is loaded); nil: URLs only.
+	redactor func() redact.Redactor
+}
+
+// redact takes out of a warning what p's redactor says.
+func (p *printer) redact(msg string) string {
+	if p.redactor == nil {
+		return redact.Text(msg)
+	}
+	return p.redactor().Text(msg)
 }
 
 // Printf writes human-readable output; it is suppressed in JSON mode.
@@ -27,11 +40,12 @@ func (p *printer) Printf(format string, args ...any) {
 
 // Warnf writes a warning to stderr in both modes.
 func (p *printer) Warnf(format string, args ...any) {
+	msg := p.redact(fmt.Sprintf(format, args...))
 	if p.warnLog != nil {
-		p.warnLog.Warn(fmt.Sprintf(format, args...))
+		p.warnLog.Warn(msg)
 		return
 	}
-	fmt.Fprintf(p.stderr, "warning: "+format+"\n", args...)
+	fmt.Fprintf(p.stderr, "warning: %s\n", msg)
 }
 
 // JSONLine writes v as one line of JSON on stdout, for commands that print
@@ -53,7 +67,7 @@ func (p *printer) JSONLine(v any) error {
 // run and job as keys of the record in the JSON log format.
 func (p *printer) WarnRunf(id int64, job, format string, args ...any) {
 	if p.warnLog != nil {
-		p.warnLog.Warn(fmt.Sprintf(format, args...), "run", id, "job", job)
+		p.warnLog.Warn(p.redact(fmt.Sprintf(format, args...)), "run", id, "job", job)
 		return
 	}
 	p.Warnf(format, args...)

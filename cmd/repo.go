@@ -16,6 +16,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/cmd/internal/crashpoint"
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 )
@@ -35,7 +36,8 @@ func jsonFlag() cli.Flag {
 }
 
 func newPrinter(c *cli.Context) *printer {
-	return &printer{stdout: c.App.Writer, stderr: c.App.ErrWriter, jsonOut: c.Bool("json"), warnLog: warningLogger(c, c.App.ErrWriter)}
+	return &printer{stdout: c.App.Writer, stderr: c.App.ErrWriter, jsonOut: c.Bool("json"), warnLog: warningLogger(c, c.App.ErrWriter),
+		redactor: func() redact.Redactor { return appRedactor(c.App) }}
 }
 
 // repoLocation returns the repository location the flags name.
@@ -51,10 +53,10 @@ func repoLocation(c *cli.Context) (string, error) {
 // --password-command, NIGHTJAR_PASSWORD, or a terminal prompt.
 func passwordFrom(c *cli.Context, prompt string) ([]byte, error) {
 	if file := c.String("password-file"); file != "" {
-		return readPasswordFile(file)
+		return readPasswordFile(file, "the --password-file")
 	}
 	if command := c.String("password-command"); command != "" {
-		return readPasswordCommand(c.Context, command, "password command")
+		return readPasswordCommand(c.Context, command, "the --password-command")
 	}
 	if pw, ok := os.LookupEnv("NIGHTJAR_PASSWORD"); ok {
 		return checkPassword([]byte(pw), "NIGHTJAR_PASSWORD")
@@ -71,48 +73,54 @@ func passwordFrom(c *cli.Context, prompt string) ([]byte, error) {
 	return nil, usageError{errors.New("no password given: use --password-file, --password-command, NIGHTJAR_PASSWORD_FILE or NIGHTJAR_PASSWORD")}
 }
 
-// readPasswordFile takes the first line of file as a password.
-func readPasswordFile(file string) ([]byte, error) {
+// readPasswordFile takes the first line of file as a password; source
+// names the file in messages ("its password_file"), which never show its
+// path: the path of a secret is one too.
+func readPasswordFile(file, source string) ([]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("read password file: %w", err)}
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, usageError{fmt.Errorf("%s cannot be read: %w", source, err)}
 	}
-	return checkPassword(firstLine(data), "password file "+file)
+	return checkPassword(firstLine(data), source)
 }
 
 // readPasswordCommand takes the first line a command prints as a password;
-// source names the command in messages.
+// source names the command in messages, which never show the command
+// itself: it may hold a secret.
 func readPasswordCommand(ctx context.Context, command, source string) ([]byte, error) {
-	out, err := runPasswordCommand(ctx, command)
-	if err != nil {
-		return nil, err
-	}
-	return checkPassword(firstLine(out), source)
-}
-
-func runPasswordCommand(ctx context.Context, command string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		// The shell's complaints name the command's words ("sh: 1: foo:
+		// not found"): none of them is quoted.
+		words := redact.New(command).With(strings.Fields(command)...)
+		msg := redact.OneLine(words.Text(stderr.String()), maxCommandError)
 		if msg != "" {
-			msg = ": " + firstLineString(msg)
+			msg = ": " + msg
 		}
-		return nil, usageError{fmt.Errorf("password command failed: %v%s", err, msg)}
+		return nil, usageError{fmt.Errorf("%s failed: %v%s", source, err, msg)}
 	}
-	return out, nil
+	return checkPassword(firstLine(out), source)
 }
 
+// maxCommandError is how much of a password command's standard error its
+// failure quotes, in bytes.
+const maxCommandError = 200
+
+// firstLine is the first line of a password file or command's output: the
+// password, without its line break.
 func firstLine(b []byte) []byte {
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		b = b[:i]
 	}
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
-
-func firstLineString(s string) string { return string(firstLine([]byte(s))) }
 
 func checkPassword(pw []byte, source string) ([]byte, error) {
 	if len(pw) == 0 {

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 	"github.com/nightjar-backup/nightjar/status"
 )
@@ -87,7 +89,7 @@ func runRepositoryList(c *cli.Context) error {
 		return err
 	}
 	st := statusState(cfg, facts, now())
-	warnings := status.Evaluate(st)
+	warnings := redactWarnings(appRedactor(c.App), status.Evaluate(st))
 	var out []repositoryJSON
 	var unreachable []string
 	for i, name := range names {
@@ -141,10 +143,10 @@ func repositoryRow(st status.State, warnings []status.Warning, facts db.StatusFa
 		}
 	}
 	if probed && !probe.Reachable {
-		row.WhyNot = append(row.WhyNot, "unreachable: "+status.Redact(probe.Error))
+		row.WhyNot = append(row.WhyNot, "unreachable: "+redact.Text(probe.Error))
 	}
 	if added := repository.LastBackupAdded; probe.SpaceKnown && added > 0 && probe.FreeBytes < added {
-		row.WhyNot = append(row.WhyNot, fmt.Sprintf("low space: %s free, less than the newest backup added (%s)", status.Bytes(probe.FreeBytes), status.Bytes(added)))
+		row.WhyNot = append(row.WhyNot, fmt.Sprintf("low space: %s free, less than the newest backup added (%s)", humanize.IBytes(uint64(probe.FreeBytes)), humanize.IBytes(uint64(added))))
 	}
 	for _, r := range facts.Running {
 		if (r.Kind == pass.KindPrune || r.Kind == pass.KindRetention) && repositoryOfJob(st, r.Job) == name {
@@ -183,7 +185,7 @@ func printRepositories(p *printer, rows []repositoryJSON) {
 		case !r.Created:
 			reach = "not created yet"
 		case !r.Reachable:
-			reach = "UNREACHABLE: " + status.Redact(r.Error)
+			reach = "UNREACHABLE: " + redact.Text(r.Error)
 		}
 		encrypted := "encryption unknown"
 		if r.Encrypted != nil {
@@ -191,11 +193,11 @@ func printRepositories(p *printer, rows []repositoryJSON) {
 		}
 		space := "free space unknown"
 		if r.FreeBytes != nil && *r.TotalBytes > 0 {
-			space = fmt.Sprintf("%s free of %s (%.1f%%)", status.Bytes(*r.FreeBytes), status.Bytes(*r.TotalBytes), 100*float64(*r.FreeBytes)/float64(*r.TotalBytes))
+			space = fmt.Sprintf("%s free of %s (%.1f%%)", humanize.IBytes(uint64(*r.FreeBytes)), humanize.IBytes(uint64(*r.TotalBytes)), 100*float64(*r.FreeBytes)/float64(*r.TotalBytes))
 		}
 		size := "size unknown"
 		if r.SizeBytes != nil {
-			size = "holds " + status.Bytes(*r.SizeBytes)
+			size = "holds " + humanize.IBytes(uint64(*r.SizeBytes))
 		}
 		p.Printf("  %s; %s; %s; %s\n", reach, encrypted, space, size)
 		if r.AcceptsBackups {

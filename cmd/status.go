@@ -15,6 +15,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 	"github.com/nightjar-backup/nightjar/status"
 )
@@ -66,7 +67,7 @@ func runStatus(c *cli.Context) error {
 		return err
 	}
 	state := statusState(cfg, facts, now())
-	warnings := status.Evaluate(state)
+	warnings := redactWarnings(appRedactor(c.App), status.Evaluate(state))
 	critical := false
 	for _, w := range warnings {
 		critical = critical || w.Severity == status.SeverityCritical
@@ -87,6 +88,16 @@ func runStatus(c *cli.Context) error {
 		return codedError{code: ExitCritical, err: errors.New("a warning is critical"), silent: true}
 	}
 	return nil
+}
+
+// redactWarnings takes what r says out of the warnings' messages: the
+// config's secrets, which a run message stored by an older nightjar (or a
+// hook's output) may still show.
+func redactWarnings(r redact.Redactor, warnings []status.Warning) []status.Warning {
+	for i := range warnings {
+		warnings[i].Message = r.Text(warnings[i].Message)
+	}
+	return warnings
 }
 
 // readStatusFacts reads the state database at path. A missing one is no

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nightjar-backup/nightjar/db"
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 	"github.com/nightjar-backup/nightjar/status"
@@ -96,5 +97,25 @@ func TestJobState(t *testing.T) {
 			}
 			tt.check(t, jobState(def, 0, facts, now))
 		})
+	}
+}
+
+// A message stored before password errors lost their paths (or a hook's
+// output) is shown by status without the config's secrets.
+func TestRedactWarningsTakesOutConfigSecrets(t *testing.T) {
+	const file = "/etc/nightjar/offsite.pass"
+	in := []status.Warning{
+		{Code: status.CodeLastRunFailed, Message: "last backup run 3 failed: read password file: open " + file + ": no such file or directory"},
+		{Code: status.CodeRepositoryUnavailable, Message: "post https://hooks.example/T/B/TOKEN failed"},
+	}
+	got := redactWarnings(redact.New(file), in)
+	want := []string{
+		"last backup run 3 failed: read password file: open [redacted]: no such file or directory",
+		"post https://hooks.example/… failed",
+	}
+	for i := range want {
+		if got[i].Message != want[i] {
+			t.Errorf("warning %d = %q, want %q", i, got[i].Message, want[i])
+		}
 	}
 }

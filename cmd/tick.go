@@ -167,9 +167,20 @@ func runTick(c *cli.Context) error {
 	}
 	defer s.db.Close()
 	defer s.closeNotifications(c.Context, p)
-	probe := statusPass(c.Context, s.cfg, s.db, s.now, db.PassTick, p.Warnf)
+	// The heartbeat's renewals and the pass may warn at once: one at a time.
+	var warnMu sync.Mutex
+	warn := func(format string, args ...any) {
+		warnMu.Lock()
+		defer warnMu.Unlock()
+		p.Warnf(format, args...)
+	}
+	endStatus := statusPass(c.Context, s.cfg, s.db, s.now, db.PassTick, warn, func() {
+		warnMu.Lock()
+		defer warnMu.Unlock()
+		metricsAfterTick(s, p)
+	})
 	sum, err := s.pass.Run(c.Context)
-	probe()
+	endStatus()
 	metricsAfterTick(s, p)
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
@@ -370,9 +381,13 @@ func runServe(c *cli.Context) error {
 		m.setConfig(cfg)
 		go func() {
 			defer passes.Done()
-			probe := statusPass(c.Context, cfg, s.db, s.now, db.PassServe, warn)
+			endStatus := statusPass(c.Context, cfg, s.db, s.now, db.PassServe, warn, func() {
+				outMu.Lock()
+				defer outMu.Unlock()
+				m.writeTextfile(p)
+			})
 			sum, err := ps.Run(c.Context)
-			probe()
+			endStatus()
 			perr := purgeHistory(c.Context, s.db, cfg.History, ps.Now(), ps.Logger)
 			outMu.Lock()
 			defer outMu.Unlock()

@@ -64,6 +64,10 @@ type commandSpec struct {
 	// (pass.Shutdown.Deadline, a little before the pass stops waiting):
 	// the group is sent SIGTERM in time to be SIGKILLed by then.
 	killBy time.Time
+	// run, when set, is the context of the run a command outlives the
+	// cancellation of (after and on_* hooks): a shutdown that ends it
+	// while the command runs sets killBy then.
+	run context.Context
 }
 
 // process is a command started in a process group of its own. Its
@@ -121,8 +125,9 @@ func startProcess(ctx context.Context, spec commandSpec, setup func(*exec.Cmd) e
 }
 
 // watch stops the process group when the timeout passes, the context
-// ends, abort is called or killBy nears, whichever comes first, unless
-// the process has exited or the caller is done with it.
+// ends, abort is called or killBy nears (set at the start, or when a
+// shutdown ends the run meanwhile), whichever comes first, unless the
+// process has exited or the caller is done with it.
 func (p *process) watch(ctx context.Context, timer func(time.Duration) (<-chan time.Time, func() bool)) {
 	var expired, shutdown <-chan time.Time
 	if p.spec.timeout > 0 {
@@ -131,29 +136,42 @@ func (p *process) watch(ctx context.Context, timer func(time.Duration) (<-chan t
 		expired = c
 	}
 	grace := killGrace
-	if !p.spec.killBy.IsZero() {
-		// SIGTERM leaves it killGrace, or half the time left when that
-		// is shorter, before the SIGKILL at killBy.
-		left := time.Until(p.spec.killBy)
+	// armShutdown leaves the command killGrace after SIGTERM, or half
+	// the time left when that is shorter, before the SIGKILL at killBy.
+	armShutdown := func(killBy time.Time) (stop func() bool) {
+		left := time.Until(killBy)
 		grace = max(min(killGrace, left/2), 0)
-		c, stop := timer(max(left-grace, 0))
-		defer stop()
-		shutdown = c
+		shutdown, stop = timer(max(left-grace, 0))
+		return stop
+	}
+	var runEnded <-chan struct{}
+	if !p.spec.killBy.IsZero() {
+		defer armShutdown(p.spec.killBy)()
+	} else if p.spec.run != nil {
+		runEnded = p.spec.run.Done()
 	}
 	var why int32
-	select {
-	case <-p.done:
-		return
-	case <-p.ended:
-		return
-	case <-ctx.Done():
-		why = stoppedCancelled
-	case <-expired:
-		why = stoppedTimeout
-	case <-shutdown:
-		why = stoppedShutdown
-	case <-p.aborted:
-		why = stoppedAborted
+	for why == 0 {
+		select {
+		case <-p.done:
+			return
+		case <-p.ended:
+			return
+		case <-ctx.Done():
+			why = stoppedCancelled
+		case <-expired:
+			why = stoppedTimeout
+		case <-shutdown:
+			why = stoppedShutdown
+		case <-p.aborted:
+			why = stoppedAborted
+		case <-runEnded:
+			// A user's cancellation does not stop it; a shutdown bounds it.
+			runEnded = nil
+			if killBy := shutdownDeadline(p.spec.run); !killBy.IsZero() {
+				defer armShutdown(killBy)()
+			}
+		}
 	}
 	select {
 	case <-p.done:

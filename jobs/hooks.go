@@ -103,7 +103,7 @@ func (h *hookRun) before(ctx context.Context, progress func(pass.Progress)) erro
 		return nil
 	}
 	progress(pass.Progress{Current: "hook " + HookBefore})
-	cerr := h.runHook(ctx, HookBefore, h.hooks.Before, h.env(HookBefore, nil, nil), time.Time{})
+	cerr := h.runHook(ctx, nil, HookBefore, h.hooks.Before, h.env(HookBefore, nil, nil))
 	switch {
 	case cerr == nil:
 		return nil
@@ -128,7 +128,7 @@ func (h *hookRun) after(ctx context.Context, res pass.Result, err error, progres
 	}
 	v := h.verdict(ctx, res, err)
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "hook " + HookAfter})
-	cerr := h.runHook(context.WithoutCancel(ctx), HookAfter, h.hooks.After, h.env(HookAfter, &v, res.Snapshots), shutdownDeadline(ctx))
+	cerr := h.runHook(context.WithoutCancel(ctx), ctx, HookAfter, h.hooks.After, h.env(HookAfter, &v, res.Snapshots))
 	if cerr != nil && err == nil && pass.StoppedStatus(ctx, err) == "" {
 		res.Figures.FilesSkipped++
 		res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "hook " + HookAfter, Reason: hookReason(cerr)})
@@ -162,7 +162,7 @@ func (h *hookRun) onStatus(ctx context.Context, res pass.Result, err error, prog
 		return
 	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "hook " + name})
-	if cerr := h.runHook(context.WithoutCancel(ctx), name, argv, h.env(name, &v, res.Snapshots), shutdownDeadline(ctx)); cerr != nil {
+	if cerr := h.runHook(context.WithoutCancel(ctx), ctx, name, argv, h.env(name, &v, res.Snapshots)); cerr != nil {
 		fmt.Fprintf(&h.output, "warning: hook %s failed; the run's status stays %s\n", name, v.Status)
 	}
 }
@@ -189,12 +189,17 @@ func shutdownDeadline(ctx context.Context) time.Time {
 	return time.Time{}
 }
 
-// runHook runs one hook to its end, within the hooks' timeout and killBy
-// (zero: none), and writes its output to the run's.
-func (h *hookRun) runHook(ctx context.Context, name string, argv, env []string, killBy time.Time) *CommandError {
+// runHook runs one hook to its end, within the hooks' timeout, and writes
+// its output to the run's. A hook that outlives the cancellation of the
+// run's context run (after, on_*; nil for before) is bounded by the
+// deadline of a shutdown that ended it, or that ends it meanwhile.
+func (h *hookRun) runHook(ctx, run context.Context, name string, argv, env []string) *CommandError {
 	out := newTailBuffer(MaxCommandOutput)
 	var cerr *CommandError
-	spec := commandSpec{what: name + " hook", argv: argv, env: env, dir: h.hooks.Dir, timeout: h.hooks.Timeout, killBy: killBy}
+	spec := commandSpec{what: name + " hook", argv: argv, env: env, dir: h.hooks.Dir, timeout: h.hooks.Timeout}
+	if run != nil {
+		spec.killBy, spec.run = shutdownDeadline(run), run
+	}
 	p, err := startProcess(ctx, spec, func(cmd *exec.Cmd) error {
 		cmd.Stdout, cmd.Stderr = out, out
 		return nil

@@ -510,47 +510,78 @@ cat "`+release+`"`)}
 	}
 }
 
-// After a shutdown, the after hook ends before the pass stops waiting for
-// the run (pass.Shutdown's deadline), even one that ignores SIGTERM: its
-// group is killed, and the run's output says why.
+// An after hook that ignores SIGTERM is stopped by the deadline of the
+// shutdown that stopped its run, or of one that comes while it runs, so
+// that the run is recorded with its output before the pass stops waiting.
 func TestAfterHookEndsByTheShutdownDeadline(t *testing.T) {
-	w := newHookWorld(t)
-	ready, block := fifo(t, w.dir, "ready"), fifo(t, w.dir, "block")
-	pidFile := filepath.Join(w.dir, "after.pid")
-	after := script(t, w.dir, "after", `trap '' TERM
-echo $$ > "`+pidFile+`"
+	t.Run("shutdown during the backup", func(t *testing.T) {
+		w := newHookWorld(t)
+		ready, block := fifo(t, w.dir, "ready"), fifo(t, w.dir, "block")
+		after := script(t, w.dir, "after", `trap '' TERM
 cat "`+block+`"`)
-	dump := script(t, w.dir, "dump.sh", `echo running > "`+ready+`"
+		dump := script(t, w.dir, "dump.sh", `echo running > "`+ready+`"
 cat "`+block+`"`)
-	e := w.executor(Hooks{After: after, Timeout: time.Hour}, SourceSpec{Path: backup.StreamPath("db.sql"), Command: dump})
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	type outcome struct {
-		res pass.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := execute(ctx, e)
-		done <- outcome{res, err}
-	}()
-	if _, err := os.ReadFile(ready); err != nil {
-		t.Fatal(err)
-	}
-	// The deadline has passed already: the after hook gets no grace.
-	cancel(&pass.Shutdown{Deadline: time.Now()})
-	o := <-done
-	if !strings.Contains(o.res.Output, "== hook after: stopped, as nightjar is shutting down") {
-		t.Errorf("output does not say the after hook was stopped by the shutdown:\n%s", o.res.Output)
-	}
-	if got := pass.StoppedStatus(ctx, o.err); got != pass.StatusInterrupted {
-		t.Errorf("StoppedStatus %q, want interrupted", got)
-	}
-	if pidText, err := os.ReadFile(pidFile); err != nil {
-		t.Errorf("the after hook did not run: %v", err)
-	} else if pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText))); !endsSoon(t, pid) {
-		t.Errorf("the after hook %d still runs", pid)
-	}
+		e := w.executor(Hooks{After: after, Timeout: time.Hour}, SourceSpec{Path: backup.StreamPath("db.sql"), Command: dump})
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		done := make(chan struct {
+			res pass.Result
+			err error
+		}, 1)
+		go func() {
+			res, err := execute(ctx, e)
+			done <- struct {
+				res pass.Result
+				err error
+			}{res, err}
+		}()
+		if _, err := os.ReadFile(ready); err != nil {
+			t.Fatal(err)
+		}
+		// The deadline has passed already: the after hook gets no grace.
+		cancel(&pass.Shutdown{Deadline: time.Now()})
+		o := <-done
+		if !strings.Contains(o.res.Output, "== hook after: stopped, as nightjar is shutting down") {
+			t.Errorf("output does not say the after hook was stopped by the shutdown:\n%s", o.res.Output)
+		}
+		if got := pass.StoppedStatus(ctx, o.err); got != pass.StatusInterrupted {
+			t.Errorf("StoppedStatus %q, want interrupted", got)
+		}
+	})
+	t.Run("shutdown while the after hook runs", func(t *testing.T) {
+		w := newHookWorld(t)
+		running, block := fifo(t, w.dir, "running"), fifo(t, w.dir, "block")
+		after := script(t, w.dir, "after", `trap '' TERM
+echo $$ > "`+running+`"
+cat "`+block+`"`)
+		e := w.executor(Hooks{After: after, Timeout: time.Hour})
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		done := make(chan pass.Result, 1)
+		go func() {
+			res, _ := execute(ctx, e)
+			done <- res
+		}()
+		pidText, err := os.ReadFile(running) // the after hook runs: the backup is done
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+		if err != nil {
+			t.Fatalf("after hook's pid %q: %v", pidText, err)
+		}
+		cancel(&pass.Shutdown{Deadline: time.Now()})
+		res := <-done
+		if !endsSoon(t, pid) {
+			t.Errorf("the after hook %d still runs", pid)
+		}
+		if !strings.Contains(res.Output, "== hook after: stopped, as nightjar is shutting down") {
+			t.Errorf("output does not say the after hook was stopped by the shutdown:\n%s", res.Output)
+		}
+		if v := pass.Judge(res, nil); v.Status != pass.StatusPartialFailure {
+			t.Errorf("a backup whose after hook a shutdown stopped is %s, want partial_failure (the hook did not finish)", v.Status)
+		}
+	})
 }
 
 // Hooks and command sources run in Hooks.Dir (cmd: the config file's

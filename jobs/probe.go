@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 )
@@ -73,7 +73,7 @@ func probe(ctx context.Context, location string, password func() ([]byte, error)
 	var p Probe
 	be, err := backend.Open(ctx, location)
 	if err != nil {
-		p.Error, p.Missing = oneLine(err), errors.Is(err, repo.ErrNoRepository)
+		p.Error, p.Missing = redact.OneLine(err.Error(), 0), errors.Is(err, repo.ErrNoRepository)
 		return p
 	}
 	if sr, ok := repo.Capability[spaceReader](be); ok {
@@ -113,7 +113,7 @@ func probe(ctx context.Context, location string, password func() ([]byte, error)
 		return p
 	default:
 		p.EncryptionKnown, p.Encrypted = asked, asked
-		p.Error = "open repository: " + oneLine(err)
+		p.Error = "open repository: " + redact.OneLine(err.Error(), 0)
 		return p
 	}
 	if size, err := repositorySize(ctx, be); err == nil {
@@ -121,7 +121,7 @@ func probe(ctx context.Context, location string, password func() ([]byte, error)
 	}
 	if wp, ok := repo.Capability[writeProber](be); ok {
 		if err := wp.WriteProbe(ctx); err != nil {
-			p.Error = oneLine(err)
+			p.Error = redact.OneLine(err.Error(), 0)
 			return p
 		}
 	}
@@ -159,10 +159,4 @@ func repositorySize(ctx context.Context, be repo.Backend) (int64, error) {
 		}
 	}
 	return size, nil
-}
-
-// oneLine is the first line of err's message.
-func oneLine(err error) string {
-	line, _, _ := strings.Cut(err.Error(), "\n")
-	return line
 }

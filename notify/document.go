@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -101,6 +102,10 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
+// maxSummaryMessage is the most of a run's message a summary quotes, in
+// bytes; the document's message field has all of it.
+const maxSummaryMessage = 300
+
 // summary is the document in one line, for people: "nightjar on db1:
 // backup run 12 of job pg failed [source/ALL_SOURCES_FAILED]: ...".
 func (d Document) summary() string {
@@ -118,7 +123,7 @@ func (d Document) summary() string {
 		fmt.Fprintf(&b, " [%s/%s]", d.ErrorClass, d.ErrorCode)
 	}
 	if d.Message != "" {
-		b.WriteString(": " + firstLine(d.Message))
+		b.WriteString(": " + redact.OneLine(d.Message, maxSummaryMessage))
 	}
 	return b.String()
 }
@@ -142,13 +147,6 @@ func (d Document) healthcheckBody() string {
 		}
 	}
 	return b.String()
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
-	}
-	return s
 }
 
 // healthcheckSuffix is the ping of an event: "/start", "" (success),

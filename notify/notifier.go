@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -73,7 +74,7 @@ type delivery struct {
 // Failure is a notification that was not delivered.
 type Failure struct {
 	Target   string // "webhook" or "healthcheck"
-	Address  string // scheme and host only (Redact)
+	Address  string // scheme and host only (redact.URL)
 	Event    string
 	Run      int64
 	Job      string
@@ -221,7 +222,7 @@ func (n *Notifier) drain(q *queue) {
 }
 
 func (n *Notifier) failLocked(d delivery, attempts int, reason string) {
-	n.failures = append(n.failures, Failure{Target: d.target, Address: Redact(d.url), Event: d.event, Run: d.run, Job: d.job, Attempts: attempts, Reason: reason})
+	n.failures = append(n.failures, Failure{Target: d.target, Address: redact.URL(d.url), Event: d.event, Run: d.run, Job: d.job, Attempts: attempts, Reason: redact.Text(reason)})
 }
 
 // errStopped is the reason of a notification Close stopped waiting for.

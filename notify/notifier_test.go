@@ -397,7 +397,7 @@ func TestDownServer(t *testing.T) {
 			t.Errorf("failure %q shows %q", line, secretPart)
 		}
 	}
-	if !strings.Contains(line, "notification to webhook "+srv.URL+" (event failed of run 12, job db) not delivered, after 3 attempts: ") {
+	if !strings.Contains(line, "notification to webhook "+srv.URL+"/… (event failed of run 12, job db) not delivered, after 3 attempts: ") {
 		t.Errorf("failure %q does not say what went where", line)
 	}
 	if got := len(sleeps.got()); got != DefaultAttempts-1 {

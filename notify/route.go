@@ -128,16 +128,6 @@ func CheckURL(raw string) error {
 	return nil
 }
 
-// Redact returns what of a URL may be shown: its scheme and host (with
-// the port), never its userinfo, path or query.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(a URL that does not parse)"
-	}
-	return u.Scheme + "://" + u.Host
-}
-
 // ping returns the healthcheck URL base with suffix ("/start", "/fail"
 // or "") appended to its path, keeping its query.
 func ping(base, suffix string) string {

@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/nightjar-backup/nightjar/redact"
 )
 
 // Run states and kinds as schedule/pass names them; status keeps its own
@@ -31,7 +34,7 @@ func Evaluate(s State) []Warning {
 			Severity:   code.Severity(),
 			Job:        job,
 			Repository: repository,
-			Message:    Redact(oneLine(fmt.Sprintf(format, args...), 2*maxMessage)),
+			Message:    redact.OneLine(redact.Text(fmt.Sprintf(format, args...)), 2*maxMessage),
 		})
 	}
 	evaluateScheduler(s, add)
@@ -81,15 +84,15 @@ func evaluateJob(now time.Time, j Job, add addFunc) {
 		switch r.Status {
 		case statusFailed:
 			add(CodeLastRunFailed, j.Name, j.Repository, "last %s run %d failed at %s (%s): %s",
-				r.Kind, r.ID, stamp(r.Ended), classCode(r), oneLine(r.Message, maxMessage))
+				r.Kind, r.ID, stamp(r.Ended), classCode(r), redact.OneLine(r.Message, maxMessage))
 		case statusPartial:
 			add(CodeLastRunPartial, j.Name, j.Repository, "last %s run %d ended partial at %s (%s): %s",
-				r.Kind, r.ID, stamp(r.Ended), classCode(r), oneLine(r.Message, maxMessage))
+				r.Kind, r.ID, stamp(r.Ended), classCode(r), redact.OneLine(r.Message, maxMessage))
 		}
 	}
 	if j.VerifyFailed {
 		add(CodeVerifyFailed, j.Name, j.Repository, "a snapshot failed verification: %s; see nightjar job show %s",
-			cmp.Or(oneLine(j.VerifyFailure, maxMessage), "the catalog records it"), j.Name)
+			cmp.Or(redact.OneLine(j.VerifyFailure, maxMessage), "the catalog records it"), j.Name)
 	}
 	evaluateDeepVerify(now, j, add)
 }
@@ -162,7 +165,7 @@ func evaluateRepositories(s State, add addFunc) {
 		}
 		if !p.Reachable {
 			add(CodeRepositoryUnavailable, "", r.Name, "repository at %s is unavailable (probe at %s): %s",
-				r.Location, stamp(p.At), cmp.Or(oneLine(p.Error, maxMessage), "no reason given"))
+				r.Location, stamp(p.At), cmp.Or(redact.OneLine(p.Error, maxMessage), "no reason given"))
 			continue
 		}
 		if !p.Encrypted {
@@ -176,7 +179,7 @@ func evaluateRepositories(s State, add addFunc) {
 			lowForBackup := r.LastBackupAdded > 0 && p.FreeBytes < LowSpaceBackups*r.LastBackupAdded
 			if lowFraction || lowForBackup {
 				add(CodeRepositoryLowSpace, "", r.Name, "repository at %s has %s free of %s (%.1f%%); the newest backup added %s; allowed: at least %.0f%% free and twice the newest backup's addition",
-					r.Location, Bytes(p.FreeBytes), Bytes(p.TotalBytes), 100*float64(p.FreeBytes)/float64(p.TotalBytes), Bytes(r.LastBackupAdded), 100*LowSpaceFraction)
+					r.Location, humanize.IBytes(uint64(p.FreeBytes)), humanize.IBytes(uint64(p.TotalBytes)), 100*float64(p.FreeBytes)/float64(p.TotalBytes), humanize.IBytes(uint64(r.LastBackupAdded)), 100*LowSpaceFraction)
 			}
 		}
 	}
@@ -226,32 +229,4 @@ func roundAge(d time.Duration) time.Duration {
 		return d.Round(time.Minute)
 	}
 	return d.Round(time.Second)
-}
-
-// oneLine folds s onto one line and cuts it to at most limit bytes (at a
-// rune boundary), marking a cut with "...".
-func oneLine(s string, limit int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-// Bytes formats a byte count for people: 1.5 GiB.
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -109,10 +109,10 @@ func TestEvaluate(t *testing.T) {
 		}, nil},
 		{"repository_low_space under 10% free", func(s *State) {
 			s.Repositories[0].Probe.FreeBytes = 99 << 30
-		}, []want{{CodeRepositoryLowSpace, "", "disk", "has 99.0 GiB free of 1000.0 GiB (9.9%)"}}},
+		}, []want{{CodeRepositoryLowSpace, "", "disk", "has 99 GiB free of 1000 GiB (9.9%)"}}},
 		{"repository_low_space under twice the newest backup's addition", func(s *State) {
 			s.Repositories[0].LastBackupAdded = 401 << 30
-		}, []want{{CodeRepositoryLowSpace, "", "disk", "the newest backup added 401.0 GiB"}}},
+		}, []want{{CodeRepositoryLowSpace, "", "disk", "the newest backup added 401 GiB"}}},
 		{"no space warning when the space is unknown", func(s *State) {
 			s.Repositories[0].Probe.SpaceKnown = false
 			s.Repositories[0].Probe.FreeBytes = 0
@@ -151,13 +151,13 @@ func TestEvaluate(t *testing.T) {
 		{"run_stuck when a running run's heartbeat stopped", func(s *State) {
 			s.Running = []RunningRun{{ID: 12, Job: "home", Repository: "disk", StartedAt: now.Add(-time.Hour), HeartbeatAt: now.Add(-20 * time.Minute), Runner: "db1:77"}}
 		}, []want{{CodeRunStuck, "home", "disk", "run 12 (runner db1:77) has not renewed its heartbeat for 20m0s"}}},
-		{"no secrets: the credentials of URLs are redacted from messages", func(s *State) {
+		{"no secrets: URLs are cut to their scheme and host in messages", func(s *State) {
 			s.Repositories[0].Location = "s3://s3.example.com/bucket"
 			s.Repositories[0].Probe = &Probe{At: now, Error: `get "https://AKIAKEY:hunter2@s3.example.com/bucket/config?X-Amz-Signature=abc123": 403`}
 			s.Jobs[0].LastRuns[0] = Run{ID: 9, Kind: "backup", Status: statusFailed, Class: "network", Message: "post https://user:hunter2@hooks.example/x?token=abc123 failed", Ended: now}
 		}, []want{
-			{CodeRepositoryUnavailable, "", "disk", `get "https://REDACTED@s3.example.com/bucket/config?REDACTED": 403`},
-			{CodeLastRunFailed, "home", "disk", "post https://REDACTED@hooks.example/x?REDACTED failed"},
+			{CodeRepositoryUnavailable, "", "disk", `get "https://s3.example.com/…": 403`},
+			{CodeLastRunFailed, "home", "disk", "post https://hooks.example/… failed"},
 		}},
 	}
 	for _, tt := range tests {
@@ -240,22 +240,6 @@ func TestCodesAreClosed(t *testing.T) {
 		if c.Severity() == "" {
 			t.Errorf("%s has no severity", c)
 		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"plain text stays", "open /srv/backup: no such file", "open /srv/backup: no such file"},
-		{"URL without credentials stays", "get https://s3.example.com/b/config: 404", "get https://s3.example.com/b/config: 404"},
-		{"userinfo goes", "s3://key:secret@host/b", "s3://REDACTED@host/b"},
-		{"query goes", "https://hc.example/ping?key=secret", "https://hc.example/ping?REDACTED"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Redact(tt.in); got != tt.want {
-				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
-			}
-		})
 	}
 }
 

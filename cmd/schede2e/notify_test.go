@@ -208,9 +208,9 @@ func TestNotifyFailuresDoNotFailTheRun(t *testing.T) {
 		t.Errorf("the output shows a webhook's token:\n%s", res)
 	}
 	for _, want := range []string{
-		"warning: notification to webhook " + down.URL + " (event started of run 1, job a) not delivered, after 2 attempts: ",
-		"warning: notification to webhook " + down.URL + " (event succeeded of run 1, job a) not delivered, after 2 attempts: ",
-		"warning: notification to webhook " + slow.URL + " (event started of run 1, job a) not delivered, after 2 attempts: no answer within 1s",
+		"warning: notification to webhook " + down.URL + "/… (event started of run 1, job a) not delivered, after 2 attempts: ",
+		"warning: notification to webhook " + down.URL + "/… (event succeeded of run 1, job a) not delivered, after 2 attempts: ",
+		"warning: notification to webhook " + slow.URL + "/… (event started of run 1, job a) not delivered, after 2 attempts: no answer within 1s",
 	} {
 		if !strings.Contains(res.Stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
@@ -239,7 +239,7 @@ func TestNotifyServe(t *testing.T) {
 		"\n[notify]\nwebhooks = [\"" + good.URL + "/hook\", \"" + down.URL + "/hook/DOWNTOKEN\"]\nattempts = 1\n")
 	w.must(exitOK, "job", "run", "a")
 	out := w.serveUntil("(event succeeded of run 1, job a) not delivered")
-	if !strings.Contains(out, "warning: notification to webhook "+down.URL+" (event succeeded of run 1, job a) not delivered, after 1 attempt: ") ||
+	if !strings.Contains(out, "warning: notification to webhook "+down.URL+"/… (event succeeded of run 1, job a) not delivered, after 1 attempt: ") ||
 		strings.Contains(out, "DOWNTOKEN") {
 		t.Errorf("serve's warning of the server that is down is missing, or shows its token:\n%s", out)
 	}
