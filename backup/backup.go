@@ -179,21 +179,9 @@ type saveJob struct {
 // write session, which adopts the packs of interrupted backups first: when
 // Backup returns, no pack write of it goes on.
 func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	started := opts.Now()
-	if opts.Time.IsZero() {
-		opts.Time = started
-	}
-	if opts.SnapshotID == "" {
-		opts.SnapshotID = repo.NewSnapshotID()
-	}
-	if !repo.ValidSnapshotID(opts.SnapshotID) {
-		return nil, fmt.Errorf("invalid snapshot id %q", opts.SnapshotID)
-	}
-	if opts.Hostname == "" {
-		opts.Hostname, _ = os.Hostname()
+	started, err := snapshotDefaults(&opts.Now, &opts.Time, &opts.SnapshotID, &opts.Hostname)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -859,4 +847,27 @@ func describe(err error) string {
 		return "permission denied"
 	}
 	return err.Error()
+}
+
+// snapshotDefaults fills in what a backup's options leave out (the clock,
+// the snapshot's time, its ID and host) and checks the ID; it returns
+// when the backup started. Backup and Stream share it.
+func snapshotDefaults(now *func() time.Time, at *time.Time, id, hostname *string) (time.Time, error) {
+	if *now == nil {
+		*now = time.Now
+	}
+	started := (*now)()
+	if at.IsZero() {
+		*at = started
+	}
+	if *id == "" {
+		*id = repo.NewSnapshotID()
+	}
+	if !repo.ValidSnapshotID(*id) {
+		return time.Time{}, fmt.Errorf("invalid snapshot id %q", *id)
+	}
+	if *hostname == "" {
+		*hostname, _ = os.Hostname()
+	}
+	return started, nil
 }

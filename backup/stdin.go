@@ -63,21 +63,9 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 	if err := ValidStreamName(opts.Name); err != nil {
 		return nil, fmt.Errorf("stream name: %w", err)
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	started := opts.Now()
-	if opts.Time.IsZero() {
-		opts.Time = started
-	}
-	if opts.SnapshotID == "" {
-		opts.SnapshotID = repo.NewSnapshotID()
-	}
-	if !repo.ValidSnapshotID(opts.SnapshotID) {
-		return nil, fmt.Errorf("invalid snapshot id %q", opts.SnapshotID)
-	}
-	if opts.Hostname == "" {
-		opts.Hostname, _ = os.Hostname()
+	started, err := snapshotDefaults(&opts.Now, &opts.Time, &opts.SnapshotID, &opts.Hostname)
+	if err != nil {
+		return nil, err
 	}
 	users := newOwnerNames()
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
