@@ -51,6 +51,17 @@ func (p *Progress) Read() ProgressFigures {
 	}
 }
 
+// settle makes the total known once every file is in place: when the
+// count beside the restore had not finished, the total is what was done.
+func (p *Progress) settle() {
+	if p.totalKnown.Load() {
+		return
+	}
+	p.totalFiles.Store(p.filesDone.Load())
+	p.totalBytes.Store(p.bytesDone.Load())
+	p.totalKnown.Store(true)
+}
+
 // count sets the total. A snapshot made by a backup and restored whole has
 // it in its record's summary; otherwise (include or exclude rules, a
 // record without a summary) the restore's walk is made once more beside

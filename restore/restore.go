@@ -176,6 +176,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	}
 	rs.result.OwnershipKept = rs.asRoot
 	rs.prog = opts.Progress
+	stopCounting := func() {}
 	if rs.prog == nil {
 		rs.prog = &Progress{}
 	} else {
@@ -185,7 +186,9 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 			defer close(counted)
 			rs.count(countCtx, s)
 		}()
-		defer func() { stopCount(); <-counted }()
+		var once sync.Once
+		stopCounting = func() { once.Do(func() { stopCount(); <-counted }) }
+		defer stopCounting()
 	}
 	if opts.Verify {
 		rs.restored = map[string]bool{}
@@ -224,6 +227,10 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 			rs.skip(d.target, "metadata: "+err.Error())
 		}
 	}
+	// Everything is in place: what was done is the total, when the count
+	// beside the restore had not finished.
+	stopCounting()
+	rs.prog.settle()
 	if opts.Verify {
 		rs.prog.verifying.Store(true)
 		if err := rs.verify(ctx, s.Tree); err != nil {
