@@ -212,6 +212,10 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 		a.prog = &Progress{}
 	}
 	a.prog.start(opts.Workers)
+	// endScan stops the scanner beside the backup (complete: lets it
+	// finish first, so that a backup that did its work ends with its
+	// total known, however the two raced).
+	endScan := func(complete bool) {}
 	if opts.Progress != nil && opts.Scan {
 		scanCtx, stopScan := context.WithCancel(ctx)
 		scanned := make(chan struct{})
@@ -219,7 +223,17 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 			defer close(scanned)
 			a.prog.scan(scanCtx, opts.FS, opts.Paths, opts.Exclude)
 		}()
-		defer func() { stopScan(); <-scanned }()
+		var once sync.Once
+		endScan = func(complete bool) {
+			once.Do(func() {
+				if !complete {
+					stopScan()
+				}
+				<-scanned
+				stopScan()
+			})
+		}
+		defer endScan(false)
 	}
 
 	result := &Result{}
@@ -234,6 +248,7 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	endScan(true)
 	// The session has ended: every blob the trees refer to is durable, and
 	// the snapshot may name them.
 	stats := written.Stats()
