@@ -87,8 +87,15 @@ func runRestore(c *cli.Context) error {
 	if opts.Verify {
 		p.Printf("verified %d files against the repository\n", res.Verified)
 	}
-	if !res.OwnershipKept {
+	if !res.OwnershipKept && !res.HasLack(restore.LackOwners) {
 		p.Warnf("owners and groups were not restored: that needs root")
+	}
+	for _, l := range res.Lacks {
+		if l.Entries > 0 {
+			p.Warnf("%s not restored (%d): %s", l.What, l.Entries, l.Reason)
+		} else {
+			p.Warnf("%s not restored: %s", l.What, l.Reason)
+		}
 	}
 	for _, s := range res.Skipped {
 		p.Warnf("not restored %s: %s", s.Path, s.Reason)

@@ -6,5 +6,9 @@
 // It must never write outside its target nor follow a symlink there: a
 // name that could leave its folder is not restored, a symlink or anything
 // else in the way of a folder is refused, and every entry is made under a
-// fresh temporary name (O_EXCL, O_NOFOLLOW) and renamed into place.
+// fresh temporary name (O_EXCL, O_NOFOLLOW) and renamed into place. On
+// Windows a name Windows would read otherwise (a backslash, a colon, a
+// device name such as CON) is not restored either. What the platform
+// cannot hold at all (owners on Windows) is named once, never dropped
+// silently.
 package restore

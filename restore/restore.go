@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nightjar-backup/nightjar/directio"
 	"github.com/nightjar-backup/nightjar/repo"
 )
@@ -57,6 +55,9 @@ type Result struct {
 	Skipped        []repo.Skip `json:"skipped,omitempty"`
 	OwnershipKept  bool        `json:"ownership_restored"` // false when not run as root
 	VerifyFailures []repo.Skip `json:"verify_failures,omitempty"`
+	// Lacks is what the platform restored on could not restore, each
+	// named once (owners on Windows, say).
+	Lacks []Lack `json:"platform_lacks,omitempty"`
 }
 
 // ErrVerifyFailed is returned when a restored file differs from the
@@ -142,8 +143,8 @@ type deferredLink struct {
 
 // placedFile is a restored file that later names of its inode link to.
 type placedFile struct {
-	path     string
-	dev, ino uint64
+	path string
+	info fs.FileInfo // the file as it was placed, for os.SameFile
 }
 
 // Run writes the tree of snapshot s into opts.Target.
@@ -175,6 +176,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		parts:     make(chan filePart, opts.Workers*4),
 	}
 	rs.result.OwnershipKept = rs.asRoot
+	rs.result.Lacks = platformLacks()
 	rs.prog = opts.Progress
 	stopCounting := func() {}
 	if rs.prog == nil {
@@ -270,7 +272,7 @@ func (rs *restorer) walkOptions() repo.WalkOptions {
 }
 
 // targetOf is where the entry at snapshot path p is restored.
-func (rs *restorer) targetOf(p string) string { return filepath.Join(rs.root, p) }
+func (rs *restorer) targetOf(p string) string { return filepath.Join(rs.root, localPath(p)) }
 
 // walk restores tree id, the snapshot's root, into the target: it creates
 // folders as the walker meets them (each exists and is a real folder, not
@@ -287,6 +289,13 @@ func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink)
 				return nil
 			}
 			node := e.Node
+			if reason := refusedName(e.Path); reason != "" {
+				rs.skip(e.Path, reason)
+				if node.Type == repo.NodeDir {
+					return repo.SkipTree
+				}
+				return nil
+			}
 			target := rs.targetOf(e.Path)
 			switch node.Type {
 			case repo.NodeDir:
@@ -594,23 +603,16 @@ func (rs *restorer) restoreWhole(ctx context.Context, f restoreFile) error {
 // recordPlaced notes a restored hardlinked file, by the device and inode
 // it has now, for the other names of its inode.
 func (rs *restorer) recordPlaced(f restoreFile) {
-	st := rs.lstat(f.target)
-	if st == nil {
+	fi, err := rs.fs.Lstat(f.target)
+	if err != nil {
 		return
 	}
+	// Windows reads a file's identity when os.SameFile first asks for it:
+	// ask now, while the name holds the file placed.
+	os.SameFile(fi, fi)
 	rs.mu.Lock()
-	rs.placed[inode{f.node.Device, f.node.Inode}] = placedFile{path: f.target, dev: st.Dev, ino: st.Ino}
+	rs.placed[inode{f.node.Device, f.node.Inode}] = placedFile{path: f.target, info: fi}
 	rs.mu.Unlock()
-}
-
-// lstat returns the system's description of p, or nil if there is none.
-func (rs *restorer) lstat(p string) *syscall.Stat_t {
-	fi, err := rs.fs.Lstat(p)
-	if err != nil {
-		return nil
-	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	return st
 }
 
 func isZero(b []byte) bool {
@@ -636,11 +638,11 @@ func isZero(b []byte) bool {
 func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
 	key := inode{l.node.Device, l.node.Inode}
 	first, ok := rs.placed[key]
-	var st *syscall.Stat_t
+	var now fs.FileInfo
 	if ok {
-		st = rs.lstat(first.path)
+		now, _ = rs.fs.Lstat(first.path)
 	}
-	if st != nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == first.dev && st.Ino == first.ino {
+	if now != nil && now.Mode().IsRegular() && os.SameFile(now, first.info) {
 		tmp := tempName(l.target)
 		if err := rs.fs.Link(first.path, tmp); err != nil {
 			rs.skip(l.shown, "hardlink: "+err.Error())
@@ -676,15 +678,15 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 	case repo.NodeSymlink:
 		err = rs.fs.Symlink(node.LinkTarget, tmp)
 	case repo.NodeFIFO:
-		err = rs.fs.Mknod(tmp, unix.S_IFIFO|0o600, 0)
+		err = rs.fs.Mknod(tmp, syscall.S_IFIFO|0o600, 0)
 	case repo.NodeCharDev, repo.NodeBlockDev:
 		if !rs.asRoot {
 			rs.skip(shown, "device nodes can only be made by root: not restored")
 			return
 		}
-		mode := uint32(unix.S_IFCHR)
+		mode := uint32(syscall.S_IFCHR)
 		if node.Type == repo.NodeBlockDev {
-			mode = unix.S_IFBLK
+			mode = syscall.S_IFBLK
 		}
 		err = rs.fs.Mknod(tmp, mode|0o600, int(node.Rdev))
 	case repo.NodeSocket:
@@ -695,7 +697,9 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		return
 	}
 	if err != nil {
-		rs.skip(shown, err.Error())
+		if !rs.lacking(err) {
+			rs.skip(shown, err.Error())
+		}
 		return
 	}
 	if err := rs.setMeta(tmp, &node); err != nil {
@@ -722,7 +726,10 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	}
 	for _, x := range node.Xattrs {
 		if err := rs.fs.Lsetxattr(p, x.Name, x.Value); err != nil {
-			if errors.Is(err, unix.EPERM) && !rs.asRoot {
+			if rs.lacking(err) {
+				continue
+			}
+			if errors.Is(err, syscall.EPERM) && !rs.asRoot {
 				return fmt.Errorf("extended attribute %s needs root: %w", x.Name, err)
 			}
 			return fmt.Errorf("extended attribute %s: %w", x.Name, err)
@@ -781,7 +788,7 @@ func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 
 // verifyFile compares the restored file at snapshot path p with node.
 func (rs *restorer) verifyFile(p string, node *repo.Node) error {
-	f, err := rs.fs.OpenBeneath(rs.root, strings.TrimPrefix(p, "/"))
+	f, err := rs.fs.OpenBeneath(rs.root, strings.TrimPrefix(localPath(p), "/"))
 	if err != nil {
 		return err
 	}
@@ -811,7 +818,7 @@ func (rs *restorer) verifyFile(p string, node *repo.Node) error {
 	if err != nil {
 		return err
 	}
-	if !fi.ModTime().Equal(node.MTime) {
+	if !fi.ModTime().Equal(node.MTime.Truncate(mtimeResolution)) {
 		return fmt.Errorf("mtime is %s, snapshot says %s", fi.ModTime().Format(time.RFC3339Nano), node.MTime.Format(time.RFC3339Nano))
 	}
 	return nil

@@ -1,3 +1,9 @@
+//go:build !windows
+
+// These tests restore FIFOs and symlinks and read inodes and modes back
+// (syscall.Stat_t): they are the unix restore's; Windows' rules are tested
+// in winpath_test.go.
+
 package restore_test
 
 import (

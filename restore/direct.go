@@ -2,8 +2,10 @@ package restore
 
 import "github.com/nightjar-backup/nightjar/directio"
 
-// Big files are restored with direct I/O (O_DIRECT): their data goes from
-// the worker's buffer to the disk without passing through the page cache.
+// Big files are restored with direct I/O where the platform has it
+// (O_DIRECT on Linux, F_NOCACHE on macOS; FreeBSD and Windows write through
+// the cache: OS.OpenDirect in fs_*.go): their data goes from the worker's
+// buffer to the disk without passing through the page cache.
 // A restore then does not fill the page cache with data that nobody reads
 // soon, pushing out what the machine's other work needs, and it does not
 // pay for putting every page there: in a profile of a restore of the

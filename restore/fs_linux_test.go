@@ -65,13 +65,6 @@ func TestChmodDoesNotFollowASymlink(t *testing.T) {
 	}
 }
 
-func mustDo(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // mustWrite makes a file of mode 0600 (whatever the umask) at p.
 func mustWrite(t *testing.T, p string) {
 	t.Helper()
