@@ -20,6 +20,10 @@ type Progress struct {
 	bytesKept atomic.Int64 // bytes of files done without reading: unchanged, or another link of a file read
 	skipped   atomic.Int64 // entries that could not be saved
 
+	dirsNew        atomic.Int64 // folders saved that the parent snapshot lacks
+	dirsChanged    atomic.Int64 // folders saved whose tree differs from the parent's
+	dirsUnmodified atomic.Int64 // folders saved with the parent's very tree
+
 	totalFiles atomic.Int64 // regular files the scanner counted so far
 	totalBytes atomic.Int64 // and their bytes
 	scanned    atomic.Bool  // the scanner walked every source
@@ -35,9 +39,16 @@ type ProgressFigures struct {
 	BytesRead  int64 // bytes read from the sources
 	BytesAdded int64 // bytes of packs and index files written to the repository so far
 	Skipped    int64 // entries that could not be saved
-	TotalFiles int64 // regular files below the sources (so far, until TotalKnown)
-	TotalBytes int64 // their bytes
-	TotalKnown bool  // the scanner has counted every source (Options.Scan)
+	// Folders saved, by how they compare with the same folder in the
+	// parent snapshot: not there, another tree, the same tree.
+	DirsNew, DirsChanged, DirsUnmodified int64
+	// New blobs the write session stored so far, and their plaintext
+	// bytes before compression (packs written; see BytesAdded).
+	DataBlobs, TreeBlobs int
+	RawBytesAdded        int64
+	TotalFiles           int64 // regular files below the sources (so far, until TotalKnown)
+	TotalBytes           int64 // their bytes
+	TotalKnown           bool  // the scanner has counted every source (Options.Scan)
 	// Current are the files being read now, at most one per file worker.
 	Current []string
 }
@@ -45,16 +56,21 @@ type ProgressFigures struct {
 // Read returns the figures as they are now.
 func (p *Progress) Read() ProgressFigures {
 	f := ProgressFigures{
-		FilesDone:  p.filesDone.Load(),
-		BytesRead:  p.bytesRead.Load(),
-		Skipped:    p.skipped.Load(),
-		TotalFiles: p.totalFiles.Load(),
-		TotalBytes: p.totalBytes.Load(),
-		TotalKnown: p.scanned.Load(),
+		FilesDone: p.filesDone.Load(),
+		BytesRead: p.bytesRead.Load(),
+		Skipped:   p.skipped.Load(),
+
+		DirsNew:        p.dirsNew.Load(),
+		DirsChanged:    p.dirsChanged.Load(),
+		DirsUnmodified: p.dirsUnmodified.Load(),
+		TotalFiles:     p.totalFiles.Load(),
+		TotalBytes:     p.totalBytes.Load(),
+		TotalKnown:     p.scanned.Load(),
 	}
 	f.BytesDone = f.BytesRead + p.bytesKept.Load()
 	if w := p.writer.Load(); w != nil {
-		f.BytesAdded = w.Stats().Bytes
+		stats := w.Stats()
+		f.BytesAdded, f.DataBlobs, f.TreeBlobs, f.RawBytesAdded = stats.Bytes, stats.DataBlobs, stats.TreeBlobs, stats.RawBytes
 	}
 	if slots := p.current.Load(); slots != nil {
 		for i := range *slots {
@@ -64,6 +80,19 @@ func (p *Progress) Read() ProgressFigures {
 		}
 	}
 	return f
+}
+
+// savedDir counts a folder saved as tree id, whose tree in the parent
+// snapshot was prev (nil: none).
+func (p *Progress) savedDir(prev *repo.ID, id repo.ID) {
+	switch {
+	case prev == nil:
+		p.dirsNew.Add(1)
+	case *prev == id:
+		p.dirsUnmodified.Add(1)
+	default:
+		p.dirsChanged.Add(1)
+	}
 }
 
 // start prepares one slot per file worker for the files being read.

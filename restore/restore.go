@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,6 +271,8 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// beside the restore had not finished.
 	stopCounting()
 	rs.prog.settle()
+	// In the snapshot's order, whichever worker gave up first.
+	slices.SortStableFunc(rs.result.Skipped, func(a, b repo.Skip) int { return strings.Compare(a.Path, b.Path) })
 	var errs []error
 	if opts.Verify {
 		rs.prog.verifying.Store(true)
