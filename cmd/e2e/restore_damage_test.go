@@ -45,7 +45,7 @@ func TestRestoreWithADeletedDataPack(t *testing.T) {
 	want := scanTree(t, src)
 	e.backup(exitOK, src)
 	for _, name := range lostPacks {
-		if err := os.Remove(filepath.Join(e.repo, "data", name)); err != nil {
+		if err := os.Remove(name); err != nil {
 			t.Fatal(err)
 		}
 	}
