@@ -271,7 +271,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// beside the restore had not finished.
 	stopCounting()
 	rs.prog.settle()
-	// In the snapshot's order, whichever worker gave up first.
+	// By path, whichever worker gave up first.
 	slices.SortStableFunc(rs.result.Skipped, func(a, b repo.Skip) int { return strings.Compare(a.Path, b.Path) })
 	var errs []error
 	if opts.Verify {

@@ -3,8 +3,10 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A repository one of whose data packs was deleted: restore brings back
@@ -84,5 +86,42 @@ func TestRestoreWithADeletedDataPack(t *testing.T) {
 	res := e.run("restore", lonely.SnapshotID, "--target", filepath.Join(e.dir, "nothing"))
 	if res.Code != exitFailure || !strings.Contains(res.Stderr, "nothing could be restored") || !strings.Contains(res.Stderr, "gone.bin") {
 		t.Errorf("restore of a snapshot whose only file is lost: want exit %d naming it, got:\n%s", exitFailure, res)
+	}
+}
+
+// restore --include makes only the folders on the paths it restores, as
+// restic does, each with the mode and time of the snapshot: not the
+// folders where the pattern could have matched but nothing did.
+func TestRestoreIncludeMakesOnlyTheFoldersOnItsPaths(t *testing.T) {
+	e := newEnv(t)
+	e.init()
+	src := filepath.Join(e.dir, "src")
+	for _, d := range []string{"a", "b/c", "d"} {
+		mkdirAll(t, filepath.Join(src, d), 0o755)
+	}
+	writeFile(t, filepath.Join(src, "a", "x.pdf"), "pdf", 0o644)
+	writeFile(t, filepath.Join(src, "b", "c", "y.txt"), "text", 0o644)
+	if err := os.Chmod(filepath.Join(src, "a"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	stamp := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := os.Chtimes(filepath.Join(src, "a"), stamp, stamp); err != nil {
+		t.Fatal(err)
+	}
+	want := scanTree(t, src)
+	e.backup(exitOK, src)
+	target := filepath.Join(e.dir, "restore")
+	e.expect(exitOK, "restore", "latest", "--target", target, "--include", "*.pdf")
+	got := scanTree(t, filepath.Join(target, src))
+	var paths []string
+	for p := range got {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	if strings.Join(paths, ",") != ".,a,a/x.pdf" {
+		t.Errorf("restore --include '*.pdf' made %q, want only the folders on the path to a/x.pdf", paths)
+	}
+	if g, w := got["a"], want["a"]; g.Perm != w.Perm || g.MTime != w.MTime {
+		t.Errorf("folder a restored with mode %04o and mtime %d, want %04o and %d", g.Perm, g.MTime, w.Perm, w.MTime)
 	}
 }
