@@ -39,6 +39,11 @@ type ProgressFigures struct {
 	BytesRead  int64 // bytes read from the sources
 	BytesAdded int64 // bytes of packs and index files written to the repository so far
 	Skipped    int64 // entries that could not be saved
+	TotalFiles int64 // regular files below the sources (so far, until TotalKnown)
+	TotalBytes int64 // their bytes
+	TotalKnown bool  // the scanner has counted every source (Options.Scan)
+	// Current are the files being read now, at most one per file worker.
+	Current []string
 	// Folders saved, by how they compare with the same folder in the
 	// parent snapshot: not there, another tree, the same tree.
 	DirsNew, DirsChanged, DirsUnmodified int64
@@ -46,26 +51,21 @@ type ProgressFigures struct {
 	// bytes before compression (packs written; see BytesAdded).
 	DataBlobs, TreeBlobs int
 	RawBytesAdded        int64
-	TotalFiles           int64 // regular files below the sources (so far, until TotalKnown)
-	TotalBytes           int64 // their bytes
-	TotalKnown           bool  // the scanner has counted every source (Options.Scan)
-	// Current are the files being read now, at most one per file worker.
-	Current []string
 }
 
 // Read returns the figures as they are now.
 func (p *Progress) Read() ProgressFigures {
 	f := ProgressFigures{
-		FilesDone: p.filesDone.Load(),
-		BytesRead: p.bytesRead.Load(),
-		Skipped:   p.skipped.Load(),
+		FilesDone:  p.filesDone.Load(),
+		BytesRead:  p.bytesRead.Load(),
+		Skipped:    p.skipped.Load(),
+		TotalFiles: p.totalFiles.Load(),
+		TotalBytes: p.totalBytes.Load(),
+		TotalKnown: p.scanned.Load(),
 
 		DirsNew:        p.dirsNew.Load(),
 		DirsChanged:    p.dirsChanged.Load(),
 		DirsUnmodified: p.dirsUnmodified.Load(),
-		TotalFiles:     p.totalFiles.Load(),
-		TotalBytes:     p.totalBytes.Load(),
-		TotalKnown:     p.scanned.Load(),
 	}
 	f.BytesDone = f.BytesRead + p.bytesKept.Load()
 	if w := p.writer.Load(); w != nil {
