@@ -647,6 +647,7 @@ func (a *archiver) startDir(ctx context.Context, p string, prevTree *repo.ID, in
 			a.fail(d.err)
 			return
 		}
+		a.prog.savedDir(prevTree, d.id)
 		a.mu.Lock()
 		a.summary.Dirs++
 		a.mu.Unlock()

@@ -20,6 +20,10 @@ type Progress struct {
 	bytesKept atomic.Int64 // bytes of files done without reading: unchanged, or another link of a file read
 	skipped   atomic.Int64 // entries that could not be saved
 
+	dirsNew        atomic.Int64 // folders saved that the parent snapshot lacks
+	dirsChanged    atomic.Int64 // folders saved whose tree differs from the parent's
+	dirsUnmodified atomic.Int64 // folders saved with the parent's very tree
+
 	totalFiles atomic.Int64 // regular files the scanner counted so far
 	totalBytes atomic.Int64 // and their bytes
 	scanned    atomic.Bool  // the scanner walked every source
@@ -40,6 +44,13 @@ type ProgressFigures struct {
 	TotalKnown bool  // the scanner has counted every source (Options.Scan)
 	// Current are the files being read now, at most one per file worker.
 	Current []string
+	// Folders saved, by how they compare with the same folder in the
+	// parent snapshot: not there, another tree, the same tree.
+	DirsNew, DirsChanged, DirsUnmodified int64
+	// New blobs the write session stored so far, and their plaintext
+	// bytes before compression (packs written; see BytesAdded).
+	DataBlobs, TreeBlobs int
+	RawBytesAdded        int64
 }
 
 // Read returns the figures as they are now.
@@ -51,10 +62,15 @@ func (p *Progress) Read() ProgressFigures {
 		TotalFiles: p.totalFiles.Load(),
 		TotalBytes: p.totalBytes.Load(),
 		TotalKnown: p.scanned.Load(),
+
+		DirsNew:        p.dirsNew.Load(),
+		DirsChanged:    p.dirsChanged.Load(),
+		DirsUnmodified: p.dirsUnmodified.Load(),
 	}
 	f.BytesDone = f.BytesRead + p.bytesKept.Load()
 	if w := p.writer.Load(); w != nil {
-		f.BytesAdded = w.Stats().Bytes
+		stats := w.Stats()
+		f.BytesAdded, f.DataBlobs, f.TreeBlobs, f.RawBytesAdded = stats.Bytes, stats.DataBlobs, stats.TreeBlobs, stats.RawBytes
 	}
 	if slots := p.current.Load(); slots != nil {
 		for i := range *slots {
@@ -64,6 +80,19 @@ func (p *Progress) Read() ProgressFigures {
 		}
 	}
 	return f
+}
+
+// savedDir counts a folder saved as tree id, whose tree in the parent
+// snapshot was prev (nil: none).
+func (p *Progress) savedDir(prev *repo.ID, id repo.ID) {
+	switch {
+	case prev == nil:
+		p.dirsNew.Add(1)
+	case *prev == id:
+		p.dirsUnmodified.Add(1)
+	default:
+		p.dirsChanged.Add(1)
+	}
 }
 
 // start prepares one slot per file worker for the files being read.

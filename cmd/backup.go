@@ -37,25 +37,52 @@ func backupCommand() *cli.Command {
 }
 
 // backupJSON is the summary backup --json prints last, on one line, after
-// its status objects (backupStatusJSON), as restic does.
+// its status objects (backupStatusJSON), as restic does: restic's fields
+// first, then nightjar's own.
 type backupJSON struct {
-	MessageType    string      `json:"message_type"` // "summary"
-	SnapshotID     string      `json:"snapshot_id"`
-	Parent         string      `json:"parent,omitempty"`
-	Partial        bool        `json:"partial"`
-	FilesNew       int64       `json:"files_new"`
-	FilesChanged   int64       `json:"files_changed"`
-	FilesUnchanged int64       `json:"files_unchanged"`
-	Dirs           int64       `json:"dirs"`
-	OtherEntries   int64       `json:"other_entries"`
-	BytesRead      int64       `json:"bytes_read"`
-	BytesAdded     int64       `json:"bytes_added"`
-	TotalSize      int64       `json:"total_size"`
-	FilesSkipped   int64       `json:"files_skipped"`
-	Skipped        []repo.Skip `json:"skipped"`
-	ChangedDuring  []string    `json:"changed_during_read"`
-	AdoptedPacks   int         `json:"adopted_packs"`
-	Seconds        float64     `json:"duration_seconds"`
+	MessageType         string    `json:"message_type"` // "summary"
+	FilesNew            int64     `json:"files_new"`
+	FilesChanged        int64     `json:"files_changed"`
+	FilesUnmodified     int64     `json:"files_unmodified"`
+	DirsNew             int64     `json:"dirs_new"`
+	DirsChanged         int64     `json:"dirs_changed"`
+	DirsUnmodified      int64     `json:"dirs_unmodified"`
+	DataBlobs           int       `json:"data_blobs"`
+	TreeBlobs           int       `json:"tree_blobs"`
+	DataAdded           int64     `json:"data_added"`        // plaintext bytes of the new blobs, before compression
+	DataAddedPacked     int64     `json:"data_added_packed"` // bytes of packs and index files written
+	TotalFilesProcessed int64     `json:"total_files_processed"`
+	TotalBytesProcessed int64     `json:"total_bytes_processed"` // size of all files in the snapshot
+	BackupStart         time.Time `json:"backup_start"`
+	BackupEnd           time.Time `json:"backup_end"`
+	TotalDuration       float64   `json:"total_duration"` // seconds
+	SnapshotID          string    `json:"snapshot_id"`
+
+	Parent        string      `json:"parent,omitempty"`
+	Partial       bool        `json:"partial"`
+	Dirs          int64       `json:"dirs"`
+	OtherEntries  int64       `json:"other_entries"` // symlinks, FIFOs, devices, sockets
+	BytesRead     int64       `json:"bytes_read"`    // read from the sources (unchanged files are not)
+	FilesSkipped  int64       `json:"files_skipped"`
+	Skipped       []repo.Skip `json:"skipped"` // each with its reason
+	ChangedDuring []string    `json:"changed_during_read"`
+	AdoptedPacks  int         `json:"adopted_packs"`
+}
+
+// newBackupSummary is the summary of the backup that made res, with the
+// last figures of its progress.
+func newBackupSummary(res *backup.Result, f backup.ProgressFigures) backupJSON {
+	s := res.Snapshot.Summary
+	return backupJSON{
+		MessageType: "summary", FilesNew: s.FilesNew, FilesChanged: s.FilesChanged, FilesUnmodified: s.FilesUnchanged,
+		DirsNew: f.DirsNew, DirsChanged: f.DirsChanged, DirsUnmodified: f.DirsUnmodified,
+		DataBlobs: f.DataBlobs, TreeBlobs: f.TreeBlobs, DataAdded: f.RawBytesAdded, DataAddedPacked: s.BytesAdded,
+		TotalFilesProcessed: s.FilesNew + s.FilesChanged + s.FilesUnchanged, TotalBytesProcessed: s.TotalSize,
+		BackupStart: s.Started, BackupEnd: s.Finished, TotalDuration: s.Finished.Sub(s.Started).Seconds(),
+		SnapshotID: res.Snapshot.ID, Parent: res.Parent, Partial: s.Partial, Dirs: s.Dirs, OtherEntries: s.OtherEntries,
+		BytesRead: s.BytesRead, FilesSkipped: s.FilesSkipped, Skipped: nonNil(s.Skipped),
+		ChangedDuring: nonNil(s.ChangedDuring), AdoptedPacks: res.AdoptedPacks,
+	}
 }
 
 func runBackup(c *cli.Context) error {
@@ -127,16 +154,17 @@ func runBackup(c *cli.Context) error {
 		return err
 	}
 	var res *backup.Result
+	prog := &backup.Progress{}
 	if stream != nil {
 		sopts := backup.StreamOptions{Name: streamName, Tags: opts.Tags, Limiter: opts.Limiter, Time: opts.Time, Version: version,
-			Progress: &backup.Progress{}}
+			Progress: prog}
 		// No scan: a stream's size is known only at its end.
-		progress, _ := startBackupProgress(c, p, sopts.Progress)
+		progress, _ := startBackupProgress(c, p, prog)
 		res, err = backupStream(c, r, stream, sopts)
 		progress.Stop()
 	} else {
-		opts.Progress = &backup.Progress{}
-		progress, scan := startBackupProgress(c, p, opts.Progress)
+		opts.Progress = prog
+		progress, scan := startBackupProgress(c, p, prog)
 		opts.Scan = scan
 		res, err = backup.Backup(c.Context, r, opts)
 		progress.Stop()
@@ -145,14 +173,7 @@ func runBackup(c *cli.Context) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	s := res.Snapshot.Summary
-	if err := p.JSONLine(backupJSON{
-		MessageType: "summary", SnapshotID: res.Snapshot.ID, Parent: res.Parent, Partial: s.Partial,
-		FilesNew: s.FilesNew, FilesChanged: s.FilesChanged, FilesUnchanged: s.FilesUnchanged,
-		Dirs: s.Dirs, OtherEntries: s.OtherEntries, BytesRead: s.BytesRead, BytesAdded: s.BytesAdded,
-		TotalSize: s.TotalSize, FilesSkipped: s.FilesSkipped, Skipped: nonNil(s.Skipped),
-		ChangedDuring: nonNil(s.ChangedDuring), AdoptedPacks: res.AdoptedPacks,
-		Seconds: s.Finished.Sub(s.Started).Seconds(),
-	}); err != nil {
+	if err := p.JSONLine(newBackupSummary(res, prog.Read())); err != nil {
 		return err
 	}
 	if res.Parent != "" {
@@ -172,9 +193,7 @@ func runBackup(c *cli.Context) error {
 	for _, path := range s.ChangedDuring {
 		p.Warnf("%s changed while it was read: the snapshot holds what was read", path)
 	}
-	for _, sk := range s.Skipped {
-		p.Warnf("skipped %s: %s", sk.Path, sk.Reason)
-	}
+	reportSkips(p, "backup", "skipped", s.Skipped)
 	if extra := s.FilesSkipped - int64(len(s.Skipped)); extra > 0 {
 		p.Warnf("and %d more skipped entries", extra)
 	}

@@ -22,9 +22,9 @@ import (
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
-// How often the progress line is redrawn, and how often backup --json
-// prints a status object (the first after one interval, so that a short
-// backup prints none).
+// How often the progress line is redrawn, and how often backup --json and
+// restore --json print a status object (the first after one interval, so
+// that a short backup or restore prints none).
 const (
 	progressLineEvery   = 250 * time.Millisecond
 	progressStatusEvery = time.Second
@@ -294,21 +294,100 @@ func backupStatus(f backup.ProgressFigures, elapsed time.Duration) backupStatusJ
 	return out
 }
 
-// statusWriter returns a draw function that writes a status object of the
-// backup as one line of JSON on out at each tick, and nothing at the end
-// (the summary follows).
-func statusWriter(out io.Writer, read func() (backup.ProgressFigures, time.Duration)) func(final bool) {
+// restoreStatusJSON is one status object of restore --json, as restic
+// prints them: one line each, before the summary. restic's fields, and
+// seconds_remaining and the verify figures more.
+type restoreStatusJSON struct {
+	MessageType      string  `json:"message_type"` // "status"
+	SecondsElapsed   int64   `json:"seconds_elapsed"`
+	SecondsRemaining int64   `json:"seconds_remaining,omitempty"` // once the total is known
+	PercentDone      float64 `json:"percent_done"`                // 0 to 1, of the bytes; 0 while the total is not known
+	TotalFiles       int64   `json:"total_files"`                 // 0 while not known
+	FilesRestored    int64   `json:"files_restored"`
+	FilesSkipped     int64   `json:"files_skipped"` // given up so far (each is named at the end)
+	TotalBytes       int64   `json:"total_bytes"`
+	BytesRestored    int64   `json:"bytes_restored"`
+	BytesSkipped     int64   `json:"bytes_skipped"`
+	Verifying        bool    `json:"verifying,omitempty"` // --verify reads the restored files back
+	FilesVerified    int64   `json:"files_verified,omitempty"`
+	BytesVerified    int64   `json:"bytes_verified,omitempty"`
+}
+
+// restoreStatus is the status object for one reading of a restore.
+func restoreStatus(f restore.ProgressFigures, elapsed time.Duration) restoreStatusJSON {
+	fig := progressFigures{Unit: "files", Done: f.FilesDone, Total: f.TotalFiles, Bytes: f.BytesDone,
+		TotalBytes: f.TotalBytes, TotalKnown: f.TotalKnown, Elapsed: elapsed}
+	out := restoreStatusJSON{MessageType: "status", SecondsElapsed: int64(elapsed / time.Second),
+		FilesRestored: f.FilesDone - f.FilesSkipped, FilesSkipped: f.FilesSkipped,
+		BytesRestored: f.BytesDone, BytesSkipped: f.BytesSkipped,
+		Verifying: f.Verifying, FilesVerified: f.FilesVerified, BytesVerified: f.BytesVerified}
+	if frac, ok := fig.fraction(); ok {
+		out.PercentDone, out.TotalFiles, out.TotalBytes = frac, f.TotalFiles, f.TotalBytes
+	}
+	if left, ok := fig.remaining(); ok {
+		out.SecondsRemaining = int64(left.Round(time.Second) / time.Second)
+	}
+	return out
+}
+
+// statusWriter returns a draw function that writes the status object
+// status returns as one line of JSON on out at each tick, and nothing at
+// the end (the summary follows).
+func statusWriter(out io.Writer, status func() any) func(final bool) {
 	return func(final bool) {
 		if final {
 			return
 		}
-		f, elapsed := read()
-		line, err := json.Marshal(backupStatus(f, elapsed))
+		line, err := json.Marshal(status())
 		if err != nil {
 			return // cannot happen: the object is plain data
 		}
 		out.Write(append(line, '\n'))
 	}
+}
+
+// errorJSON is one error object of backup --json and restore --json, as
+// restic prints them on stderr: an entry that could not be saved or
+// restored, and why.
+type errorJSON struct {
+	MessageType string `json:"message_type"` // "error"
+	Error       struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	During string `json:"during"` // "backup" or "restore"
+	Item   string `json:"item"`   // the entry's path
+}
+
+// reportSkips names every entry in skips on stderr, one line each: an
+// error object with --json, else a warning that starts with what.
+func reportSkips(p *printer, during, what string, skips []repo.Skip) {
+	for _, s := range skips {
+		if !p.jsonOut {
+			p.Warnf("%s %s: %s", what, s.Path, s.Reason)
+			continue
+		}
+		e := errorJSON{MessageType: "error", During: during, Item: s.Path}
+		e.Error.Message = p.redact(s.Reason)
+		if line, err := json.Marshal(e); err == nil {
+			p.stderr.Write(append(line, '\n'))
+		}
+	}
+}
+
+// startRestoreProgress starts what a restore shows while it runs: status
+// objects with --json (not with --quiet), else the line on a terminal. It
+// returns nil when nothing is shown.
+func startRestoreProgress(c *cli.Context, p *printer, prog *restore.Progress) *progressReporter {
+	elapsed := sinceStart()
+	if p.jsonOut {
+		if c.Bool("quiet") {
+			return nil
+		}
+		return startTicking(progressStatusEvery, statusWriter(p.stdout, func() any {
+			return restoreStatus(prog.Read(), elapsed())
+		}))
+	}
+	return startLine(c, p, restoreFigures(prog, elapsed))
 }
 
 // startBackupProgress starts what a backup shows while it runs: status
@@ -321,8 +400,8 @@ func startBackupProgress(c *cli.Context, p *printer, prog *backup.Progress) (r *
 		if c.Bool("quiet") {
 			return nil, false
 		}
-		return startTicking(progressStatusEvery, statusWriter(p.stdout, func() (backup.ProgressFigures, time.Duration) {
-			return prog.Read(), elapsed()
+		return startTicking(progressStatusEvery, statusWriter(p.stdout, func() any {
+			return backupStatus(prog.Read(), elapsed())
 		})), true
 	}
 	r = startLine(c, p, backupFigures(prog, elapsed))

@@ -133,7 +133,7 @@ func TestBackupStatusWriter(t *testing.T) {
 		return f, time.Duration(next) * time.Second
 	}
 	var out bytes.Buffer
-	r := startProgress(ticks, nil, statusWriter(&out, read))
+	r := startProgress(ticks, nil, statusWriter(&out, func() any { return backupStatus(read()) }))
 	ticks <- time.Time{}
 	ticks <- time.Time{}
 	r.Stop()

@@ -3,11 +3,13 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
+	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 
@@ -68,19 +70,17 @@ func runRestore(c *cli.Context) error {
 		return err
 	}
 	opts.Progress = &restore.Progress{}
-	progress := startLine(c, p, restoreFigures(opts.Progress, sinceStart()))
+	elapsed := sinceStart()
+	progress := startRestoreProgress(c, p, opts.Progress)
 	res, err := restore.Run(c.Context, r, snap, opts)
 	progress.Stop()
-	if res != nil {
-		if jerr := p.JSON(res); jerr != nil {
-			return jerr
-		}
-		for _, f := range res.VerifyFailures {
-			p.Warnf("verify %s: %s", f.Path, f.Reason)
-		}
-	}
-	if err != nil {
+	if res == nil {
+		// Nothing to report: the target could not be made, or the
+		// restore was interrupted (exit 130).
 		return fmt.Errorf("restore: %w", err)
+	}
+	if jerr := p.JSONLine(newRestoreSummary(snap.ID, res, elapsed())); jerr != nil {
+		return jerr
 	}
 	p.Printf("restored snapshot %s into %s: %d files (%s), %d folders, %d other entries\n",
 		shortID(snap.ID), opts.Target, res.Files, humanize.IBytes(uint64(res.Bytes)), res.Dirs, res.Others)
@@ -97,11 +97,66 @@ func runRestore(c *cli.Context) error {
 			p.Warnf("%s not restored: %s", l.What, l.Reason)
 		}
 	}
-	for _, s := range res.Skipped {
-		p.Warnf("not restored %s: %s", s.Path, s.Reason)
-	}
-	if len(res.Skipped) > 0 {
+	reportSkips(p, "restore", "not restored", res.Skipped)
+	reportSkips(p, "verify", "verify", res.VerifyFailures)
+	return restoreOutcome(res, err)
+}
+
+// restoreOutcome is the error a restore that ran to its end exits with: a
+// verify that found a difference, or damage that left nothing restored,
+// fail (exit 1); anything not restored makes it partial (exit 3).
+func restoreOutcome(res *restore.Result, err error) error {
+	var damaged *restore.DamagedError
+	switch {
+	case errors.Is(err, restore.ErrVerifyFailed):
+		return codedError{code: ExitFailure, err: fmt.Errorf("restore: %w", err)}
+	case errors.As(err, &damaged) && res.Files+res.Others == 0:
+		return codedError{code: ExitFailure, err: fmt.Errorf("restore: nothing could be restored: %w (nightjar check --read-data tells more)", err)}
+	case err != nil && !errors.As(err, &damaged):
+		return fmt.Errorf("restore: %w", err)
+	case damaged != nil:
+		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored, %d of them because the repository is damaged (nightjar check --read-data tells more)",
+			len(res.Skipped), damaged.Entries)}
+	case len(res.Skipped) > 0:
 		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored", len(res.Skipped))}
 	}
 	return nil
+}
+
+// restoreSummaryJSON is the summary restore --json prints last, on one
+// line, after its status objects (restoreStatusJSON), as restic does:
+// restic's fields first, then nightjar's own.
+type restoreSummaryJSON struct {
+	MessageType    string `json:"message_type"` // "summary"
+	SecondsElapsed int64  `json:"seconds_elapsed"`
+	TotalFiles     int64  `json:"total_files"`    // regular files selected: restored or skipped
+	FilesRestored  int64  `json:"files_restored"` // hard links included
+	FilesSkipped   int64  `json:"files_skipped"`  // regular files not restored, for any reason (each in skipped)
+	TotalBytes     int64  `json:"total_bytes"`
+	BytesRestored  int64  `json:"bytes_restored"` // content written (a hard link's bytes once)
+	BytesSkipped   int64  `json:"bytes_skipped"`
+
+	SnapshotID        string         `json:"snapshot_id"`
+	Partial           bool           `json:"partial"` // something was not restored
+	Dirs              int64          `json:"dirs"`    // folders made (or found)
+	Others            int64          `json:"others"`  // symlinks, FIFOs, devices
+	Damaged           int64          `json:"damaged"` // entries lost to damage in the repository
+	Skipped           []repo.Skip    `json:"skipped"` // every entry not restored, with its reason
+	FilesVerified     int64          `json:"files_verified"`
+	BytesVerified     int64          `json:"bytes_verified"`
+	VerifyFailures    []repo.Skip    `json:"verify_failures"`
+	OwnershipRestored bool           `json:"ownership_restored"` // false when not run as root
+	PlatformLacks     []restore.Lack `json:"platform_lacks"`     // what this platform cannot restore, each named once
+}
+
+func newRestoreSummary(snapshotID string, res *restore.Result, elapsed time.Duration) restoreSummaryJSON {
+	return restoreSummaryJSON{
+		MessageType: "summary", SecondsElapsed: int64(elapsed / time.Second),
+		TotalFiles: res.Files + res.FilesSkipped, FilesRestored: res.Files, FilesSkipped: res.FilesSkipped,
+		TotalBytes: res.Bytes + res.BytesSkipped, BytesRestored: res.Bytes, BytesSkipped: res.BytesSkipped,
+		SnapshotID: snapshotID, Partial: len(res.Skipped) > 0, Dirs: res.Dirs, Others: res.Others,
+		Damaged: res.Damaged, Skipped: nonNil(res.Skipped), FilesVerified: res.Verified, BytesVerified: res.BytesVerified,
+		VerifyFailures: nonNil(res.VerifyFailures), OwnershipRestored: res.OwnershipKept,
+		PlatformLacks: nonNil(res.Lacks),
+	}
 }

@@ -26,6 +26,9 @@ type WriteOptions struct {
 // WriteStats counts what one write session added to the repository.
 type WriteStats struct {
 	Blobs        int   // blobs stored
+	DataBlobs    int   // of them, data blobs
+	TreeBlobs    int   // and tree blobs
+	RawBytes     int64 // plaintext bytes of the blobs stored, before compression
 	Packs        int   // packs written
 	Bytes        int64 // bytes of packs and index files written
 	AdoptedPacks int   // packs of interrupted sessions taken into the index (WriteOptions.AdoptPacks)
@@ -421,6 +424,14 @@ func (w *Writer) writePack(ctx context.Context, blobs []PackedBlob, out packOutp
 	w.stats.Packs++
 	w.stats.Blobs += len(blobs)
 	w.stats.Bytes += int64(size)
+	for _, b := range blobs {
+		if b.Type == DataBlob {
+			w.stats.DataBlobs++
+		} else {
+			w.stats.TreeBlobs++
+		}
+		w.stats.RawBytes += int64(b.RawLength)
+	}
 	w.unindexed = append(w.unindexed, indexed...)
 	w.unindexedPacks[packID] = true
 	full := len(w.unindexedPacks) >= maxPacksPerIndex || len(w.unindexed) >= maxBlobsPerIndex

@@ -2,6 +2,9 @@
 // and with Verify reads every restored file back and compares it with the
 // repository. It walks the snapshot with repo.Walk, reads through the
 // narrow Repository interface and writes through FS, the OS by default.
+// It is best effort: an entry that cannot be restored (damage in the
+// repository, a local error) is named with its reason and the rest is
+// restored; only the caller's cancellation stops it early.
 //
 // It must never write outside its target nor follow a symlink there: a
 // name that could leave its folder is not restored, a symlink or anything

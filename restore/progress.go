@@ -14,6 +14,8 @@ import (
 type Progress struct {
 	filesDone     atomic.Int64 // regular files finished: in place, linked, or given up
 	bytesDone     atomic.Int64 // bytes of their content written (holes included), or linked
+	filesSkipped  atomic.Int64 // regular files given up (counted in filesDone too)
+	bytesSkipped  atomic.Int64 // their size in the snapshot
 	filesVerified atomic.Int64 // files read back by verify
 	bytesVerified atomic.Int64
 	verifying     atomic.Bool
@@ -25,11 +27,15 @@ type Progress struct {
 
 // ProgressFigures is one reading of a Progress.
 type ProgressFigures struct {
-	FilesDone  int64 // regular files finished
-	BytesDone  int64 // bytes of their content written
-	TotalFiles int64 // regular files to restore (meaningful once TotalKnown)
-	TotalBytes int64 // their bytes
-	TotalKnown bool
+	FilesDone int64 // regular files finished: restored, or given up
+	BytesDone int64 // bytes of their content written
+	// FilesSkipped counts the finished files that were given up (a local
+	// error, damage in the repository), BytesSkipped their size.
+	FilesSkipped int64
+	BytesSkipped int64
+	TotalFiles   int64 // regular files to restore (meaningful once TotalKnown)
+	TotalBytes   int64 // their bytes
+	TotalKnown   bool
 	// Verifying is set once every file is in place and Options.Verify
 	// reads them back; FilesVerified and BytesVerified count that.
 	Verifying     bool
@@ -42,6 +48,8 @@ func (p *Progress) Read() ProgressFigures {
 	return ProgressFigures{
 		FilesDone:     p.filesDone.Load(),
 		BytesDone:     p.bytesDone.Load(),
+		FilesSkipped:  p.filesSkipped.Load(),
+		BytesSkipped:  p.bytesSkipped.Load(),
 		TotalFiles:    p.totalFiles.Load(),
 		TotalBytes:    p.totalBytes.Load(),
 		TotalKnown:    p.totalKnown.Load(),

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,25 +45,45 @@ type Options struct {
 	Progress  *Progress        // the running figures, for whoever shows them; nil: none kept
 }
 
-// Result is what a restore did.
+// Result is what a restore did. Every entry that was not restored is in
+// Skipped with its reason; FilesSkipped and BytesSkipped count the regular
+// files among them, Damaged the entries lost to damage in the repository.
 type Result struct {
-	Files          int64       `json:"files"`
-	Dirs           int64       `json:"dirs"`
-	Others         int64       `json:"others"` // symlinks, FIFOs, devices
-	Bytes          int64       `json:"bytes"`
-	Verified       int64       `json:"files_verified"`
-	BytesVerified  int64       `json:"bytes_verified"` // the content of the files verified
-	Skipped        []repo.Skip `json:"skipped,omitempty"`
-	OwnershipKept  bool        `json:"ownership_restored"` // false when not run as root
-	VerifyFailures []repo.Skip `json:"verify_failures,omitempty"`
+	Files          int64
+	Dirs           int64
+	Others         int64 // symlinks, FIFOs, devices
+	Bytes          int64
+	FilesSkipped   int64 // regular files not restored, for any reason
+	BytesSkipped   int64 // their size in the snapshot
+	Damaged        int64 // entries not restored because the repository is damaged
+	Verified       int64
+	BytesVerified  int64 // the content of the files verified
+	Skipped        []repo.Skip
+	OwnershipKept  bool // false when not run as root
+	VerifyFailures []repo.Skip
 	// Lacks is what the platform restored on could not restore, each
 	// named once (owners on Windows, say).
-	Lacks []Lack `json:"platform_lacks,omitempty"`
+	Lacks []Lack
 }
 
 // ErrVerifyFailed is returned when a restored file differs from the
 // repository.
 var ErrVerifyFailed = errors.New("restored files differ from the repository")
+
+// DamagedError is returned, with the Result, by a restore that restored
+// all it could but found damage in the repository: blobs or trees that
+// cannot be read. It wraps the first damage met (repo.ErrIntegrity, a
+// missing pack, a failed read), naming the entry it cost.
+type DamagedError struct {
+	Entries int64 // entries not restored because of the damage
+	First   error
+}
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("%d entries could not be restored because the repository is damaged; the first: %v", e.Entries, e.First)
+}
+
+func (e *DamagedError) Unwrap() error { return e.First }
 
 type restorer struct {
 	r      Repository
@@ -77,16 +98,33 @@ type restorer struct {
 	// device and inode); the other names are linked to it at the end.
 	linkFirst map[inode]bool
 	placed    map[inode]placedFile
-	dirs      []dirMeta // folders whose metadata is set last, deepest first
+	// folders are the folders on the path of the entry the walk is at,
+	// the target's root first.
+	folders []*folder
+	dirs    []dirMeta // folders made or found, parents first; their metadata is set last, in reverse
 	// restored holds the snapshot paths of the folders the restore made
 	// or found and of the files it put in place: what verify reads back.
 	// Nil without Verify.
 	restored map[string]bool
-	fileWG   sync.WaitGroup
-	parts    chan filePart
-	errOnce  sync.Once
-	err      error
-	prog     *Progress // opts.Progress, or the restorer's own
+	// unreadable holds the paths of the folders whose tree could not be
+	// read, reported once by the restore (verify does not again).
+	unreadable  map[string]bool
+	firstDamage error
+	fileWG      sync.WaitGroup
+	parts       chan filePart
+	prog        *Progress // opts.Progress, or the restorer's own
+}
+
+// folder is a folder on the path of the walk. With include rules, a
+// folder that only leads to selected entries is made when the first of
+// them is restored, so that a partial restore makes only the folders on
+// the paths it restores.
+type folder struct {
+	path     string // in the snapshot
+	node     repo.Node
+	selected bool // the include rules select it, and so everything below it
+	made     bool // it exists in the target (the root always does)
+	failed   bool // it could not be made: nothing below it is restored (its skip says why)
 }
 
 type restoreFile struct {
@@ -131,6 +169,7 @@ type filePart struct {
 type dirMeta struct {
 	node   repo.Node
 	target string
+	shown  string
 }
 
 // inode is a file's device and inode in the snapshot.
@@ -171,9 +210,11 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	}
 	rs := &restorer{
 		r: r, fs: opts.FS, opts: opts, root: root, asRoot: os.Geteuid() == 0,
-		linkFirst: map[inode]bool{},
-		placed:    map[inode]placedFile{},
-		parts:     make(chan filePart, opts.Workers*4),
+		linkFirst:  map[inode]bool{},
+		placed:     map[inode]placedFile{},
+		parts:      make(chan filePart, opts.Workers*4),
+		folders:    []*folder{{path: "/", selected: opts.Include == nil, made: true}},
+		unreadable: map[string]bool{},
 	}
 	rs.result.OwnershipKept = rs.asRoot
 	rs.result.Lacks = platformLacks()
@@ -195,51 +236,56 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	if opts.Verify {
 		rs.restored = map[string]bool{}
 	}
-	caller := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Best effort: a file or folder that cannot be restored (damage in
+	// the repository, a local error) is skipped with its reason and the
+	// rest goes on. Only the caller's cancellation ends the restore early.
 	for i := 0; i < opts.Workers; i++ {
 		rs.fileWG.Add(1)
-		go rs.fileWorker(ctx, cancel)
+		go rs.fileWorker(ctx)
 	}
 	var links []deferredLink
 	walkErr := rs.walk(ctx, s.Tree, &links)
 	close(rs.parts)
 	rs.fileWG.Wait()
-	// A worker's failure cancels the walk, which then ends with the
-	// cancellation: the failure is what is returned, unless the caller
-	// cancelled.
-	if walkErr != nil && (rs.err == nil || caller.Err() != nil) {
+	if walkErr != nil {
 		return nil, walkErr
 	}
-	if rs.err != nil {
-		return nil, rs.err
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	for _, l := range links {
-		if err := rs.restoreLink(ctx, l); err != nil {
-			return nil, err
-		}
+		rs.restoreLink(ctx, l)
 	}
-	// Folder metadata last, deepest first, so that writing into a folder
-	// does not change its mtime afterwards and read-only folders can be
-	// filled.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Folder metadata last, children before their parents, so that
+	// writing into a folder does not change its mtime afterwards and
+	// read-only folders can be filled; every folder made gets it, also
+	// one of which something could not be restored.
 	for i := len(rs.dirs) - 1; i >= 0; i-- {
 		d := rs.dirs[i]
 		if err := rs.setMeta(d.target, &d.node); err != nil {
-			rs.skip(d.target, "metadata: "+err.Error())
+			rs.skip(d.shown, "metadata: "+err.Error())
 		}
 	}
 	// Everything is in place: what was done is the total, when the count
 	// beside the restore had not finished.
 	stopCounting()
 	rs.prog.settle()
+	// By path, whichever worker gave up first.
+	slices.SortStableFunc(rs.result.Skipped, func(a, b repo.Skip) int { return strings.Compare(a.Path, b.Path) })
+	var errs []error
 	if opts.Verify {
 		rs.prog.verifying.Store(true)
 		if err := rs.verify(ctx, s.Tree); err != nil {
-			return &rs.result, err
+			errs = append(errs, err)
 		}
 	}
-	return &rs.result, nil
+	if rs.result.Damaged > 0 {
+		errs = append(errs, &DamagedError{Entries: rs.result.Damaged, First: rs.firstDamage})
+	}
+	return &rs.result, errors.Join(errs...)
 }
 
 func (rs *restorer) skip(p, reason string) {
@@ -259,11 +305,33 @@ func (rs *restorer) markRestored(p string) {
 	rs.mu.Unlock()
 }
 
-func (rs *restorer) fail(err error, cancel context.CancelFunc) {
-	rs.errOnce.Do(func() {
-		rs.err = err
-		cancel()
-	})
+// damaged records that the entry at snapshot path p was not restored
+// because the repository is damaged.
+func (rs *restorer) damaged(p string, err error) {
+	rs.mu.Lock()
+	rs.result.Skipped = append(rs.result.Skipped, repo.Skip{Path: p, Reason: err.Error()})
+	rs.result.Damaged++
+	if rs.firstDamage == nil {
+		rs.firstDamage = fmt.Errorf("restore %s: %w", p, err)
+	}
+	rs.mu.Unlock()
+}
+
+// fileFailed records that the regular file at snapshot path p, of size
+// bytes, was not restored.
+func (rs *restorer) fileFailed(p string, size uint64, err error) {
+	rs.prog.filesSkipped.Add(1)
+	rs.prog.bytesSkipped.Add(int64(size))
+	rs.mu.Lock()
+	rs.result.FilesSkipped++
+	rs.result.BytesSkipped += int64(size)
+	rs.mu.Unlock()
+	var damage *damageError
+	if errors.As(err, &damage) {
+		rs.damaged(p, damage.err)
+		return
+	}
+	rs.skip(p, err.Error())
 }
 
 // walkOptions are the filters of the restore, for repo.Walk.
@@ -276,12 +344,18 @@ func (rs *restorer) targetOf(p string) string { return filepath.Join(rs.root, lo
 
 // walk restores tree id, the snapshot's root, into the target: it creates
 // folders as the walker meets them (each exists and is a real folder, not
-// a symlink, before anything is made in it), queues files for the
-// workers and makes the other entries.
+// a symlink, before anything is made in it; with include rules, only once
+// something below it is restored), queues files for the workers and makes
+// the other entries. A tree that cannot be read is reported as damage and
+// the walk goes on beside it.
 func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink) error {
 	return rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{
 		TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
-			return fmt.Errorf("restore %s: %w", dir.Path, err)
+			rs.mu.Lock()
+			rs.unreadable[dir.Path] = true
+			rs.mu.Unlock()
+			rs.damaged(dir.Path, fmt.Errorf("folder's content cannot be read: %w", err))
+			return nil
 		},
 		Node: func(e *repo.WalkEntry) error {
 			if e.Unsafe {
@@ -290,23 +364,30 @@ func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink)
 			}
 			node := e.Node
 			if reason := refusedName(e.Path); reason != "" {
-				rs.skip(e.Path, reason)
-				if node.Type == repo.NodeDir {
+				switch node.Type {
+				case repo.NodeDir:
+					rs.skip(e.Path, reason)
 					return repo.SkipTree
+				case repo.NodeFile:
+					rs.fileFailed(e.Path, node.Size, errors.New(reason))
+				default:
+					rs.skip(e.Path, reason)
 				}
+				return nil
+			}
+			parent := rs.parentOf(e.Path)
+			if parent.failed {
+				// Not made: the folder's skip stands for all below it.
+				return repo.SkipTree
+			}
+			if node.Type == repo.NodeDir {
+				return rs.enterFolder(e, parent)
+			}
+			if !rs.makeFolders() {
 				return nil
 			}
 			target := rs.targetOf(e.Path)
 			switch node.Type {
-			case repo.NodeDir:
-				if err := rs.makeDir(target); err != nil {
-					rs.skip(e.Path, err.Error())
-					return repo.SkipTree
-				}
-				rs.markRestored(e.Path)
-				if node.Subtree == nil {
-					rs.skip(e.Path, "folder without content in the snapshot")
-				}
 			case repo.NodeFile:
 				if node.Links > 1 {
 					key := inode{node.Device, node.Inode}
@@ -322,19 +403,58 @@ func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink)
 			}
 			return nil
 		},
-		Leave: func(dir *repo.WalkEntry, _ repo.ID) error {
-			if dir.Node == nil {
-				return nil // the root: the target's metadata stays
-			}
-			// After the folder's content, as its metadata is set in
-			// reverse order.
-			rs.dirs = append(rs.dirs, dirMeta{node: *dir.Node, target: rs.targetOf(dir.Path)})
-			rs.mu.Lock()
-			rs.result.Dirs++
-			rs.mu.Unlock()
-			return nil
-		},
 	})
+}
+
+// parentOf returns the folder that holds the entry at snapshot path p,
+// leaving the folders the walk is done with.
+func (rs *restorer) parentOf(p string) *folder {
+	for len(rs.folders) > 1 && !strings.HasPrefix(p, rs.folders[len(rs.folders)-1].path+"/") {
+		rs.folders = rs.folders[:len(rs.folders)-1]
+	}
+	return rs.folders[len(rs.folders)-1]
+}
+
+// enterFolder handles the folder e in parent: it is made now when the
+// include rules select it, else when the first entry below it is
+// restored.
+func (rs *restorer) enterFolder(e *repo.WalkEntry, parent *folder) error {
+	f := &folder{path: e.Path, node: *e.Node,
+		selected: parent.selected || rs.opts.Include == nil || rs.opts.Include.Match(e.Path)}
+	rs.folders = append(rs.folders, f)
+	if f.selected && !rs.makeFolders() {
+		return repo.SkipTree
+	}
+	if e.Node.Subtree == nil {
+		rs.skip(e.Path, "folder without content in the snapshot")
+	}
+	return nil
+}
+
+// makeFolders makes the folders on the walk's path that are not made yet,
+// outermost first. It returns false when one cannot be made, which is
+// then reported (once) with what is below it.
+func (rs *restorer) makeFolders() bool {
+	for _, f := range rs.folders {
+		if f.failed {
+			return false
+		}
+		if f.made {
+			continue
+		}
+		if err := rs.makeDir(rs.targetOf(f.path)); err != nil {
+			f.failed = true
+			rs.skip(f.path, err.Error())
+			return false
+		}
+		f.made = true
+		rs.markRestored(f.path)
+		rs.dirs = append(rs.dirs, dirMeta{node: f.node, target: rs.targetOf(f.path), shown: f.path})
+		rs.mu.Lock()
+		rs.result.Dirs++
+		rs.mu.Unlock()
+	}
+	return true
 }
 
 // makeDir creates a folder, or accepts an existing real folder. It refuses
@@ -395,7 +515,7 @@ func (rs *restorer) queueFile(ctx context.Context, f restoreFile) error {
 		case <-ctx.Done():
 			// The parts not handed over are finished here, so that the
 			// last one still removes the temporary file.
-			rs.finishPart(ctx, p, ctx.Err(), func() {})
+			rs.finishPart(ctx, p, ctx.Err())
 		}
 	}
 	return ctx.Err()
@@ -425,16 +545,17 @@ func (rs *restorer) split(f *pendingFile) []filePart {
 	return parts
 }
 
-func (rs *restorer) fileWorker(ctx context.Context, cancel context.CancelFunc) {
+func (rs *restorer) fileWorker(ctx context.Context) {
 	defer rs.fileWG.Done()
 	var buf repo.BlobBuffer
 	var stage stagingBuffer
 	for p := range rs.parts {
-		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf, &stage), cancel)
+		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf, &stage))
 	}
 }
 
-// damageError is a repository error: it fails the whole restore.
+// damageError is damage in the repository met while restoring a file:
+// the file is not restored, and the restore ends with a DamagedError.
 type damageError struct{ err error }
 
 func (e *damageError) Error() string { return e.err.Error() }
@@ -473,7 +594,7 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	for _, id := range f.node.Content[p.first:p.end] {
 		data, err := rs.r.LoadBlobTo(ctx, id, buf)
 		if err != nil {
-			return &damageError{fmt.Errorf("restore %s: %w", f.shown, err)}
+			return &damageError{err}
 		}
 		switch {
 		case isZero(data):
@@ -510,16 +631,16 @@ func (f *pendingFile) failed() bool {
 }
 
 // finishPart records how a part ended; after the file's last part it
-// finishes the file and reports the outcome: a damaged repository (or a
-// cancelled restore) fails the whole restore, anything else skips the
-// file.
-func (rs *restorer) finishPart(ctx context.Context, p filePart, err error, cancel context.CancelFunc) {
+// finishes the file and reports the outcome: a file that failed is
+// skipped with its reason, unless the restore was cancelled (which Run
+// returns).
+func (rs *restorer) finishPart(ctx context.Context, p filePart, err error) {
 	f := p.file
 	if err != nil {
 		f.mu.Lock()
 		// The first error wins, except that damage to the repository
 		// outranks a local one (a full disk in another part): damage
-		// fails the whole restore, a local error only skips the file.
+		// is what the file reports, and what the restore counts.
 		var damaged *damageError
 		if f.err == nil || (errors.As(err, &damaged) && !errors.As(f.err, &damaged)) {
 			f.err = err
@@ -530,15 +651,10 @@ func (rs *restorer) finishPart(ctx context.Context, p filePart, err error, cance
 		return
 	}
 	err = rs.finishFile(f)
-	if err == nil {
+	if err == nil || ctx.Err() != nil {
 		return
 	}
-	var damaged *damageError
-	if errors.As(err, &damaged) || ctx.Err() != nil {
-		rs.fail(err, cancel)
-		return
-	}
-	rs.skip(f.shown, err.Error())
+	rs.fileFailed(f.shown, f.node.Size, err)
 }
 
 // finishFile puts a file whose parts are all written in place with its
@@ -569,7 +685,7 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	}
 	if written != int64(f.node.Size) {
 		rs.fs.Remove(f.tmp)
-		return &damageError{fmt.Errorf("restore %s: content is %d bytes, snapshot says %d: %w", f.shown, written, f.node.Size, repo.ErrIntegrity)}
+		return &damageError{fmt.Errorf("content is %d bytes, snapshot says %d: %w", written, f.node.Size, repo.ErrIntegrity)}
 	}
 	if err := rs.setMeta(f.tmp, &f.node); err != nil {
 		rs.fs.Remove(f.tmp)
@@ -634,8 +750,9 @@ func isZero(b []byte) bool {
 // restore placed for its first name, after checking that this is still the
 // regular file restore wrote. If the first name was not restored (it was
 // skipped, or something replaced it), the name is restored as a file of
-// its own, which later names then link to.
-func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
+// its own, which later names then link to. A name that cannot be made is
+// skipped with its reason.
+func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) {
 	key := inode{l.node.Device, l.node.Inode}
 	first, ok := rs.placed[key]
 	var now fs.FileInfo
@@ -645,12 +762,12 @@ func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
 	if now != nil && now.Mode().IsRegular() && os.SameFile(now, first.info) {
 		tmp := tempName(l.target)
 		if err := rs.fs.Link(first.path, tmp); err != nil {
-			rs.skip(l.shown, "hardlink: "+err.Error())
-			return nil
+			rs.fileFailed(l.shown, l.node.Size, fmt.Errorf("hardlink: %w", err))
+			return
 		}
 		if err := rs.place(tmp, l.target); err != nil {
-			rs.skip(l.shown, err.Error())
-			return nil
+			rs.fileFailed(l.shown, l.node.Size, err)
+			return
 		}
 		rs.mu.Lock()
 		rs.result.Files++
@@ -658,17 +775,11 @@ func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) error {
 		rs.prog.filesDone.Add(1)
 		rs.prog.bytesDone.Add(int64(l.node.Size))
 		rs.markRestored(l.shown)
-		return nil
+		return
 	}
-	err := rs.restoreWhole(ctx, restoreFile{node: l.node, target: l.target, shown: l.shown})
-	var damaged *damageError
-	if errors.As(err, &damaged) {
-		return err
+	if err := rs.restoreWhole(ctx, restoreFile{node: l.node, target: l.target, shown: l.shown}); err != nil && ctx.Err() == nil {
+		rs.fileFailed(l.shown, l.node.Size, err)
 	}
-	if err != nil {
-		rs.skip(l.shown, err.Error())
-	}
-	return nil
 }
 
 func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
@@ -754,7 +865,12 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 // symlink in the target (FS.OpenBeneath).
 func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 	var failures []repo.Skip
-	err := rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
+	err := rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
+		if rs.unreadable[dir.Path] {
+			return nil // reported by the restore, nothing below it restored
+		}
+		return fmt.Errorf("%s: %w", dir.Path, err)
+	}, Node: func(e *repo.WalkEntry) error {
 		switch {
 		case e.Unsafe:
 			return nil // never restored; its quoted path may look like a real one

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -252,25 +253,29 @@ func TestRestoreHardLinkWhoseFirstNameFailed(t *testing.T) {
 	noTemps(t, target)
 }
 
-// Damage to the repository, or a read the backend fails, fails the
-// restore (today's rule: restored data must be right or not there), and
-// leaves no temporary file.
+// Damage to the repository, or a read the backend fails, costs only what
+// it touches: the entry it hits is named with its reason, everything else
+// is restored bit-exact, every folder made gets its metadata, no temporary
+// file is left, and the restore ends with a DamagedError that wraps the
+// damage.
 func TestRestoreDamagedBlob(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func(b *builder, s *repo.Snapshot)
 		want   error
+		named  string // the entry lost; "": whichever the failed read hit
+		reason string
 	}{
-		{"the backend fails a read", func(b *builder, _ *repo.Snapshot) { b.faulty.FailLoad(repo.PackFile, 2) }, backendtest.ErrInjected},
-		{"a chunk of a small file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID([]byte("small file"))) }, repo.ErrIntegrity},
-		{"a chunk in the middle of a big file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID(randomBytes(20, bigChunk))) }, repo.ErrIntegrity},
+		{"the backend fails a read", func(b *builder, _ *repo.Snapshot) { b.faulty.FailLoad(repo.PackFile, 2) }, backendtest.ErrInjected, "", ""},
+		{"a chunk of a small file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID([]byte("small file"))) }, repo.ErrIntegrity, "/small", "damaged"},
+		{"a chunk in the middle of a big file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID(randomBytes(20, bigChunk))) }, repo.ErrIntegrity, "/big", "damaged"},
 		{"a folder's tree", func(b *builder, s *repo.Snapshot) {
 			tr, err := b.r.LoadTree(context.Background(), s.Tree)
 			if err != nil {
 				b.t.Fatal(err)
 			}
 			damageBlob(b, *tr.Nodes[1].Subtree)
-		}, repo.ErrIntegrity},
+		}, repo.ErrIntegrity, "/d", "folder's content cannot be read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,13 +283,100 @@ func TestRestoreDamagedBlob(t *testing.T) {
 			s := sample(b)
 			tt.damage(b, s)
 			target := filepath.Join(t.TempDir(), "target")
-			_, err := run(t, b, s, restore.Options{Target: target})
+			res, err := run(t, b, s, restore.Options{Target: target})
 			if !errors.Is(err, tt.want) {
 				t.Errorf("restore returns %v, want %v", err, tt.want)
 			}
+			var damaged *restore.DamagedError
+			if !errors.As(err, &damaged) || res == nil || damaged.Entries != res.Damaged || res.Damaged == 0 {
+				t.Fatalf("restore returns %v with %+v, want a DamagedError counting the entries lost", err, res)
+			}
+			if tt.named != "" {
+				if r := skipReason(res, tt.named); !strings.Contains(r, tt.reason) {
+					t.Errorf("%s skipped with %q, want a reason with %q (skipped: %v)", tt.named, r, tt.reason, res.Skipped)
+				}
+				if len(res.Skipped) != 1 {
+					t.Errorf("skipped %v, want only %s", res.Skipped, tt.named)
+				}
+			}
+			restoredBeside(t, b, res, target)
 			noTemps(t, target)
 		})
 	}
+}
+
+// restoredBeside checks that every file the builder stored is restored
+// bit-exact unless it, or a folder above it, is skipped (and then that it
+// is not there), and that the folder d, where it was made, has its mode
+// and time from the snapshot.
+func restoredBeside(t *testing.T, b *builder, res *restore.Result, target string) {
+	t.Helper()
+	lost := func(rel string) bool {
+		for p := "/" + rel; p != "/"; p = filepath.Dir(p) {
+			if skipReason(res, p) != "" {
+				return true
+			}
+		}
+		return false
+	}
+	for rel := range b.want {
+		if !lost(rel) {
+			sameContent(t, b, target, rel)
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(target, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s, which was not restored, is in the target (%v)", rel, err)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(target, "d")); err == nil && (fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(mtime)) {
+		t.Errorf("d has mode %v and mtime %v, want 0750 and %v", fi.Mode().Perm(), fi.ModTime(), mtime)
+	}
+}
+
+// A data pack that is gone costs the files whose data it held, and only
+// them: the files after them are restored and verified, the folder that
+// held a lost file gets its metadata, and the lost file is named.
+func TestRestoreGoesOnPastAMissingPack(t *testing.T) {
+	b := newBuilder(t)
+	lost := b.file("/d/lost", randomBytes(99, 1000))
+	lostPack := func() string {
+		loc, ok := b.r.Index().Lookup(lost.Content[0])
+		if !ok {
+			t.Fatal("the lost file's chunk is not in the index")
+		}
+		return loc.Pack.String()
+	}
+	// Its chunk alone in a pack of its own.
+	if _, err := b.endSession(); err != nil {
+		t.Fatal(err)
+	}
+	delete(b.want, "d/lost")
+	d := b.dir("d",
+		linked(b.file("/d/f", []byte("linked content")), 7, 2),
+		linked(b.file("/d/g", []byte("linked content")), 7, 2),
+		lost,
+	)
+	s := b.snapshot(bigFile(b, "/big", 5), d, b.file("/small", []byte("small file")))
+	if err := b.faulty.Remove(context.Background(), repo.Handle{Type: repo.PackFile, Name: lostPack()}); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	res, err := run(t, b, s, restore.Options{Target: target, Verify: true})
+	var damaged *restore.DamagedError
+	if !errors.As(err, &damaged) || !errors.Is(err, repo.ErrNotFound) || errors.Is(err, context.Canceled) {
+		t.Fatalf("restore returns %v, want the missing pack as damage", err)
+	}
+	if r := skipReason(res, "/d/lost"); !strings.Contains(r, "not found") {
+		t.Errorf("/d/lost skipped with %q, want the missing pack (skipped: %v)", r, res.Skipped)
+	}
+	if len(res.Skipped) != 1 || res.Damaged != 1 || res.FilesSkipped != 1 || res.BytesSkipped != 1000 {
+		t.Errorf("result %+v, want only /d/lost skipped (1000 bytes), as damage", res)
+	}
+	if res.Files != 4 || res.Verified != 4 {
+		t.Errorf("%d files restored, %d verified; want big, small, d/f and d/g", res.Files, res.Verified)
+	}
+	restoredBeside(t, b, res, target)
+	noTemps(t, target)
 }
 
 // A file whose content is shorter than its node says is damage: the
@@ -488,16 +580,20 @@ func TestRestoreIncludeExclude(t *testing.T) {
 		want             []string
 	}{
 		{"include a file deep down", []string{"/d/f"}, nil, []string{"d", "d/f"}},
-		{"exclude a folder", nil, []string{"/d"}, []string{"big", "fifo", "link", "small"}},
+		{"include a file deeper down", []string{"/e/e2/x"}, nil, []string{"e", "e/e2", "e/e2/x"}},
+		{"exclude a folder", nil, []string{"/d"}, []string{"big", "e", "e/e2", "e/e2/x", "e/empty", "fifo", "link", "small"}},
 		{"include a folder, exclude a file in it", []string{"/d"}, []string{"g"}, []string{"d", "d/f"}},
-		// A folder below which the pattern could match is made even
-		// when nothing in it does.
-		{"include by pattern", []string{"*ll"}, nil, []string{"d", "small"}},
+		// Only the folders on the paths restored are made, as restic
+		// does: not one below which the pattern could match but nothing
+		// does.
+		{"include by pattern", []string{"*ll"}, nil, []string{"small"}},
+		{"include nothing there", []string{"/e/e2/nothing"}, nil, nil},
+		{"include an empty folder", []string{"/e/empty"}, nil, []string{"e", "e/empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newBuilder(t)
-			s := sample(b)
+			s := sampleWithE(b)
 			target := t.TempDir()
 			opts := restore.Options{Target: target, Verify: true}
 			if tt.include != nil {
@@ -535,8 +631,54 @@ func TestRestoreIncludeExclude(t *testing.T) {
 			if res.Verified != int64(files) {
 				t.Errorf("verified %d files, want %d", res.Verified, files)
 			}
+			if res.Dirs != int64(len(tt.want)-files-nonFiles(tt.want)) {
+				t.Errorf("%d folders counted for %q", res.Dirs, tt.want)
+			}
+			// The folders made have their metadata from the snapshot.
+			for _, p := range tt.want {
+				fi, err := os.Lstat(filepath.Join(target, p))
+				if err != nil || !fi.IsDir() {
+					continue
+				}
+				if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(mtime) {
+					t.Errorf("folder %s has mode %v and mtime %v, want 0750 and %v", p, fi.Mode().Perm(), fi.ModTime(), mtime)
+				}
+			}
 		})
 	}
+}
+
+// nonFiles counts the entries of sampleWithE among paths that are neither
+// regular files nor folders.
+func nonFiles(paths []string) int {
+	n := 0
+	for _, p := range paths {
+		if p == "fifo" || p == "link" {
+			n++
+		}
+	}
+	return n
+}
+
+// sampleWithE is sample with a folder /e more: /e/e2/x, and /e/empty, an
+// empty folder.
+func sampleWithE(b *builder) *repo.Snapshot {
+	d := b.dir("d",
+		linked(b.file("/d/f", []byte("linked content")), 7, 2),
+		linked(b.file("/d/g", []byte("linked content")), 7, 2),
+	)
+	e := b.dir("e",
+		b.dir("e2", b.file("/e/e2/x", []byte("x"))),
+		b.dir("empty"),
+	)
+	return b.snapshot(
+		bigFile(b, "/big", 5),
+		d,
+		e,
+		repo.Node{Name: "fifo", Type: repo.NodeFIFO, Mode: 0o600, MTime: mtime},
+		repo.Node{Name: "link", Type: repo.NodeSymlink, LinkTarget: "d/f", MTime: mtime},
+		b.file("/small", []byte("small file")),
+	)
 }
 
 // Verify reports a file that reads back differently, and fails.
@@ -652,18 +794,21 @@ func TestVerifyDoesNotReadThroughASymlink(t *testing.T) {
 	}
 }
 
-// failingRepo fails the load of one blob; its walk waits, at the entry
-// hold, until the restore is cancelled.
+// failingRepo fails every load of blob fail, and the walker holds at path
+// hold until that failure has been returned.
 type failingRepo struct {
 	*repo.Repository
-	fail repo.ID
-	hold string
+	fail   repo.ID
+	hold   string
+	failed chan struct{}
+	once   sync.Once
 }
 
 var errLoad = errors.New("injected load failure")
 
 func (r *failingRepo) LoadBlobTo(ctx context.Context, id repo.ID, buf *repo.BlobBuffer) ([]byte, error) {
 	if id == r.fail {
+		r.once.Do(func() { close(r.failed) })
 		return nil, errLoad
 	}
 	return r.Repository.LoadBlobTo(ctx, id, buf)
@@ -673,21 +818,28 @@ func (r *failingRepo) Walk(ctx context.Context, root repo.ID, opts repo.WalkOpti
 	node := v.Node
 	v.Node = func(e *repo.WalkEntry) error {
 		if e.Path == r.hold {
-			<-ctx.Done()
+			<-r.failed
 		}
 		return node(e)
 	}
 	return r.Repository.Walk(ctx, root, opts, v)
 }
 
-// A failure a file worker meets is what the restore returns, not the
-// cancellation of the walk that it causes.
+// A failure a file worker meets cancels nothing: the files queued after it
+// are restored, and the restore returns the failure as damage, never as a
+// cancellation.
 func TestRestoreReturnsTheWorkersFailure(t *testing.T) {
 	b := newBuilder(t)
 	s := b.snapshot(b.file("/a", []byte("fails to load")), b.file("/z", []byte("queued after the failure")))
-	r := &failingRepo{Repository: b.r, fail: b.r.BlobID([]byte("fails to load")), hold: "/z"}
-	_, err := restore.Run(context.Background(), r, s, restore.Options{Target: t.TempDir()})
-	if !errors.Is(err, errLoad) {
-		t.Errorf("restore returns %v, want the failure to load /a", err)
+	r := &failingRepo{Repository: b.r, fail: b.r.BlobID([]byte("fails to load")), hold: "/z", failed: make(chan struct{})}
+	target := t.TempDir()
+	res, err := restore.Run(context.Background(), r, s, restore.Options{Target: target})
+	var damaged *restore.DamagedError
+	if !errors.Is(err, errLoad) || !errors.As(err, &damaged) || errors.Is(err, context.Canceled) {
+		t.Errorf("restore returns %v, want the failure to load /a as damage", err)
 	}
+	if res == nil || !strings.Contains(skipReason(res, "/a"), errLoad.Error()) {
+		t.Fatalf("result %+v, want /a named with its failure", res)
+	}
+	sameContent(t, b, target, "z")
 }

@@ -338,7 +338,7 @@ added_bytes() { # tool outfile
 for l in open(sys.argv[1]):
     s = json.loads(l)
     if s.get("message_type") == "summary":
-        print(s["bytes_added"])' "$2" ;;
+        print(s["data_added_packed"])' "$2" ;;
 	# data_added counts blob bytes before compression; restic 0.17 and
 	# later also give data_added_packed, what was stored
 	restic | restic-new) python3 -c 'import json,sys

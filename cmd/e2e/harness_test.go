@@ -228,6 +228,8 @@ type skipReport struct {
 	Reason string `json:"reason"`
 }
 
+// backupReport is the summary of backup --json (restic's field names
+// where they mean the same).
 type backupReport struct {
 	MessageType    string       `json:"message_type"`
 	SnapshotID     string       `json:"snapshot_id"`
@@ -235,17 +237,17 @@ type backupReport struct {
 	Partial        bool         `json:"partial"`
 	FilesNew       int64        `json:"files_new"`
 	FilesChanged   int64        `json:"files_changed"`
-	FilesUnchanged int64        `json:"files_unchanged"`
+	FilesUnchanged int64        `json:"files_unmodified"`
 	Dirs           int64        `json:"dirs"`
 	OtherEntries   int64        `json:"other_entries"`
 	BytesRead      int64        `json:"bytes_read"`
-	BytesAdded     int64        `json:"bytes_added"`
-	TotalSize      int64        `json:"total_size"`
+	BytesAdded     int64        `json:"data_added_packed"`
+	TotalSize      int64        `json:"total_bytes_processed"`
 	FilesSkipped   int64        `json:"files_skipped"`
 	Skipped        []skipReport `json:"skipped"`
 	ChangedDuring  []string     `json:"changed_during_read"`
 	AdoptedPacks   int          `json:"adopted_packs"`
-	Seconds        float64      `json:"duration_seconds"`
+	Seconds        float64      `json:"total_duration"`
 }
 
 type snapshotReport struct {
@@ -287,12 +289,18 @@ type checkReport struct {
 	} `json:"problems"`
 }
 
+// restoreReport is the summary of restore --json (restic's field names
+// where they mean the same).
 type restoreReport struct {
-	Files          int64        `json:"files"`
+	MessageType    string       `json:"message_type"`
+	Files          int64        `json:"files_restored"`
+	FilesSkipped   int64        `json:"files_skipped"`
 	Dirs           int64        `json:"dirs"`
 	Others         int64        `json:"others"`
-	Bytes          int64        `json:"bytes"`
+	Bytes          int64        `json:"bytes_restored"`
 	Verified       int64        `json:"files_verified"`
+	Damaged        int64        `json:"damaged"`
+	Partial        bool         `json:"partial"`
 	Skipped        []skipReport `json:"skipped"`
 	OwnershipKept  bool         `json:"ownership_restored"`
 	VerifyFailures []skipReport `json:"verify_failures"`
