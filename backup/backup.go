@@ -552,7 +552,7 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 			return nil, err
 		}
 		p := filepath.Join(dir, name)
-		if a.opts.Exclude != nil && a.opts.Exclude.Match(p) {
+		if a.opts.Exclude != nil && a.opts.Exclude.Match(excludePath(p)) {
 			continue
 		}
 		fi, err := a.fs.Lstat(p)

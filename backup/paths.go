@@ -60,3 +60,15 @@ func isASCIILetter(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <
 func withinPath(dir, p string, sep string) bool {
 	return p == dir || strings.HasSuffix(dir, sep) && strings.HasPrefix(p, dir) || strings.HasPrefix(p, dir+sep)
 }
+
+// windowsTreePath is the path of a Windows path in the snapshot's tree,
+// "/" between its levels (C:\Users\ann is /C/Users/ann): what
+// exclude patterns match on Windows. A path that is not one of a drive
+// stays as it is.
+func windowsTreePath(p string) string {
+	elems, err := windowsSourceElements(p)
+	if err != nil {
+		return p
+	}
+	return "/" + strings.Join(elems, "/")
+}

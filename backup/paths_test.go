@@ -94,3 +94,20 @@ func TestWithinPath(t *testing.T) {
 		})
 	}
 }
+
+func TestWindowsTreePath(t *testing.T) {
+	cases := []struct {
+		name, path, want string
+	}{
+		{"a drive's root", `C:\`, "/C"},
+		{"a file below a folder", `c:\Users\ann\x.tmp`, "/C/Users/ann/x.tmp"},
+		{"a network path stays as it is", `\\host\share\x`, `\\host\share\x`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := windowsTreePath(tc.path); got != tc.want {
+				t.Errorf("windowsTreePath(%q) = %q, want %q", tc.path, got, tc.want)
+			}
+		})
+	}
+}

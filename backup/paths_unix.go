@@ -11,3 +11,6 @@ func osPath(elems []string) string { return unixOSPath(elems) }
 
 // within reports whether p is dir or below it.
 func within(dir, p string) bool { return withinPath(dir, p, "/") }
+
+// excludePath is the path exclude patterns match: p itself.
+func excludePath(p string) string { return p }

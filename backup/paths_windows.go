@@ -9,3 +9,8 @@ func osPath(elems []string) string { return windowsOSPath(elems) }
 
 // within reports whether p is dir or below it.
 func within(dir, p string) bool { return withinPath(dir, p, `\`) }
+
+// excludePath is the path exclude patterns match: p's path in the tree,
+// with "/" between its levels (windowsTreePath), so that patterns are
+// written as on every other platform ("/C/Users/*/AppData", "*.tmp").
+func excludePath(p string) string { return windowsTreePath(p) }
