@@ -10,11 +10,11 @@ import (
 // that has not exited (STILL_ACTIVE).
 const stillActive = 259
 
-// processGone reports whether no process with pid exists on this host:
+// ProcessGone reports whether no process with pid exists on this host:
 // OpenProcess finds none (ERROR_INVALID_PARAMETER), or the one it finds
 // has exited and is only kept by someone's handle. A process this user
 // may not query (access denied) exists.
-func processGone(pid int) bool {
+func ProcessGone(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
