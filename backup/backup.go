@@ -68,6 +68,10 @@ type Result struct {
 	Snapshot     *repo.Snapshot
 	Parent       string // the parent snapshot used, if any
 	AdoptedPacks int    // packs of interrupted backups taken into the index
+	// Lacks is the metadata this platform does not have, or nightjar
+	// cannot read on it, left empty in every node: for the command to
+	// name once. Empty on Linux, macOS and FreeBSD.
+	Lacks []Lack
 }
 
 // Partial reports whether some entries were skipped.
@@ -236,7 +240,7 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 		defer endScan(false)
 	}
 
-	result := &Result{}
+	result := &Result{Lacks: platformLacks}
 	var root repo.ID
 	written, err := r.WriteSession(ctx, repo.WriteOptions{AdoptPacks: true}, func(ctx context.Context, w *repo.Writer) error {
 		a.w = w
@@ -328,6 +332,9 @@ func cleanPaths(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("source %q: %w", p, err)
 		}
+		if _, err := sourceElements(abs); err != nil {
+			return nil, fmt.Errorf("source %q: %w", p, err)
+		}
 		out = append(out, abs)
 	}
 	sort.Strings(out)
@@ -340,11 +347,6 @@ func cleanPaths(paths []string) ([]string, error) {
 		kept = append(kept, p)
 	}
 	return kept, nil
-}
-
-// within reports whether p is dir or below it.
-func within(dir, p string) bool {
-	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 func (a *archiver) fail(err error) {
@@ -385,19 +387,20 @@ func (a *archiver) findParent(ctx context.Context) (*repo.Snapshot, error) {
 func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, int, error) {
 	type dirEntry struct {
 		children map[string]*dirEntry
+		path     string // its path on this system
 		source   string // set for a source itself
 	}
 	top := &dirEntry{children: map[string]*dirEntry{}}
 	for _, p := range a.opts.Paths {
-		d := top
-		if p == "/" {
-			d.source = "/"
-			continue
+		elems, err := sourceElements(p)
+		if err != nil {
+			return repo.ID{}, 0, fmt.Errorf("source %q: %w", p, err)
 		}
-		for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		d := top
+		for i, part := range elems {
 			next, ok := d.children[part]
 			if !ok {
-				next = &dirEntry{children: map[string]*dirEntry{}}
+				next = &dirEntry{children: map[string]*dirEntry{}, path: osPath(elems[:i+1])}
 				d.children[part] = next
 			}
 			d = next
@@ -405,8 +408,8 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 		d.source = p
 	}
 	readable := 0
-	var build func(dir string, d *dirEntry, parent *repo.ID) (repo.ID, error)
-	build = func(dir string, d *dirEntry, parent *repo.ID) (repo.ID, error) {
+	var build func(d *dirEntry, parent *repo.ID) (repo.ID, error)
+	build = func(d *dirEntry, parent *repo.ID) (repo.ID, error) {
 		if d.source != "" { // only for "/" itself
 			tree, err := a.saveDirContents(ctx, d.source, parent)
 			readable++
@@ -424,7 +427,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 		tree := &repo.Tree{}
 		for _, name := range names {
 			child := d.children[name]
-			p := filepath.Join(dir, name)
+			p := child.path
 			prev := parentNodes[name]
 			if child.source != "" {
 				node, ok, err := a.saveEntry(ctx, p, prev)
@@ -433,6 +436,7 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				}
 				if ok {
 					readable++
+					node.Name = name // a drive's own name is "\"
 					tree.Nodes = append(tree.Nodes, *node)
 				}
 				continue
@@ -447,16 +451,17 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				a.skip(p, describe(err))
 				continue
 			}
-			sub, err := build(p, child, parentSubtree(prev))
+			sub, err := build(child, parentSubtree(prev))
 			if err != nil {
 				return repo.ID{}, err
 			}
+			node.Name = name
 			node.Subtree = &sub
 			tree.Nodes = append(tree.Nodes, *node)
 		}
 		return a.w.SaveTree(ctx, tree)
 	}
-	root, err := build("/", top, parentTree)
+	root, err := build(top, parentTree)
 	if err != nil {
 		return repo.ID{}, 0, err
 	}
@@ -547,7 +552,7 @@ func (a *archiver) saveDirContents(ctx context.Context, dir string, parentTree *
 			return nil, err
 		}
 		p := filepath.Join(dir, name)
-		if a.opts.Exclude != nil && a.opts.Exclude.Match(p) {
+		if a.opts.Exclude != nil && a.opts.Exclude.Match(excludePath(p)) {
 			continue
 		}
 		fi, err := a.fs.Lstat(p)

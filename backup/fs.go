@@ -23,9 +23,11 @@ type Repository interface {
 var _ Repository = (*repo.Repository)(nil)
 
 // FS is what the archiver does to the source tree. Names are absolute
-// paths. Metadata (FileInfo.Sys) is a *syscall.Stat_t, as the OS gives
-// it. OSFS is the file system itself; a test wraps it to inject faults,
-// and a command's output can become a source through it.
+// paths of the system. Metadata (FileInfo.Sys) is as the OS gives it: a
+// *syscall.Stat_t on Linux, macOS and FreeBSD, a
+// *syscall.Win32FileAttributeData on Windows. OSFS is the file system
+// itself; a test wraps it to inject faults, and a command's output can
+// become a source through it.
 type FS interface {
 	// Lstat describes an entry without following a symlink.
 	Lstat(name string) (fs.FileInfo, error)
@@ -39,7 +41,7 @@ type FS interface {
 	// without following a symlink; nil where the file system has none.
 	ListXattrs(name string) ([]string, error)
 	// GetXattr reads one extended attribute without following a symlink;
-	// an attribute removed since it was listed fails with unix.ENODATA.
+	// an attribute removed since it was listed fails with ErrNoXattr.
 	GetXattr(name, attr string) ([]byte, error)
 }
 

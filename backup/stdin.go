@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -68,7 +67,7 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 		return nil, err
 	}
 	users := newOwnerNames()
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	uid, gid := processOwner()
 	cfg := r.Config().Chunker
 	var read atomic.Int64
 	var root repo.ID

@@ -197,6 +197,9 @@ func runBackup(c *cli.Context) error {
 	if extra := s.FilesSkipped - int64(len(s.Skipped)); extra > 0 {
 		p.Warnf("and %d more skipped entries", extra)
 	}
+	for _, l := range res.Lacks {
+		p.Warnf("%s not saved on this platform: %s", l.What, l.Reason)
+	}
 	p.Printf("snapshot %s saved\n", shortID(res.Snapshot.ID))
 	if s.Partial {
 		return codedError{code: ExitPartial, err: fmt.Errorf("snapshot %s is partial: %d entries could not be read", shortID(res.Snapshot.ID), s.FilesSkipped)}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -133,7 +132,7 @@ func runnerDead(host string) func(string) bool {
 		if err != nil || pid <= 0 {
 			return false
 		}
-		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+		return jobs.ProcessGone(pid)
 	}
 }
 

@@ -1,4 +1,4 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build !(unix || windows)
 
 package db
 
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// fileLock does not lock on systems without flock(2): two processes that
+// fileLock does not lock on systems without flock(2) or LockFileEx: two processes that
 // migrate the same new database at once may then fail, and the second
 // succeeds when run again.
 type fileLock struct {

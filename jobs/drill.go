@@ -184,7 +184,7 @@ func removeAbandonedDrills(tempDir string, f *pass.Figures) {
 		rest, ok := strings.CutPrefix(entry.Name(), drillFolderPrefix)
 		pidText, _, dashed := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
-		if !ok || !dashed || err != nil || !entry.IsDir() || pid == os.Getpid() || !processGone(pid) {
+		if !ok || !dashed || err != nil || !entry.IsDir() || pid == os.Getpid() || !ProcessGone(pid) {
 			continue
 		}
 		dir := filepath.Join(tempDir, entry.Name())

@@ -403,8 +403,8 @@ func TestDrillRemovesTheFoldersOfKilledDrills(t *testing.T) {
 	w := newDrillWorld(t)
 	w.backup(t, 1)
 	const deadPid = 1<<22 + 1 // above Linux's largest pid_max: no process has it
-	if !processGone(deadPid) {
-		t.Fatalf("processGone(%d) = false, want true", deadPid)
+	if !ProcessGone(deadPid) {
+		t.Fatalf("ProcessGone(%d) = false, want true", deadPid)
 	}
 	killed := filepath.Join(w.drills, fmt.Sprintf("nightjar-drill-%d-123", deadPid))
 	live := filepath.Join(w.drills, fmt.Sprintf("nightjar-drill-%d-456", os.Getppid()))

@@ -1,8 +1,9 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package jobs
 
-// processGone reports whether no process with pid exists on this host.
+// ProcessGone reports whether no process with pid exists on this host:
+// a drill's or a scheduler runner's liveness.
 // Without a way to ask here, every process may still exist, so nothing
 // of a drill that may still run is removed.
-func processGone(int) bool { return false }
+func ProcessGone(int) bool { return false }

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command tradeoff measures what chunk size and compression level cost and
 // save together: for each pair it runs nightjar's own backup (in this
 // process, through the backup and repo packages) of a copy of a data set

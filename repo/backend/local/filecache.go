@@ -4,8 +4,6 @@ import (
 	"container/list"
 	"os"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // fileCache keeps recently read pack files open, so that reading many
@@ -41,7 +39,7 @@ func (c *fileCache) open(name string) (*os.File, func(), error) {
 	}
 	c.mu.Unlock()
 	// Never follow a symlink out of the repository.
-	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := openNoFollow(name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
@@ -132,12 +130,12 @@ func (b *Backend) createTemp() (*os.File, error) {
 		return nil, err
 	}
 	name := filepath.Join(b.root, tmpDir, hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+	f, err := createExclusive(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Copies of a repository may lose empty folders (git, some sync
 		// tools): make them again.
 		if mkErr := os.MkdirAll(filepath.Dir(name), dirMode); mkErr == nil {
-			f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
+			f, err = createExclusive(name)
 		}
 	}
 	return f, err
@@ -176,15 +174,6 @@ func publish(tmp, final string) error {
 		return err
 	}
 	return syncDir(filepath.Dir(final))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Save stores data under h atomically and durably.
@@ -330,7 +319,7 @@ func (b *Backend) openForRead(ctx context.Context, h repo.Handle) (f *os.File, d
 		}
 		return f, done, nil
 	}
-	f, err = os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err = openNoFollow(name)
 	if err != nil {
 		return nil, nil, notFound(h, err)
 	}
@@ -466,9 +455,10 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 	return syncDir(filepath.Dir(name))
 }
 
-// SaveHeld stores a lock object that stays flocked by this process until
-// release is called. The flock is taken before the object becomes visible,
-// so no other process ever sees it unheld while its owner lives.
+// SaveHeld stores a lock object that stays locked (flock; LockFileEx on
+// Windows) by this process until release is called. The lock is taken
+// before the object becomes visible, so no other process ever sees it
+// unheld while its owner lives.
 func (b *Backend) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (func() error, error) {
 	final, err := b.path(h)
 	if err != nil {
@@ -478,7 +468,7 @@ func (b *Backend) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (fun
 	if err != nil {
 		return nil, fmt.Errorf("save %s: %w", h, err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("hold %s: %w", h, err)
@@ -498,25 +488,25 @@ func (b *Backend) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (fun
 	return release, nil
 }
 
-// Held reports whether some live process holds the flock of lock object h.
+// Held reports whether some live process holds the lock of lock object h.
 func (b *Backend) Held(ctx context.Context, h repo.Handle) (bool, error) {
 	name, err := b.path(h)
 	if err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := openNoFollow(name)
 	if err != nil {
 		return false, notFound(h, err)
 	}
 	defer f.Close()
-	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
+	err = tryLock(f)
+	if errors.Is(err, errLocked) {
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("test %s: %w", h, err)
 	}
-	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	_ = unlockFile(f)
 	return false, nil
 }
 
@@ -525,26 +515,4 @@ func notFound(h repo.Handle, err error) error {
 		return fmt.Errorf("%s: %w", h, repo.ErrNotFound)
 	}
 	return fmt.Errorf("%s: %w", h, err)
-}
-
-// LockFolder creates path if missing and holds an exclusive flock on the
-// folder itself until unlock is called, so that processes that may create
-// a repository there at the same time do so one after another. It waits
-// for the lock.
-func LockFolder(path string) (unlock func(), err error) {
-	if err := os.MkdirAll(path, dirMode); err != nil {
-		return nil, fmt.Errorf("create repository folder: %w", err)
-	}
-	d, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("lock repository folder: %w", err)
-	}
-	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("lock repository folder: %w", err)
-	}
-	return func() {
-		_ = unix.Flock(int(d.Fd()), unix.LOCK_UN)
-		d.Close()
-	}, nil
 }

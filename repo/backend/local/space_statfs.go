@@ -1,4 +1,4 @@
-//go:build linux || darwin || freebsd || openbsd
+//go:build linux || darwin || freebsd
 
 package local
 
@@ -16,5 +16,6 @@ func (b *Backend) Space(ctx context.Context) (free, total int64, err error) {
 	if err := unix.Statfs(b.root, &st); err != nil {
 		return 0, 0, fmt.Errorf("read free space of %s: %w", b.root, err)
 	}
-	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
+	unit := blockUnit(&st)
+	return int64(st.Bavail) * unit, int64(st.Blocks) * unit, nil
 }

@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 package backup
 
 import (
@@ -8,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OSFS is the FS of the operating system: files are opened with O_NOATIME
-// where the caller may (it owns the file), so that a backup does not
-// change their access times.
+// OSFS is the FS of the operating system: on Linux files are opened with
+// O_NOATIME where the caller may (it owns the file), so that a backup
+// does not change their access times.
 type OSFS struct{}
 
 var _ FS = OSFS{}
@@ -31,10 +33,11 @@ func (OSFS) ReadDirNames(name string) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
-// OpenFile opens name read-only, with O_NOATIME when that is allowed.
+// OpenFile opens name read-only, with O_NOATIME when the platform has it
+// and that is allowed.
 func (OSFS) OpenFile(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOATIME, 0)
-	if err != nil && errors.Is(err, fs.ErrPermission) {
+	f, err := os.OpenFile(name, os.O_RDONLY|noatimeFlag, 0)
+	if err != nil && noatimeFlag != 0 && errors.Is(err, fs.ErrPermission) {
 		// O_NOATIME needs ownership of the file; read it without.
 		f, err = os.Open(name)
 	}
@@ -44,35 +47,12 @@ func (OSFS) OpenFile(name string) (File, error) {
 	return f, nil
 }
 
-// ListXattrs lists an entry's extended attribute names (llistxattr).
-func (OSFS) ListXattrs(name string) ([]string, error) {
-	size, err := unix.Llistxattr(name, nil)
-	if errors.Is(err, unix.ENOTSUP) || size == 0 {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	size, err = unix.Llistxattr(name, buf)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	start := 0
-	for i := 0; i < size; i++ {
-		if buf[i] != 0 {
-			continue
-		}
-		if i > start {
-			names = append(names, string(buf[start:i]))
-		}
-		start = i + 1
-	}
-	return names, nil
-}
+// ListXattrs lists an entry's extended attribute names, without following
+// a symlink.
+func (OSFS) ListXattrs(name string) ([]string, error) { return listXattrNames(name) }
 
-// GetXattr reads one extended attribute (lgetxattr).
+// GetXattr reads one extended attribute (lgetxattr; on FreeBSD
+// extattr_get_link in the namespace the name starts with).
 func (OSFS) GetXattr(name, attr string) ([]byte, error) {
 	size, err := unix.Lgetxattr(name, attr, nil)
 	if err != nil {

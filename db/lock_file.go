@@ -1,4 +1,4 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+//go:build unix || windows
 
 package db
 
@@ -8,15 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 )
 
 // fileLock serialises migrations between processes (and between the DBs
-// of one process) with flock(2) on a file
-// beside the database, so that two processes opening a new database at once
-// do not both apply the same migration. The kernel drops the lock when its
-// holder dies; the file itself is left in place (removing a lock file
+// of one process) with an exclusive lock (flock(2); LockFileEx on
+// Windows) on a file beside the database, so that two processes opening a
+// new database at once do not both apply the same migration. The kernel
+// drops the lock when its holder dies; the file itself is left in place (removing a lock file
 // races with its next user).
 type fileLock struct {
 	path    string
@@ -31,12 +30,12 @@ func (l *fileLock) Lock(ctx context.Context, _ *sql.DB) error {
 	}
 	deadline := time.Now().Add(l.timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := tryLockFile(f)
 		if err == nil {
 			l.f = f
 			return nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		if !errors.Is(err, errLockHeld) {
 			f.Close()
 			return fmt.Errorf("migration lock %s: %w", l.path, err)
 		}
@@ -57,7 +56,7 @@ func (l *fileLock) Unlock(context.Context, *sql.DB) error {
 	if l.f == nil {
 		return nil
 	}
-	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	err := unlockFile(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

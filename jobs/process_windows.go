@@ -1,0 +1,34 @@
+package jobs
+
+import (
+	"errors"
+
+	"golang.org/x/sys/windows"
+)
+
+// stillActive is the exit code GetExitCodeProcess gives for a process
+// that has not exited (STILL_ACTIVE).
+const stillActive = 259
+
+// ProcessGone reports whether no process with pid exists on this host:
+// OpenProcess finds none (ERROR_INVALID_PARAMETER), or the one it finds
+// has exited and is only kept by someone's handle. A process this user
+// may not query (access denied) exists.
+func ProcessGone(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	if err := windows.GetExitCodeProcess(h, &code); err != nil {
+		return false
+	}
+	return code != stillActive
+}
