@@ -139,7 +139,7 @@ func (p *Progress) scan(ctx context.Context, fsys FS, paths []string, exclude *f
 					continue
 				}
 				for _, name := range names {
-					if child := filepath.Join(path, name); exclude == nil || !exclude.Match(child) {
+					if child := filepath.Join(path, name); exclude == nil || !exclude.Match(excludePath(child)) {
 						stack = append(stack, child)
 					}
 				}
