@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -64,6 +65,9 @@ type snapshotRef struct {
 	// "verify_failed" or "forgotten"; Problems are a failed one's.
 	Verified string   `json:"verified,omitempty"`
 	Problems []string `json:"verify_problems,omitempty"`
+	// CurrentID is the ID the snapshot has now, when its record was
+	// rewritten under another (runs show only; found by its run).
+	CurrentID string `json:"current_id,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -832,7 +836,11 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 		if s.Verified == "" {
 			continue
 		}
-		p.Printf("  snapshot %s: %s\n", s.SnapshotID, s.Verified)
+		id := s.SnapshotID
+		if s.CurrentID != "" {
+			id += " (now " + s.CurrentID + ")"
+		}
+		p.Printf("  snapshot %s: %s\n", id, s.Verified)
 		for _, problem := range s.Problems {
 			p.Printf("    %s\n", problem)
 		}
@@ -867,22 +875,40 @@ func runVerifications(c *cli.Context, p *printer, r pass.Run, out *runJSON) {
 		return
 	}
 	defer rp.Close()
+	var runSnaps []*repo.Snapshot // read once, when a recorded snapshot is gone
+	readRunSnaps := sync.OnceValue(func() error {
+		var err error
+		runSnaps, _, err = jobs.ReadSnapshots(c.Context, rp)
+		return err
+	})
 	for k := range out.Snapshots {
 		s := &out.Snapshots[k]
 		if s.RepositoryID != rp.ID() {
 			continue // made in a repository the job no longer uses
 		}
-		v, err := rp.Verification(c.Context, s.SnapshotID)
+		id := s.SnapshotID
+		if ok, err := rp.HasSnapshot(c.Context, id); err == nil && !ok {
+			// Forgotten, or its record rewritten under another ID: find
+			// it by the run and source it records.
+			if err := readRunSnaps(); err != nil {
+				p.Warnf("verification of snapshot %s is not shown: %v", id, err)
+				continue
+			}
+			found := jobs.RunSnapshot(runSnaps, r, s.Source)
+			if found == nil {
+				s.Verified = "forgotten"
+				continue
+			}
+			id, s.CurrentID = found.ID, found.ID
+		}
+		v, err := rp.Verification(c.Context, id)
 		switch {
 		case errors.Is(err, repo.ErrVerificationNotFound):
 			s.Verified = "-"
-			if ok, herr := rp.HasSnapshot(c.Context, s.SnapshotID); herr == nil && !ok {
-				s.Verified = "forgotten"
-			}
 		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
 			s.Verified, s.Problems = "verify_failed", []string{err.Error()}
 		case err != nil:
-			p.Warnf("verification of snapshot %s is not shown: %v", s.SnapshotID, err)
+			p.Warnf("verification of snapshot %s is not shown: %v", id, err)
 		default:
 			s.Verified = verifyState(v)
 			if !v.OK {
