@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -875,47 +874,7 @@ func runVerifications(c *cli.Context, p *printer, r pass.Run, out *runJSON) {
 		return
 	}
 	defer rp.Close()
-	var runSnaps []*repo.Snapshot // read once, when a recorded snapshot is gone
-	readRunSnaps := sync.OnceValue(func() error {
-		var err error
-		runSnaps, _, err = jobs.ReadSnapshots(c.Context, rp)
-		return err
-	})
-	for k := range out.Snapshots {
-		s := &out.Snapshots[k]
-		if s.RepositoryID != rp.ID() {
-			continue // made in a repository the job no longer uses
-		}
-		id := s.SnapshotID
-		if ok, err := rp.HasSnapshot(c.Context, id); err == nil && !ok {
-			// Forgotten, or its record rewritten under another ID: find
-			// it by the run and source it records.
-			if err := readRunSnaps(); err != nil {
-				p.Warnf("verification of snapshot %s is not shown: %v", id, err)
-				continue
-			}
-			found := jobs.RunSnapshot(runSnaps, r, s.Source)
-			if found == nil {
-				s.Verified = "forgotten"
-				continue
-			}
-			id, s.CurrentID = found.ID, found.ID
-		}
-		v, err := rp.Verification(c.Context, id)
-		switch {
-		case errors.Is(err, repo.ErrVerificationNotFound):
-			s.Verified = "-"
-		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
-			s.Verified, s.Problems = "verify_failed", []string{err.Error()}
-		case err != nil:
-			p.Warnf("verification of snapshot %s is not shown: %v", id, err)
-		default:
-			s.Verified = verifyState(v)
-			if !v.OK {
-				s.Problems = v.Problems
-			}
-		}
-	}
+	verifyRunSnapshots(c.Context, p, rp, r, out.Snapshots)
 }
 
 // printRun writes a run for runs show: its times in the order they happen,
