@@ -42,19 +42,19 @@ func (e *NothingSavedError) Unwrap() error { return ErrNothingSaved }
 
 // Options describe one backup.
 type Options struct {
-	Paths      []string        // sources; made absolute and cleaned
-	Tags       []string        // stored in the snapshot
-	Excludes   []string        // patterns, stored in the snapshot
-	Exclude    *filter.Matcher // compiled Excludes; nil excludes nothing
-	Limiter    *limit.Limiter  // shared by every read of file content; nil: unlimited
-	Time       time.Time       // the snapshot's time; zero: when the backup started
-	Parent     string          // snapshot to compare with; "": the latest of the same paths
-	SnapshotID string          // "": a random ID
-	Hostname   string          // "": os.Hostname
-	Version    string          // program version stored in the snapshot
-	Workers    int             // file workers; 0: GOMAXPROCS
-	FS         FS              // where the sources are read; nil: OSFS
-	Now        func() time.Time
+	Paths    []string        // sources; made absolute and cleaned
+	Tags     []string        // stored in the snapshot
+	Excludes []string        // patterns, stored in the snapshot
+	Exclude  *filter.Matcher // compiled Excludes; nil excludes nothing
+	Limiter  *limit.Limiter  // shared by every read of file content; nil: unlimited
+	Time     time.Time       // the snapshot's time; zero: when the backup started
+	Parent   string          // snapshot to compare with; "": the latest of the same paths
+	Run      int64           // the scheduled run that makes it, stored in the snapshot; 0: none
+	Hostname string          // "": os.Hostname
+	Version  string          // program version stored in the snapshot
+	Workers  int             // file workers; 0: GOMAXPROCS
+	FS       FS              // where the sources are read; nil: OSFS
+	Now      func() time.Time
 	// Progress, when set, keeps the backup's running figures, for
 	// whoever shows them while it runs (Progress.Read).
 	Progress *Progress
@@ -183,10 +183,7 @@ type saveJob struct {
 // write session, which adopts the packs of interrupted backups first: when
 // Backup returns, no pack write of it goes on.
 func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
-	started, err := snapshotDefaults(&opts.Now, &opts.Time, &opts.SnapshotID, &opts.Hostname)
-	if err != nil {
-		return nil, err
-	}
+	started := snapshotDefaults(&opts.Now, &opts.Time, &opts.Hostname)
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -263,7 +260,8 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 	s.BytesAdded = stats.Bytes
 	s.Partial = s.FilesSkipped > 0
 	snap := &repo.Snapshot{
-		ID:             opts.SnapshotID,
+		ID:             repo.NewSnapshotID(),
+		Run:            opts.Run,
 		Time:           opts.Time.UTC(),
 		Hostname:       opts.Hostname,
 		Username:       a.users.current(),
@@ -871,9 +869,9 @@ func describe(err error) string {
 }
 
 // snapshotDefaults fills in what a backup's options leave out (the clock,
-// the snapshot's time, its ID and host) and checks the ID; it returns
-// when the backup started. Backup and Stream share it.
-func snapshotDefaults(now *func() time.Time, at *time.Time, id, hostname *string) (time.Time, error) {
+// the snapshot's time and host); it returns when the backup started.
+// Backup and Stream share it.
+func snapshotDefaults(now *func() time.Time, at *time.Time, hostname *string) time.Time {
 	if *now == nil {
 		*now = time.Now
 	}
@@ -881,14 +879,8 @@ func snapshotDefaults(now *func() time.Time, at *time.Time, id, hostname *string
 	if at.IsZero() {
 		*at = started
 	}
-	if *id == "" {
-		*id = repo.NewSnapshotID()
-	}
-	if !repo.ValidSnapshotID(*id) {
-		return time.Time{}, fmt.Errorf("invalid snapshot id %q", *id)
-	}
 	if *hostname == "" {
 		*hostname, _ = os.Hostname()
 	}
-	return started, nil
+	return started
 }

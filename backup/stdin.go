@@ -19,14 +19,14 @@ import (
 type StreamOptions struct {
 	// Name is the file's name in the snapshot: a plain name, no slash.
 	// The snapshot's path is "/" + Name, and its root tree holds the file.
-	Name       string
-	Tags       []string
-	Limiter    *limit.Limiter // nil: unlimited
-	Time       time.Time      // the snapshot's time; zero: when the backup started
-	SnapshotID string         // "": a random ID
-	Hostname   string         // "": os.Hostname
-	Version    string
-	Now        func() time.Time
+	Name     string
+	Tags     []string
+	Limiter  *limit.Limiter // nil: unlimited
+	Time     time.Time      // the snapshot's time; zero: when the backup started
+	Run      int64          // the scheduled run that makes it, stored in the snapshot; 0: none
+	Hostname string         // "": os.Hostname
+	Version  string
+	Now      func() time.Time
 	// Progress, if set, counts the bytes read and added as the stream is
 	// stored, for a progress display (the total is unknown).
 	Progress *Progress
@@ -62,10 +62,7 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 	if err := ValidStreamName(opts.Name); err != nil {
 		return nil, fmt.Errorf("stream name: %w", err)
 	}
-	started, err := snapshotDefaults(&opts.Now, &opts.Time, &opts.SnapshotID, &opts.Hostname)
-	if err != nil {
-		return nil, err
-	}
+	started := snapshotDefaults(&opts.Now, &opts.Time, &opts.Hostname)
 	users := newOwnerNames()
 	uid, gid := processOwner()
 	cfg := r.Config().Chunker
@@ -121,7 +118,8 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 	}
 	stats := written.Stats()
 	snap := &repo.Snapshot{
-		ID:             opts.SnapshotID,
+		ID:             repo.NewSnapshotID(),
+		Run:            opts.Run,
 		Time:           opts.Time.UTC(),
 		Hostname:       opts.Hostname,
 		Username:       users.current(),

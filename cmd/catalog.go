@@ -63,7 +63,7 @@ func readCatalog(ctx context.Context, name string, r *repo.Repository, readAt ti
 	for _, s := range snaps {
 		v := verified[s.ID]
 		l.Snapshots = append(l.Snapshots, db.CatalogSnapshot{ID: s.ID, Time: s.Time, Host: s.Hostname, Paths: s.Paths, Tags: s.Tags,
-			Job: jobs.JobOf(s.Tags), Pinned: slices.Contains(pinned, s.ID), State: db.CatalogPresent, VerifyState: v.VerifyState, VerifiedAt: v.VerifiedAt})
+			Job: jobs.JobOf(s.Tags), Run: jobs.RunOf(s), Pinned: slices.Contains(pinned, s.ID), State: db.CatalogPresent, VerifyState: v.VerifyState, VerifiedAt: v.VerifiedAt})
 	}
 	for _, u := range unreadable {
 		v := verified[u.ID]
@@ -157,6 +157,7 @@ type catalogSnapshotJSON struct {
 	Host    string     `json:"hostname"`
 	Paths   []string   `json:"paths"`
 	Tags    []string   `json:"tags"`
+	Run     int64      `json:"run,omitempty"` // the scheduled run that made it
 	Pinned  bool       `json:"pinned"`
 	State   string     `json:"state"`
 	Problem string     `json:"problem,omitempty"`
@@ -184,7 +185,7 @@ func jobCatalog(ctx context.Context, state *db.DB, job, repository string) (cata
 			continue
 		}
 		out.Snapshots = append(out.Snapshots, catalogSnapshotJSON{ID: s.ID, Time: timePtr(s.Time), Host: s.Host,
-			Paths: nonNil(s.Paths), Tags: nonNil(s.Tags), Pinned: s.Pinned, State: s.State, Problem: s.Problem,
+			Paths: nonNil(s.Paths), Tags: nonNil(s.Tags), Run: s.Run, Pinned: s.Pinned, State: s.State, Problem: s.Problem,
 			Verified: s.VerifyState, VerifiedAt: timePtr(s.VerifiedAt)})
 	}
 	return out, nil
@@ -207,8 +208,11 @@ func printJobCatalog(p *printer, c catalogJSON) {
 			when = s.Time.UTC().Format("2006-01-02 15:04:05")
 		}
 		extra := ""
+		if s.Run != 0 {
+			extra = fmt.Sprintf(" run %d", s.Run)
+		}
 		if s.Verified != "" {
-			extra = " " + s.Verified
+			extra += " " + s.Verified
 		}
 		if s.Pinned {
 			extra += " pinned"

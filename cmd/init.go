@@ -36,7 +36,7 @@ func runInit(c *cli.Context) error {
 	insecure := c.Bool("insecure-no-encryption")
 	var password []byte
 	if !insecure {
-		if password, err = passwordFrom(c, "enter password for new repository: "); err != nil {
+		if password, err = newRepositoryPassword(c); err != nil {
 			return err
 		}
 	}
@@ -62,4 +62,14 @@ func runInit(c *cli.Context) error {
 	}
 	p.Printf("created repository %s at %s\n", r.ID()[:8], be.Location())
 	return p.JSON(map[string]any{"id": r.ID(), "location": be.Location(), "encrypted": !insecure})
+}
+
+// newRepositoryPassword reads the password of a new repository from
+// --password-file, --password-command or NIGHTJAR_PASSWORD (once), or has
+// it typed twice at a terminal.
+func newRepositoryPassword(c *cli.Context) ([]byte, error) {
+	if pw, given, err := passwordFromSource(c); given {
+		return pw, err
+	}
+	return askNewPassword(c, "enter password for new repository: ", passwordSources)
 }

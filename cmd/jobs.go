@@ -64,6 +64,9 @@ type snapshotRef struct {
 	// "verify_failed" or "forgotten"; Problems are a failed one's.
 	Verified string   `json:"verified,omitempty"`
 	Problems []string `json:"verify_problems,omitempty"`
+	// CurrentID is the ID the snapshot has now, when its record was
+	// rewritten under another (runs show only; found by its run).
+	CurrentID string `json:"current_id,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -832,7 +835,11 @@ func runRunsShow(c *cli.Context, p *printer, state *db.DB, id int64) error {
 		if s.Verified == "" {
 			continue
 		}
-		p.Printf("  snapshot %s: %s\n", s.SnapshotID, s.Verified)
+		id := s.SnapshotID
+		if s.CurrentID != "" {
+			id += " (now " + s.CurrentID + ")"
+		}
+		p.Printf("  snapshot %s: %s\n", id, s.Verified)
 		for _, problem := range s.Problems {
 			p.Printf("    %s\n", problem)
 		}
@@ -867,29 +874,7 @@ func runVerifications(c *cli.Context, p *printer, r pass.Run, out *runJSON) {
 		return
 	}
 	defer rp.Close()
-	for k := range out.Snapshots {
-		s := &out.Snapshots[k]
-		if s.RepositoryID != rp.ID() {
-			continue // made in a repository the job no longer uses
-		}
-		v, err := rp.Verification(c.Context, s.SnapshotID)
-		switch {
-		case errors.Is(err, repo.ErrVerificationNotFound):
-			s.Verified = "-"
-			if ok, herr := rp.HasSnapshot(c.Context, s.SnapshotID); herr == nil && !ok {
-				s.Verified = "forgotten"
-			}
-		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
-			s.Verified, s.Problems = "verify_failed", []string{err.Error()}
-		case err != nil:
-			p.Warnf("verification of snapshot %s is not shown: %v", s.SnapshotID, err)
-		default:
-			s.Verified = verifyState(v)
-			if !v.OK {
-				s.Problems = v.Problems
-			}
-		}
-	}
+	verifyRunSnapshots(c.Context, p, rp, r, out.Snapshots)
 }
 
 // printRun writes a run for runs show: its times in the order they happen,

@@ -35,15 +35,9 @@ func keyCommand() *cli.Command {
 	}
 }
 
-// newPassword reads the new password from --new-password-file; there is
-// deliberately no other non-interactive way, so it never appears in argv.
-func newPassword(c *cli.Context) ([]byte, error) {
-	file := c.String("new-password-file")
-	if file == "" {
-		return nil, usageError{errors.New("no new password given: use --new-password-file FILE or NIGHTJAR_NEW_PASSWORD_FILE")}
-	}
-	return readPasswordFile(file, "the --new-password-file")
-}
+// newPasswordSources names the ways to give a new password without a
+// terminal: deliberately none that puts it in argv.
+const newPasswordSources = "--new-password-file FILE or NIGHTJAR_NEW_PASSWORD_FILE"
 
 type keyJSON struct {
 	ID       string `json:"id"`
@@ -72,13 +66,15 @@ func runKeyList(c *cli.Context) error {
 	if p.jsonOut {
 		return p.JSON(out)
 	}
+	p.Printf("  %-8s  %-25s  %s\n", "ID", "Created", "User@Host")
 	for _, k := range out {
 		mark := " "
 		if k.Current {
 			mark = "*"
 		}
-		p.Printf("%s %s  %s  %s@%s\n", mark, k.ID[:8], k.Created, k.Username, k.Hostname)
+		p.Printf("%s %-8s  %-25s  %s@%s\n", mark, k.ID[:8], k.Created, k.Username, k.Hostname)
 	}
+	p.Printf("* the key in use: the password given opens it\n")
 	return nil
 }
 
@@ -89,24 +85,36 @@ func runKeyAdd(c *cli.Context) error {
 	}, "added key %s\n")
 }
 
-// withNewKey reads the new password, opens the repository and writes a key
-// for the password with write; it prints the new key's ID with format.
+// withNewKey opens the repository and writes a key for a new password
+// with write; it prints the new key's ID with format. The new password
+// comes from --new-password-file, read before the repository is opened,
+// or is typed twice at a terminal after the password in use.
 func withNewKey(c *cli.Context, write func(*repo.Repository, []byte) (string, error), format string) error {
 	p := newPrinter(c)
-	pw, err := newPassword(c)
-	if err != nil {
-		return err
+	var pw []byte
+	if file := c.String("new-password-file"); file != "" {
+		var err error
+		if pw, err = readPasswordFile(file, "the --new-password-file"); err != nil {
+			return err
+		}
+	} else if !hasTerminal(c) {
+		return usageError{errors.New("no new password given: use " + newPasswordSources + ", or type it at a terminal")}
 	}
 	r, err := openRepo(c, p)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if pw == nil {
+		if pw, err = askNewPassword(c, "enter new password: ", newPasswordSources); err != nil {
+			return err
+		}
+	}
 	name, err := write(r, pw)
 	if err != nil {
 		return err
 	}
-	p.Printf(format, name[:8])
+	p.Printf(format, name)
 	return p.JSON(map[string]string{"id": name})
 }
 
@@ -120,10 +128,11 @@ func runKeyRemove(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	if err := r.RemoveKey(c.Context, c.Args().First()); err != nil {
+	removed, err := r.RemoveKey(c.Context, c.Args().First())
+	if err != nil {
 		return err
 	}
-	p.Printf("removed key %s\n", c.Args().First())
+	p.Printf("removed key %s\n", removed)
 	return nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/cmd/internal/crashpoint"
@@ -52,25 +51,41 @@ func repoLocation(c *cli.Context) (string, error) {
 // passwordFrom reads the password from, in this order, --password-file,
 // --password-command, NIGHTJAR_PASSWORD, or a terminal prompt.
 func passwordFrom(c *cli.Context, prompt string) ([]byte, error) {
+	if pw, given, err := passwordFromSource(c); given {
+		return pw, err
+	}
+	t, done, ok := openTerminal(c)
+	if !ok {
+		return nil, usageError{errors.New("no password given: use " + passwordSources + ", or type it at a terminal")}
+	}
+	defer done()
+	pw, err := t.ReadPassword(prompt)
+	if err != nil {
+		return nil, fmt.Errorf("read password: %w", err)
+	}
+	return checkPassword(pw, "the password typed")
+}
+
+// passwordSources names the ways to give the password without a terminal.
+const passwordSources = "--password-file, --password-command, NIGHTJAR_PASSWORD_FILE, NIGHTJAR_PASSWORD_COMMAND or NIGHTJAR_PASSWORD"
+
+// passwordFromSource reads the password from --password-file,
+// --password-command or NIGHTJAR_PASSWORD, whichever comes first; given
+// is false when none is set.
+func passwordFromSource(c *cli.Context) (pw []byte, given bool, err error) {
 	if file := c.String("password-file"); file != "" {
-		return readPasswordFile(file, "the --password-file")
+		pw, err = readPasswordFile(file, "the --password-file")
+		return pw, true, err
 	}
 	if command := c.String("password-command"); command != "" {
-		return readPasswordCommand(c.Context, command, "the --password-command")
+		pw, err = readPasswordCommand(c.Context, command, "the --password-command")
+		return pw, true, err
 	}
-	if pw, ok := os.LookupEnv("NIGHTJAR_PASSWORD"); ok {
-		return checkPassword([]byte(pw), "NIGHTJAR_PASSWORD")
+	if env, ok := os.LookupEnv("NIGHTJAR_PASSWORD"); ok {
+		pw, err = checkPassword([]byte(env), "NIGHTJAR_PASSWORD")
+		return pw, true, err
 	}
-	if term.IsTerminal(int(os.Stdin.Fd())) {
-		fmt.Fprint(c.App.ErrWriter, prompt)
-		pw, err := term.ReadPassword(int(os.Stdin.Fd()))
-		fmt.Fprintln(c.App.ErrWriter)
-		if err != nil {
-			return nil, fmt.Errorf("read password: %w", err)
-		}
-		return checkPassword(pw, "the password typed")
-	}
-	return nil, usageError{errors.New("no password given: use --password-file, --password-command, NIGHTJAR_PASSWORD_FILE or NIGHTJAR_PASSWORD")}
+	return nil, false, nil
 }
 
 // readPasswordFile takes the first line of file as a password; source

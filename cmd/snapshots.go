@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,6 +14,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
@@ -24,6 +26,8 @@ func snapshotsCommand() *cli.Command {
 		Flags: append(repoFlags(),
 			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots of `PATH` (repeatable: any of them)"},
+			&cli.StringSliceFlag{Name: "job", Usage: "only snapshots the backups of job `NAME` made: those tagged job:NAME (repeatable: any of them)"},
+			&cli.Int64SliceFlag{Name: "run", Usage: "only snapshots scheduled run `N` made (repeatable: any of them; nightjar runs lists them)"},
 			&cli.BoolFlag{Name: "verify-failed", Usage: "only snapshots whose verification failed"},
 			jsonFlag(),
 		),
@@ -39,6 +43,8 @@ type snapshotJSON struct {
 	Username  string               `json:"username"`
 	Paths     []string             `json:"paths"`
 	Tags      []string             `json:"tags"`
+	Job       string               `json:"job,omitempty"` // the job its tag job:NAME names
+	Run       int64                `json:"run,omitempty"` // the scheduled run that made it
 	Parent    string               `json:"parent,omitempty"`
 	Tree      string               `json:"tree"`
 	Summary   repo.SnapshotSummary `json:"summary"`
@@ -75,7 +81,12 @@ func runSnapshots(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tags, paths := tagLists(c.StringSlice("tag")), c.StringSlice("path")
+	tags, paths, jobNames, runs := tagLists(c.StringSlice("tag")), c.StringSlice("path"), c.StringSlice("job"), c.Int64Slice("run")
+	for _, run := range runs {
+		if run <= 0 {
+			return usageError{fmt.Errorf("invalid --run %d: want a positive run number (nightjar runs lists them)", run)}
+		}
+	}
 	out := []snapshotJSON{}
 	var shown []*repo.Snapshot
 	for _, s := range snaps {
@@ -85,6 +96,12 @@ func runSnapshots(c *cli.Context) error {
 		if len(paths) > 0 && !slices.ContainsFunc(paths, func(q string) bool { return slices.Contains(s.Paths, path.Clean(q)) }) {
 			continue
 		}
+		if len(jobNames) > 0 && !slices.ContainsFunc(jobNames, func(name string) bool { return slices.Contains(s.Tags, jobs.JobTag(name)) }) {
+			continue
+		}
+		if len(runs) > 0 && !slices.Contains(runs, jobs.RunOf(s)) {
+			continue
+		}
 		v := verifications[s.ID]
 		if c.Bool("verify-failed") && (v == nil || v.OK) {
 			continue
@@ -92,7 +109,7 @@ func runSnapshots(c *cli.Context) error {
 		shown = append(shown, s)
 		j := snapshotJSON{
 			ID: s.ID, Time: s.Time, Hostname: s.Hostname, Username: s.Username, Paths: s.Paths,
-			Tags: nonNil(s.Tags), Parent: s.Parent, Tree: s.Tree.String(), Summary: s.Summary,
+			Tags: nonNil(s.Tags), Job: jobs.JobOf(s.Tags), Run: jobs.RunOf(s), Parent: s.Parent, Tree: s.Tree.String(), Summary: s.Summary,
 		}
 		if pin, ok := pins[s.ID]; ok {
 			j.Pinned, j.PinReason = true, pin.Reason
@@ -104,11 +121,12 @@ func runSnapshots(c *cli.Context) error {
 	if p.jsonOut {
 		return p.JSON(out)
 	}
-	width := len("ID")
-	for _, s := range shown {
+	width, runWidth := len("ID"), len("Run")
+	for i, s := range shown {
 		width = max(width, len(shortID(s.ID)))
+		runWidth = max(runWidth, len(runColumn(out[i].Run)))
 	}
-	p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Verified", "Pin", "Paths / Tags")
+	p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %-*s %s\n", width, "ID", "Time", "Host", "Size", "Status", "Verified", "Pin", runWidth, "Run", "Paths / Tags")
 	for i, s := range shown {
 		status := "complete"
 		if s.Summary.Partial {
@@ -132,11 +150,21 @@ func runSnapshots(c *cli.Context) error {
 		if out[i].VerifyFailed && len(out[i].Verification.Problems) > 0 {
 			line += "  (verify_failed: " + out[i].Verification.Problems[0] + ")"
 		}
-		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
-			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, verified, pin, line)
+		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %-*s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
+			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, verified, pin, runWidth, runColumn(out[i].Run), line)
 	}
 	p.Printf("%d snapshots\n", len(shown))
 	return nil
+}
+
+// runColumn is the scheduled run that made a snapshot, as snapshots shows
+// it: its number, or "-" for none. The run's job is the snapshot's tag
+// job:NAME, among its tags.
+func runColumn(run int64) string {
+	if run == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(run, 10)
 }
 
 // verifyState is a snapshot's verification in one word: "-" (none yet),

@@ -312,7 +312,7 @@ func describeRun(r pass.Run) string {
 	if len(r.Snapshots) > 0 {
 		var ids []string
 		for _, s := range r.Snapshots {
-			ids = append(ids, s.SnapshotID)
+			ids = append(ids, shortID(s.SnapshotID))
 		}
 		fmt.Fprintf(&b, " (snapshots %s; read %s, added %s)", strings.Join(ids, ", "),
 			humanize.IBytes(uint64(r.Figures.BytesRead)), humanize.IBytes(uint64(r.Figures.BytesAdded)))

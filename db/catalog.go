@@ -36,6 +36,7 @@ type CatalogSnapshot struct {
 	Paths        []string
 	Tags         []string
 	Job          string // the job its tag job:NAME names; "" for none
+	Run          int64  // the scheduled run the snapshot records (jobs.RunOf); 0 for none
 	Pinned       bool
 	State        string    // CatalogPresent, CatalogForgotten or CatalogManifestInvalid
 	Problem      string    // why its record cannot be read (manifest_invalid)
@@ -148,7 +149,7 @@ func (d *DB) SyncCatalog(ctx context.Context, l CatalogListing) (CatalogChanges,
 				if s.State == CatalogManifestInvalid {
 					// What an earlier sync could read stays known:
 					// which snapshot it was is what the operator needs.
-					s.Time, s.Host, s.Paths, s.Tags, s.Job, s.Pinned = old.Time, old.Host, old.Paths, old.Tags, old.Job, old.Pinned
+					s.Time, s.Host, s.Paths, s.Tags, s.Job, s.Run, s.Pinned = old.Time, old.Host, old.Paths, old.Tags, old.Job, old.Run, old.Pinned
 				}
 				if !sameSnapshot(old, s) {
 					ch.Updated++
@@ -196,7 +197,7 @@ func checkListed(s CatalogSnapshot, seen map[string]bool) error {
 // sameSnapshot reports whether a sync found nothing new about a snapshot.
 func sameSnapshot(a, b CatalogSnapshot) bool {
 	return a.RepositoryID == b.RepositoryID && a.Time.Equal(b.Time) && a.Host == b.Host &&
-		slices.Equal(a.Paths, b.Paths) && slices.Equal(a.Tags, b.Tags) && a.Job == b.Job &&
+		slices.Equal(a.Paths, b.Paths) && slices.Equal(a.Tags, b.Tags) && a.Job == b.Job && a.Run == b.Run &&
 		a.Pinned == b.Pinned && a.State == b.State && a.Problem == b.Problem &&
 		a.VerifyState == b.VerifyState && a.VerifiedAt.Equal(b.VerifiedAt)
 }
@@ -211,16 +212,24 @@ func putCatalogRow(ctx context.Context, tx *sql.Tx, s CatalogSnapshot) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO catalog_snapshots
-		(repository, snapshot_id, repository_id, time, host, paths, tags, job, pinned, state, problem, verify_state, verified_at,
+		(repository, snapshot_id, repository_id, time, host, paths, tags, job, run, pinned, state, problem, verify_state, verified_at,
 			first_seen_at, last_seen_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (repository, snapshot_id) DO UPDATE SET repository_id = excluded.repository_id, time = excluded.time,
-			host = excluded.host, paths = excluded.paths, tags = excluded.tags, job = excluded.job, pinned = excluded.pinned,
+			host = excluded.host, paths = excluded.paths, tags = excluded.tags, job = excluded.job, run = excluded.run, pinned = excluded.pinned,
 			state = excluded.state, problem = excluded.problem, verify_state = excluded.verify_state,
 			verified_at = excluded.verified_at, first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at`,
-		s.Repository, s.ID, s.RepositoryID, ns(s.Time), s.Host, string(paths), string(tags), nullString(s.Job), s.Pinned,
+		s.Repository, s.ID, s.RepositoryID, ns(s.Time), s.Host, string(paths), string(tags), nullString(s.Job), nullRun(s.Run), s.Pinned,
 		s.State, s.Problem, nullString(s.VerifyState), ns(s.VerifiedAt), s.FirstSeen.UnixNano(), s.LastSeen.UnixNano())
 	return err
+}
+
+// nullRun is a run number as stored: NULL for none.
+func nullRun(run int64) any {
+	if run == 0 {
+		return nil
+	}
+	return run
 }
 
 func nonNilStrings(s []string) []string {
@@ -277,7 +286,7 @@ func (d *DB) CatalogSnapshots(ctx context.Context, f CatalogFilter) ([]CatalogSn
 }
 
 func catalogRows(ctx context.Context, q querier, f CatalogFilter) ([]CatalogSnapshot, error) {
-	rows, err := q.QueryContext(ctx, `SELECT repository, snapshot_id, repository_id, time, host, paths, tags, job, pinned,
+	rows, err := q.QueryContext(ctx, `SELECT repository, snapshot_id, repository_id, time, host, paths, tags, job, run, pinned,
 			state, problem, verify_state, verified_at, first_seen_at, last_seen_at
 		FROM catalog_snapshots
 		WHERE (? = '' OR repository = ?) AND (? = '' OR job = ?) AND (? OR state <> 'forgotten')
@@ -292,10 +301,10 @@ func catalogRows(ctx context.Context, q querier, f CatalogFilter) ([]CatalogSnap
 		var s CatalogSnapshot
 		var t sql.NullInt64
 		var job, verify sql.NullString
-		var verified sql.NullInt64
+		var verified, run sql.NullInt64
 		var paths, tags string
 		var first, last int64
-		if err := rows.Scan(&s.Repository, &s.ID, &s.RepositoryID, &t, &s.Host, &paths, &tags, &job, &s.Pinned,
+		if err := rows.Scan(&s.Repository, &s.ID, &s.RepositoryID, &t, &s.Host, &paths, &tags, &job, &run, &s.Pinned,
 			&s.State, &s.Problem, &verify, &verified, &first, &last); err != nil {
 			return nil, err
 		}
@@ -305,7 +314,7 @@ func catalogRows(ctx context.Context, q querier, f CatalogFilter) ([]CatalogSnap
 		if err := json.Unmarshal([]byte(tags), &s.Tags); err != nil {
 			return nil, fmt.Errorf("snapshot %s: tags: %w", s.ID, err)
 		}
-		s.Time, s.Job, s.VerifyState, s.VerifiedAt = timeOf(t), job.String, verify.String, timeOf(verified)
+		s.Time, s.Job, s.Run, s.VerifyState, s.VerifiedAt = timeOf(t), job.String, run.Int64, verify.String, timeOf(verified)
 		s.FirstSeen, s.LastSeen = time.Unix(0, first).UTC(), time.Unix(0, last).UTC()
 		out = append(out, s)
 	}

@@ -139,6 +139,7 @@ func TestCatalogSnapshotsByJob(t *testing.T) {
 	d, clk := newDB(t)
 	a, b, other := snap("run-1-data", "nightly", 2), snap("run-2-data", "nightly", 1), snap("run-3-data", "weekly", 3)
 	a.Pinned, a.VerifyState, a.VerifiedAt = true, VerifyOKDeep, t0.Add(5*time.Hour)
+	a.Run, b.Run = 1, 2
 	first := clk.Now()
 	if _, err := d.SyncCatalog(ctx, listing(a, b, other, snap("run-4-data", "nightly", 4))); err != nil {
 		t.Fatal(err)
@@ -160,13 +161,39 @@ func TestCatalogSnapshotsByJob(t *testing.T) {
 	}
 	gb, ga := got[0], got[1]
 	if ga.Repository != "main" || ga.RepositoryID != "repo-1" || !ga.Time.Equal(a.Time) || ga.Host != a.Host ||
-		!slices.Equal(ga.Paths, a.Paths) || !slices.Equal(ga.Tags, a.Tags) || !ga.Pinned || ga.State != CatalogPresent ||
+		!slices.Equal(ga.Paths, a.Paths) || !slices.Equal(ga.Tags, a.Tags) || ga.Run != 1 || !ga.Pinned || ga.State != CatalogPresent ||
 		ga.VerifyState != VerifyOKDeep || !ga.VerifiedAt.Equal(a.VerifiedAt) ||
 		!ga.FirstSeen.Equal(first) || !ga.LastSeen.Equal(clk.Now()) {
 		t.Errorf("snapshot a is listed as %+v, want %+v seen first at %s and last now", ga, a, first)
 	}
-	if gb.State != CatalogManifestInvalid || gb.Problem != "snapshot run-2-data: damaged" || !gb.Time.Equal(b.Time) || !slices.Equal(gb.Paths, b.Paths) {
+	if gb.State != CatalogManifestInvalid || gb.Problem != "snapshot run-2-data: damaged" || !gb.Time.Equal(b.Time) || !slices.Equal(gb.Paths, b.Paths) || gb.Run != 2 {
 		t.Errorf("unreadable snapshot b is listed as %+v: want manifest_invalid with its problem and what was read of it before", gb)
+	}
+}
+
+// A snapshot's run is kept, and a row synced without it (before the
+// catalog kept runs) gets it at the next sync, counted as updated.
+func TestSyncCatalogKeepsTheRun(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDB(t)
+	before, after := snap("4a78487200000000000000000000000a", "nightly", 1), snap("4a78487200000000000000000000000a", "nightly", 1)
+	after.Run = 12
+	if _, err := d.SyncCatalog(ctx, listing(before)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.SyncCatalog(ctx, listing(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Updated != 1 || got.Added != 0 {
+		t.Errorf("changes %+v, want the row updated with its run", got)
+	}
+	rows, err := d.CatalogSnapshots(ctx, CatalogFilter{Job: "nightly"})
+	if err != nil || len(rows) != 1 || rows[0].Run != 12 {
+		t.Fatalf("rows %+v, %v; want the snapshot with run 12", rows, err)
+	}
+	if got, err := d.SyncCatalog(ctx, listing(after)); err != nil || got.Updated != 0 {
+		t.Errorf("the same listing again: %+v, %v; want nothing changed", got, err)
 	}
 }
 

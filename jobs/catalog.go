@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
 // CatalogSync brings the state database's catalog of the repository named
@@ -58,6 +60,50 @@ func JobOf(tags []string) string {
 		}
 	}
 	return ""
+}
+
+// legacyRunPrefix begins the IDs the scheduler gave its snapshots before
+// they recorded their run (run-N-SOURCE).
+const legacyRunPrefix = "run-"
+
+// RunOf returns the number of the scheduled run that made s: its Run, or,
+// for a snapshot written before snapshots recorded it, the N of its ID
+// run-N-SOURCE; 0 when no run made it.
+func RunOf(s *repo.Snapshot) int64 {
+	if s.Run != 0 {
+		return s.Run
+	}
+	rest, ok := strings.CutPrefix(s.ID, legacyRunPrefix)
+	if !ok {
+		return 0
+	}
+	digits, _, ok := strings.Cut(rest, "-")
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if !ok || err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// RunSnapshot returns the snapshot of source that run made, among snaps,
+// or nil. It finds the snapshot by what it records (RunOf, its one path,
+// its time) rather than by its ID, which a rewrite of the record changes.
+// Run numbers start again with a new state database, so only a snapshot
+// made while the run ran counts; of several, the newest.
+func RunSnapshot(snaps []*repo.Snapshot, run pass.Run, source string) *repo.Snapshot {
+	var found *repo.Snapshot
+	for _, s := range snaps {
+		if RunOf(s) == run.ID && len(s.Paths) == 1 && s.Paths[0] == source && during(s, run) &&
+			(found == nil || !s.Time.Before(found.Time)) {
+			found = s
+		}
+	}
+	return found
+}
+
+// during reports whether s was made while run ran.
+func during(s *repo.Snapshot, run pass.Run) bool {
+	return !run.StartedAt.IsZero() && !s.Time.Before(run.StartedAt) && (run.EndedAt.IsZero() || !s.Time.After(run.EndedAt))
 }
 
 // syncCatalog calls the catalog sync, when one is wired, and returns the

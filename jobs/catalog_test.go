@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
@@ -90,5 +91,69 @@ func TestRetentionRunSyncsTheCatalogAroundIt(t *testing.T) {
 	}
 	if len(seen) != 2 || !slices.Equal(seen[0], made) || !slices.Equal(seen[1], made[1:]) {
 		t.Errorf("the catalog syncs saw %v, want %v before and %v after", seen, made, made[1:])
+	}
+}
+
+// RunOf reads the run a snapshot records, and the run in the ID of a
+// snapshot the scheduler wrote before snapshots recorded it.
+func TestRunOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		snap repo.Snapshot
+		want int64
+	}{
+		{"a recorded run", repo.Snapshot{ID: "0123456789abcdef0123456789abcdef", Run: 12}, 12},
+		{"a command-line snapshot", repo.Snapshot{ID: "0123456789abcdef0123456789abcdef"}, 0},
+		{"an old scheduler ID", repo.Snapshot{ID: "run-4-tmp_demo_sample"}, 4},
+		{"an old ID of a source named by digits", repo.Snapshot{ID: "run-17-2026"}, 17},
+		{"the recorded run wins over the ID", repo.Snapshot{ID: "run-4-data", Run: 9}, 9},
+		{"run- without a number", repo.Snapshot{ID: "run-daily-data"}, 0},
+		{"run- with a number and no source", repo.Snapshot{ID: "run-4"}, 0},
+		{"run zero", repo.Snapshot{ID: "run-0-data"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RunOf(&tc.snap); got != tc.want {
+				t.Errorf("RunOf(%s, run %d) = %d, want %d", tc.snap.ID, tc.snap.Run, got, tc.want)
+			}
+		})
+	}
+}
+
+// RunSnapshot finds a run's snapshot of a source by what the snapshot
+// records, under any ID, and tells a run from another of the same number
+// (a state database started again) by the run's times.
+func TestRunSnapshot(t *testing.T) {
+	at := func(h int) time.Time { return time.Date(2026, 12, 1, h, 0, 0, 0, time.UTC) }
+	snap := func(id string, run int64, path string, h int) *repo.Snapshot {
+		return &repo.Snapshot{ID: id, Run: run, Paths: []string{path}, Time: at(h)}
+	}
+	oldDB := snap("aaaa", 7, "/data", 1)
+	legacy := snap("run-8-data", 0, "/data", 2)
+	ours := snap("bbbb", 7, "/data", 5)
+	later := snap("cccc", 7, "/data", 9) // another run 7, after this one ended
+	other := snap("dddd", 7, "/etc", 5)
+	snaps := []*repo.Snapshot{oldDB, legacy, ours, later, other}
+	run7 := pass.Run{ID: 7, StartedAt: at(4), EndedAt: at(6)}
+	for _, tc := range []struct {
+		name   string
+		snaps  []*repo.Snapshot
+		run    pass.Run
+		source string
+		want   *repo.Snapshot
+	}{
+		{"the one made during the run", snaps, run7, "/data", ours},
+		{"another source of the run", snaps, run7, "/etc", other},
+		{"an old scheduler ID", snaps, pass.Run{ID: 8, StartedAt: at(2), EndedAt: at(2)}, "/data", legacy},
+		{"none made during the run", []*repo.Snapshot{oldDB, later}, run7, "/data", nil},
+		{"a run still running", snaps, pass.Run{ID: 7, StartedAt: at(8)}, "/data", later},
+		{"a run that never started", snaps, pass.Run{ID: 7}, "/data", nil},
+		{"a source the run did not back up", snaps, run7, "/home", nil},
+		{"a run that made none", snaps, pass.Run{ID: 99, StartedAt: at(4)}, "/data", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RunSnapshot(tc.snaps, tc.run, tc.source); got != tc.want {
+				t.Errorf("RunSnapshot(run %d, %s) = %v, want %v", tc.run.ID, tc.source, got, tc.want)
+			}
+		})
 	}
 }

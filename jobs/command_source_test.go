@@ -142,6 +142,9 @@ cat "`+f+`"`)
 			if !MadeByJob(hookJob.Name, host, []string{"/db.sql"})(snap) {
 				t.Errorf("MadeByJob refuses the command source's snapshot %+v", snap)
 			}
+			if snap.Run != 41 || len(snap.ID) != 32 {
+				t.Errorf("the command source's snapshot %s records run %d: want a 32-hex-digit ID and run 41", snap.ID, snap.Run)
+			}
 			if err := w.r.LoadIndex(ctx); err != nil {
 				t.Fatal(err)
 			}

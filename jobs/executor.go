@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/backup"
@@ -130,14 +128,10 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 	var lastErr error
 	for _, src := range sources {
 		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "source " + src.Path})
-		id, err := freeSnapshotID(ctx, r, run.ID, src.Path)
-		if err != nil {
-			return res, Classify(err)
-		}
 		if src.Command != nil {
 			opts := backup.StreamOptions{
 				Name: path.Base(src.Path), Tags: append(append([]string{}, tags...), JobTag(job.Name)),
-				Limiter: limiter, SnapshotID: id, Version: e.Version, Now: e.Now, Progress: &backup.Progress{},
+				Limiter: limiter, Run: run.ID, Version: e.Version, Now: e.Now, Progress: &backup.Progress{},
 			}
 			stopReports := e.reportDuring(progress, res.Figures, "source "+src.Path, opts.Progress)
 			out, err := e.commandSource(ctx, r, src, opts, h)
@@ -165,13 +159,13 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 			continue
 		}
 		opts := backup.Options{
-			Paths:      []string{src.Path},
-			Tags:       append(append([]string{}, tags...), JobTag(job.Name)),
-			Excludes:   src.Exclude,
-			Limiter:    limiter,
-			SnapshotID: id,
-			Version:    e.Version,
-			Now:        e.Now,
+			Paths:    []string{src.Path},
+			Tags:     append(append([]string{}, tags...), JobTag(job.Name)),
+			Excludes: src.Exclude,
+			Limiter:  limiter,
+			Run:      run.ID,
+			Version:  e.Version,
+			Now:      e.Now,
 		}
 		if len(src.Exclude) > 0 {
 			m, err := filter.Compile(src.Exclude)
@@ -218,50 +212,4 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 		return res, &pass.ClassError{Class: pass.ClassSource, Code: "ALL_SOURCES_FAILED", Err: fmt.Errorf("no source could be read: %w", lastErr)}
 	}
 	return res, nil
-}
-
-// freeSnapshotID returns SnapshotID(run, source), or, when the repository
-// has that ID already (the state database was lost and run numbers
-// started again), the same with a random suffix.
-func freeSnapshotID(ctx context.Context, r *repo.Repository, runID int64, source string) (string, error) {
-	id := SnapshotID(runID, source)
-	for i := 0; i < 5; i++ {
-		taken, err := r.HasSnapshot(ctx, id)
-		if err != nil || !taken {
-			return id, err
-		}
-		id = SnapshotID(runID, source+"-"+repo.NewSnapshotID()[:6])
-	}
-	return "", fmt.Errorf("no free snapshot id for run %d and source %s", runID, source)
-}
-
-// SnapshotID names the snapshot of one source made by one run:
-// run-<run>-<source>, at most 64 characters, with path separators, leading
-// dots and ".." replaced, so that a snapshot can be traced to its run even
-// without the database.
-func SnapshotID(runID int64, source string) string {
-	prefix := "run-" + strconv.FormatInt(runID, 10) + "-"
-	var b strings.Builder
-	for _, c := range []byte(strings.Trim(source, "/")) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			b.WriteByte(c)
-		case c == '.':
-			b.WriteByte('.')
-		default:
-			b.WriteByte('_')
-		}
-	}
-	name := strings.ReplaceAll(b.String(), "..", "__")
-	if name == "" {
-		name = "root"
-	}
-	if len(prefix)+len(name) > 64 {
-		// Keep the end of the path: it tells sources apart best.
-		name = name[len(name)-(64-len(prefix)):]
-	}
-	if name[0] == '.' {
-		name = "_" + name[1:]
-	}
-	return prefix + name
 }

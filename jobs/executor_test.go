@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,34 +16,6 @@ import (
 	"github.com/nightjar-backup/nightjar/repo/repotest"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
-
-func TestSnapshotID(t *testing.T) {
-	long := "/" + strings.Repeat("very-long-folder-name/", 10) + "leaf"
-	for _, tc := range []struct {
-		name   string
-		run    int64
-		source string
-		want   string
-	}{
-		{"plain path", 42, "/daten", "run-42-daten"},
-		{"separators replaced", 7, "/srv/www/site", "run-7-srv_www_site"},
-		{"leading dot replaced", 3, "/.hidden", "run-3-_hidden"},
-		{"dot dot replaced", 3, "/a/../b", "run-3-a____b"},
-		{"root", 1, "/", "run-1-root"},
-		{"spaces and unicode", 5, "/Mes documents/été", "run-5-Mes_documents___t__"},
-		{"long paths keep their end", 9, long, "run-9-" + strings.ReplaceAll(long, "/", "_")[len(long)-(64-len("run-9-")):]},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := SnapshotID(tc.run, tc.source)
-			if got != tc.want {
-				t.Errorf("SnapshotID(%d, %q) = %q, want %q", tc.run, tc.source, got, tc.want)
-			}
-			if !repo.ValidSnapshotID(got) || len(got) > 64 {
-				t.Errorf("%q is not a valid snapshot ID of at most 64 characters", got)
-			}
-		})
-	}
-}
 
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
@@ -94,9 +67,10 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("one good source: %v", err)
 	}
-	if len(res.Snapshots) != 1 || res.Snapshots[0].SnapshotID != SnapshotID(12, good) || res.Snapshots[0].RepositoryID != r.ID() {
-		t.Errorf("snapshots = %+v, want the good source's run-12 snapshot", res.Snapshots)
+	if len(res.Snapshots) != 1 || res.Snapshots[0].RepositoryID != r.ID() {
+		t.Fatalf("snapshots = %+v, want the good source's snapshot", res.Snapshots)
 	}
+	first := checkRunSnapshot(t, r, res.Snapshots[0].SnapshotID, 12, good)
 	if res.Figures.FilesSkipped != 1 || len(res.Figures.Skipped) != 1 || !strings.Contains(res.Figures.Skipped[0].Object, missing) {
 		t.Errorf("figures = %+v, want the missing source skipped with its reason", res.Figures)
 	}
@@ -106,8 +80,8 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second run 12: %v", err)
 	}
-	if id := res.Snapshots[0].SnapshotID; id == SnapshotID(12, good) || !strings.HasPrefix(id, "run-12-") {
-		t.Errorf("second snapshot of run 12 is %q: want a distinct run-12- ID", id)
+	if id := checkRunSnapshot(t, r, res.Snapshots[0].SnapshotID, 12, good); id == first {
+		t.Errorf("second snapshot of run 12 has the first one's ID %s", id)
 	}
 
 	_, err = exec(missing)
@@ -115,6 +89,24 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != "ALL_SOURCES_FAILED" || ce.Class != pass.ClassSource {
 		t.Errorf("only a missing source: err = %v, want ALL_SOURCES_FAILED of class source", err)
 	}
+}
+
+// checkRunSnapshot checks that the snapshot id is in r with an ID of the
+// kind the command line gives (32 hex digits), and records the run, the
+// job (its tag) and the source; it returns id.
+func checkRunSnapshot(t *testing.T, r *repo.Repository, id string, run int64, source string) string {
+	t.Helper()
+	if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		t.Errorf("snapshot ID %q: want 32 hex digits, as the command line gives", id)
+	}
+	s, err := r.LoadSnapshot(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Run != run || RunOf(s) != run || JobOf(s.Tags) != "j" || !slices.Equal(s.Paths, []string{source}) {
+		t.Errorf("snapshot %s records run %d, job %q, paths %v: want run %d, job j, paths [%s]", id, s.Run, JobOf(s.Tags), s.Paths, run, source)
+	}
+	return id
 }
 
 // The executor dispatches on the run's kind: one it does not know (a run

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -372,4 +373,57 @@ func TestRetentionRunPruneStopsOnADamagedTree(t *testing.T) {
 	if after := packs(); !maps.Equal(after, before) {
 		t.Errorf("packs changed although prune stopped")
 	}
+}
+
+// Snapshots the scheduler named run-N-SOURCE before snapshots recorded
+// their run stay the job's: retention counts and forgets them, and a
+// drill restores one when it is the newest of its source.
+func TestOldRunIDsStayTheJobs(t *testing.T) {
+	ctx := context.Background()
+	w := newRetentionWorld(t)
+	// legacy rewrites a snapshot of a run as the scheduler wrote it
+	// before: under the name run-N-SOURCE, without the run field.
+	legacy := func(id string, run int64) string {
+		if err := w.r.LoadIndex(ctx); err != nil { // the run's repository wrote the tree
+			t.Fatal(err)
+		}
+		s, err := w.r.LoadSnapshot(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.r.Backend().Remove(ctx, repo.Handle{Type: repo.SnapshotFile, Name: id}); err != nil {
+			t.Fatal(err)
+		}
+		s.ID, s.Run = fmt.Sprintf("run-%d-%s", run, strings.ReplaceAll(strings.Trim(w.sources["a"], "/"), "/", "_")), 0
+		written, err := w.r.WriteSession(ctx, repo.WriteOptions{}, func(context.Context, *repo.Writer) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := written.SaveSnapshot(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	old1 := legacy(w.backup(t, "a", 1), 1)
+	old2 := legacy(w.backup(t, "a", 2), 2)
+
+	res, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 3, Kind: pass.KindDrill}, func(pass.Progress) {})
+	if err != nil || res.Figures.Counters[CounterSnapshotsChecked] != 1 {
+		t.Fatalf("drill of the old snapshots: %v, counters %v; want the newest, %s, restored", err, res.Figures.Counters, old2)
+	}
+
+	newer := w.backup(t, "a", 4)
+	res, err = w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 5, Kind: pass.KindRetention}, func(pass.Progress) {})
+	if err != nil || res.Figures.Counters[CounterSnapshotsKept] != 2 || res.Figures.Counters[CounterSnapshotsForgotten] != 1 {
+		t.Fatalf("retention: %v, counters %v; want 2 kept and the oldest forgotten", err, res.Figures.Counters)
+	}
+	if got, want := w.ids(t), []string{old2, newer}; !slices.Equal(got, sortedCopy(want)) {
+		t.Errorf("the repository holds %v, want %v (%s forgotten)", got, sortedCopy(want), old1)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // ErrInsecure is returned by key operations on an unencrypted repository.
@@ -40,15 +41,17 @@ func (r *Repository) AddKey(ctx context.Context, password []byte, kdf KDFParams)
 	return writeKey(ctx, r.be, r.key, password, kdf, r.now())
 }
 
-// RemoveKey deletes a key file. The key that opened the repository and the
-// last key cannot be removed.
-func (r *Repository) RemoveKey(ctx context.Context, name string) error {
+// RemoveKey deletes the key file that name, its full name or a prefix of
+// at least 4 characters, names, and returns its full name. The key that
+// opened the repository and the last key cannot be removed; the errors
+// name keys by their full names.
+func (r *Repository) RemoveKey(ctx context.Context, name string) (string, error) {
 	if r.Insecure() {
-		return ErrInsecure
+		return "", ErrInsecure
 	}
 	infos, err := r.ListKeys(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var match []string
 	for _, info := range infos {
@@ -58,13 +61,13 @@ func (r *Repository) RemoveKey(ctx context.Context, name string) error {
 	}
 	switch {
 	case len(match) == 0:
-		return fmt.Errorf("no key %q (nightjar key list shows them)", name)
+		return "", fmt.Errorf("no key %q (nightjar key list shows them)", name)
 	case len(match) > 1:
-		return fmt.Errorf("key prefix %q is ambiguous", name)
+		return "", fmt.Errorf("key prefix %q is ambiguous: keys %s begin with it", name, strings.Join(match, ", "))
 	case match[0] == r.keyName:
-		return fmt.Errorf("key %s is the one in use: open the repository with another password to remove it, or use key passwd", name)
+		return "", fmt.Errorf("key %s is the one in use: open the repository with another password to remove it, or use key passwd", match[0])
 	}
-	return r.be.Remove(ctx, Handle{Type: KeyFile, Name: match[0]})
+	return match[0], r.be.Remove(ctx, Handle{Type: KeyFile, Name: match[0]})
 }
 
 // ChangePassword replaces the key in use with one for a new password. The
@@ -75,7 +78,7 @@ func (r *Repository) ChangePassword(ctx context.Context, password []byte, kdf KD
 		return KeyInfo{}, err
 	}
 	if err := r.be.Remove(ctx, Handle{Type: KeyFile, Name: r.keyName}); err != nil {
-		return info, fmt.Errorf("new key %s written, but removing the old one failed: %w", info.Name[:8], err)
+		return info, fmt.Errorf("new key %s written, but removing the old one %s failed: %w", info.Name, r.keyName, err)
 	}
 	r.keyName = info.Name
 	return info, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -83,19 +84,20 @@ func TestKeyAddListRemove(t *testing.T) {
 	}
 
 	tests := []struct {
-		name string
-		key  string
+		name    string
+		key     string
+		message string // in the error: the full ID of the key in use
 	}{
-		{"the key in use", r.KeyName()},
-		{"the key in use, by prefix", r.KeyName()[:8]},
-		{"unknown key", "ffffffffffff"},
-		{"prefix too short", second.Name[:3]},
-		{"empty name", ""},
+		{"the key in use", r.KeyName(), r.KeyName()},
+		{"the key in use, by prefix", r.KeyName()[:8], "key " + r.KeyName() + " is the one in use"},
+		{"unknown key", "ffffffffffff", ""},
+		{"prefix too short", second.Name[:3], ""},
+		{"empty name", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run("refuses "+tt.name, func(t *testing.T) {
-			if err := r.RemoveKey(ctx, tt.key); err == nil {
-				t.Errorf("RemoveKey(%q) succeeded", tt.key)
+			if _, err := r.RemoveKey(ctx, tt.key); err == nil || !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("RemoveKey(%q) = %v, want an error naming %q", tt.key, err, tt.message)
 			}
 			if got := keyNames(t, r); len(got) != 2 {
 				t.Errorf("keys after refused remove: %v", got)
@@ -103,8 +105,8 @@ func TestKeyAddListRemove(t *testing.T) {
 		})
 	}
 
-	if err := r.RemoveKey(ctx, second.Name[:8]); err != nil {
-		t.Fatalf("remove the other key by prefix: %v", err)
+	if removed, err := r.RemoveKey(ctx, second.Name[:8]); err != nil || removed != second.Name {
+		t.Fatalf("remove the other key by prefix: %q, %v; want its full name %s", removed, err, second.Name)
 	}
 	if got := keyNames(t, r); !slices.Equal(got, []string{r.KeyName()}) {
 		t.Errorf("keys after remove: %v, want only %s", got, r.KeyName())

@@ -23,6 +23,7 @@ type Snapshot struct {
 	Username       string          `json:"username"`
 	Paths          []string        `json:"paths"` // absolute source paths, sorted
 	Tags           []string        `json:"tags,omitempty"`
+	Run            int64           `json:"run,omitempty"` // the scheduled run that made it, by the state database's number; 0: none
 	Excludes       []string        `json:"excludes,omitempty"`
 	Parent         string          `json:"parent,omitempty"`
 	Tree           ID              `json:"tree"` // root tree: the sources under their full paths

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -331,7 +332,13 @@ type snapRec struct {
 	ID    string   `json:"id"`
 	Paths []string `json:"paths"`
 	Tags  []string `json:"tags"`
+	Job   string   `json:"job"`
+	Run   int64    `json:"run"`
 }
+
+// snapshotIDPattern is the kind of ID every snapshot has, whether the
+// command line or a scheduled run made it.
+var snapshotIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // tick runs one pass with --json and returns what it printed; the exit
 // code must be code.

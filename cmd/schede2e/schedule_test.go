@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,8 +76,8 @@ func TestScheduledBackupAcrossDSTAndRestore(t *testing.T) {
 		t.Fatalf("run made %d snapshots, want 1: %+v", len(r.Snapshots), r.Snapshots)
 	}
 	sid := r.Snapshots[0].SnapshotID
-	if prefix := fmt.Sprintf("run-%d-", r.ID); !strings.HasPrefix(sid, prefix) || len(sid) > 64 || strings.Contains(sid, "/") {
-		t.Errorf("snapshot ID %q: want %s<source>, at most 64 characters, no '/'", sid, prefix)
+	if !snapshotIDPattern.MatchString(sid) {
+		t.Errorf("snapshot ID %q: want 32 hex digits, as the command line gives", sid)
 	}
 	if r.Snapshots[0].Source != src {
 		t.Errorf("snapshot source %q, want %q", r.Snapshots[0].Source, src)
@@ -89,6 +90,15 @@ func TestScheduledBackupAcrossDSTAndRestore(t *testing.T) {
 	}
 	if !slices.Equal(snaps[i].Paths, []string{src}) || !slices.Contains(snaps[i].Tags, "job:daily") {
 		t.Errorf("snapshot paths %v tags %v, want [%s] and job:daily", snaps[i].Paths, snaps[i].Tags, src)
+	}
+	if snaps[i].Run != r.ID || snaps[i].Job != "daily" {
+		t.Errorf("snapshot records run %d of job %q, want run %d of daily", snaps[i].Run, snaps[i].Job, r.ID)
+	}
+	byRunRes := w.run("snapshots", "--json", "-r", w.repo, "--run", strconv.FormatInt(r.ID, 10))
+	var byRun []snapRec
+	decodeWhole(t, byRunRes, &byRun)
+	if byRunRes.Code != exitOK || len(byRun) != 1 || byRun[0].ID != sid {
+		t.Errorf("snapshots --run %d: exit %d, %+v; want the run's snapshot %s", r.ID, byRunRes.Code, byRun, sid)
 	}
 
 	// The next slot was written at claim time, from the slot.
@@ -154,8 +164,8 @@ func TestPartialFailureKeepsTheGoodSource(t *testing.T) {
 	if !named {
 		t.Errorf("skipped list %+v does not name the missing source %s", r.Skipped, missing)
 	}
-	if len(r.Snapshots) != 1 || r.Snapshots[0].Source != good || !strings.HasPrefix(r.Snapshots[0].SnapshotID, fmt.Sprintf("run-%d-", r.ID)) {
-		t.Fatalf("run snapshots %+v, want one of %s named run-%d-…", r.Snapshots, good, r.ID)
+	if len(r.Snapshots) != 1 || r.Snapshots[0].Source != good || !snapshotIDPattern.MatchString(r.Snapshots[0].SnapshotID) {
+		t.Fatalf("run snapshots %+v, want one of %s with a 32-hex-digit ID", r.Snapshots, good)
 	}
 
 	snaps := w.snapshots()
