@@ -27,5 +27,6 @@ func commands() []*cli.Command {
 		repositoryCommand(),
 		auditCommand(),
 		installCommand(),
+		versionCommand(),
 	}
 }
