@@ -92,7 +92,7 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 			c.Action = groupAction
 		} else {
 			c.Flags = append(c.Flags, missingFlags(c.Flags, verbosityFlags())...)
-			c.Action = checkedAction(c.Action)
+			c.Action = checkedAction(c.Action, takeRequired(c.Flags))
 		}
 		prepareCommands(c.Subcommands, helpName)
 	}
@@ -111,22 +111,53 @@ func missingFlags(defined, flags []cli.Flag) []cli.Flag {
 }
 
 // checkedAction runs a command's action once the command line is checked
-// as far as the command's definition tells: no argument where its help
-// shows none, no unknown subcommand, not both --quiet and --verbose.
-func checkedAction(action cli.ActionFunc) cli.ActionFunc {
+// as far as the command's definition tells: no unknown subcommand, no
+// argument where its help shows none, every required flag given, not both
+// --quiet and --verbose.
+func checkedAction(action cli.ActionFunc, required []string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args()
+		name := strings.TrimPrefix(c.Command.HelpName, "nightjar ")
 		if len(c.Command.Subcommands) > 0 && args.Present() {
 			return unknownCommand(c.Command, args.First())
 		}
 		if strings.TrimSpace(c.Command.ArgsUsage) == "" && args.Present() {
-			return usageError{fmt.Errorf("%s takes no arguments, got %q (see %s --help)", strings.TrimPrefix(c.Command.HelpName, "nightjar "), args.First(), c.Command.HelpName)}
+			return usageError{fmt.Errorf("%s takes no arguments, got %q (see %s --help)", name, args.First(), c.Command.HelpName)}
+		}
+		for _, flag := range required {
+			if !c.IsSet(flag) {
+				return usageError{fmt.Errorf("%s needs %s (see %s --help)", name, flagSpelling(flag), c.Command.HelpName)}
+			}
 		}
 		if quiet, verbose := verbosity(c); quiet && verbose {
 			return usageError{errors.New("--quiet and --verbose contradict each other: give one of them")}
 		}
 		return action(c)
 	}
+}
+
+// takeRequired returns the names of the required flags among flags and
+// makes them optional to the library, which would print the command's
+// help on stdout before its error: checkedAction checks them instead.
+func takeRequired(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		if r, ok := f.(cli.RequiredFlag); !ok || !r.IsRequired() {
+			continue
+		}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Required = false
+		case *cli.StringSliceFlag:
+			f.Required = false
+		case *cli.IntFlag:
+			f.Required = false
+		default:
+			continue // the library checks it, as before
+		}
+		names = append(names, f.Names()[0])
+	}
+	return names
 }
 
 // onUsageError makes a flag the library cannot read a usage error (exit

@@ -28,5 +28,6 @@ func commands() []*cli.Command {
 		auditCommand(),
 		installCommand(),
 		versionCommand(),
+		generateCommand(),
 	}
 }
