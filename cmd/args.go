@@ -81,7 +81,7 @@ func commandLine(args []string, cmds []*cli.Command) []string {
 	out := append([]string{args[0]}, logFlags...)
 	isGroup := cmd == nil || len(cmd.Subcommands) > 0
 	switch {
-	case help || helpWord || (isGroup && len(positional) == 0 && len(tail) == 0 && (cmd == nil || len(cmd.Flags) == 0) && !wantsVersion):
+	case help || helpWord || (isGroup && len(positional) == 0 && len(tail) == 0 && (cmd == nil || onlyGroups(cmd)) && !wantsVersion):
 		// Help of the commands named; the words after a group that name
 		// no command of it are the topic helpAction reports unknown.
 		out = append(append(out, helpCommandName), path...)
@@ -96,7 +96,23 @@ func commandLine(args []string, cmds []*cli.Command) []string {
 		// rather than its flags as unknown to the group.
 		return slices.Concat(out, path, positional, flags, tail)
 	}
+	if len(tail) == 0 && slices.ContainsFunc(positional, isNegativeNumber) {
+		// "runs show -5" reaches the command as an argument, which
+		// says what is wrong with it, not as an unknown flag.
+		positional = append([]string{"--"}, positional...)
+	}
 	return slices.Concat(out, path, flags, positional, tail)
+}
+
+// onlyGroups reports whether cmd only groups subcommands: it has no
+// action and no flags of its own (but --help), and named alone it shows
+// its help.
+func onlyGroups(cmd *cli.Command) bool {
+	return len(cmd.Subcommands) > 0 && !slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool { return f != cli.HelpFlag })
+}
+
+func isNegativeNumber(a string) bool {
+	return len(a) >= 2 && a[0] == '-' && a[1] >= '0' && a[1] <= '9'
 }
 
 // isFlag reports whether a word of a command line is a flag: it starts
