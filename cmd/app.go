@@ -38,6 +38,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:  "nightjar",
 		Usage: "schedule and run encrypted, deduplicated backups",
+		Description: `nightjar help COMMAND, or nightjar COMMAND --help, shows the help of a
+command. The global options may be given after the command too; given in
+both places, the one after the command counts.`,
 		// The version command tells it; --version is read by commandLine.
 		HideVersion:     true,
 		Writer:          stdout,
@@ -90,6 +93,7 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 		c.Flags = append(c.Flags, cli.HelpFlag)
 		if c.Action == nil {
 			c.Action = groupAction
+			c.UsageText = helpName + " COMMAND [COMMAND OPTIONS] [ARGUMENTS...]"
 		} else {
 			c.Flags = append(c.Flags, missingFlags(c.Flags, verbosityFlags())...)
 			c.Action = checkedAction(c.Action, takeRequired(c.Flags))
@@ -117,7 +121,7 @@ func missingFlags(defined, flags []cli.Flag) []cli.Flag {
 func checkedAction(action cli.ActionFunc, required []string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args()
-		name := strings.TrimPrefix(c.Command.HelpName, "nightjar ")
+		name := commandName(c.Command)
 		if len(c.Command.Subcommands) > 0 && args.Present() {
 			return unknownCommand(c.Command, args.First())
 		}
@@ -134,6 +138,12 @@ func checkedAction(action cli.ActionFunc, required []string) cli.ActionFunc {
 		}
 		return action(c)
 	}
+}
+
+// commandName is the name of a command with its group's ("job run"), for
+// messages: the library's FullName is the command's own name alone.
+func commandName(cmd *cli.Command) string {
+	return strings.TrimPrefix(cmd.HelpName, "nightjar ")
 }
 
 // takeRequired returns the names of the required flags among flags and

@@ -280,7 +280,7 @@ func writeManPages(dir string, app *cli.App) error {
 	for _, p := range commands {
 		all = append(all, manName(p.names))
 	}
-	program := manPage{name: "nightjar", usage: app.Usage, synopsis: "nightjar [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGUMENTS]",
+	program := manPage{name: "nightjar", usage: app.Usage, description: app.Description, synopsis: "nightjar [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGUMENTS]",
 		commands: app.VisibleCommands(), flags: app.VisibleFlags(), flagsTitle: "GLOBAL OPTIONS", seeAlso: all}
 	if err := program.write(dir); err != nil {
 		return err
