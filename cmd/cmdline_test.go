@@ -85,6 +85,7 @@ verify = "off"
 		message string // a part of the one line on stderr
 	}{
 		{"unknown command", []string{"bakup"}, `unknown command "bakup": did you mean "backup"? (see nightjar --help)`},
+		{"help misspelt", []string{"hlep"}, `unknown command "hlep": did you mean "help"?`},
 		{"unknown command far from any", []string{"frobnicate"}, `unknown command "frobnicate": see nightjar --help`},
 		{"unknown subcommand", []string{"job", "lsit"}, `unknown command "lsit": did you mean "list"? (see nightjar job --help)`},
 		{"unknown subcommand of a command with an action", with(c, "runs", "shwo"), `unknown command "shwo": did you mean "show"? (see nightjar runs --help)`},

@@ -59,7 +59,8 @@ func groupAction(c *cli.Context) error {
 // unknownCommand is the usage error of a word that names no subcommand of
 // parent (the program's root command, or a group).
 func unknownCommand(parent *cli.Command, word string) error {
-	return usageError{fmt.Errorf("unknown command %q%s", word, suggestion(word, commandNames(parent.Subcommands), strconv.Quote, parent.HelpName))}
+	names := append(commandNames(parent.Subcommands), helpCommandName)
+	return usageError{fmt.Errorf("unknown command %q%s", word, suggestion(word, names, strconv.Quote, parent.HelpName))}
 }
 
 // commandNames lists the names and aliases of cmds that help shows.
