@@ -119,7 +119,7 @@ func isNegativeNumber(a string) bool {
 // with "-" and is not a negative number, such as the -1 of "monthly -1
 // 03:00", or "-" alone (standard input or output).
 func isFlag(a string) bool {
-	return len(a) >= 2 && a[0] == '-' && (a[1] < '0' || a[1] > '9')
+	return len(a) >= 2 && a[0] == '-' && !isNegativeNumber(a)
 }
 
 // takesValue reports whether the flag called name takes a value, as the
