@@ -2,19 +2,18 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
-
-// version is set at build time with -ldflags "-X .../cmd.version=...".
-var version = "dev"
 
 // Main runs the command line with args (args[0] is the program name) and
 // returns the process exit code.
@@ -37,67 +36,161 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
-		Name:            "nightjar",
-		Usage:           "schedule and run encrypted, deduplicated backups",
-		Version:         version,
+		Name:  "nightjar",
+		Usage: "schedule and run encrypted, deduplicated backups",
+		Description: `nightjar help COMMAND, or nightjar COMMAND --help, shows the help of a
+command. The global options may be given after the command too; given in
+both places, the one after the command counts.`,
+		// The version command tells it; --version is read by commandLine.
+		HideVersion:     true,
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		// Errors are printed once, by Main, with their exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
-		},
+		OnUsageError:   onUsageError,
 		// A flag given twice gives two values, and a value keeps its
 		// commas: patterns and paths may hold them. Tag flags split
 		// their lists themselves (tagLists), as restic does.
 		DisableSliceFlagSeparator: true,
 		Commands:                  commands(),
-		Flags:                     logFlags(),
+		Flags:                     slices.Concat(logFlags(), globalFlags()),
 		Before:                    checkLogFlags,
 		Metadata:                  map[string]any{secretsKey: newSecrets()},
-		Action:                    unknownCommand(cli.ShowAppHelp),
+		Action:                    helpAction,
 	}
-	setUsageErrors(app.Commands)
+	prepareCommands(app.Commands, "")
+	app.Setup()
 	return app
 }
 
-// setUsageErrors makes a bad flag in any command, and an unknown
-// subcommand of a command group, a usage error (exit 2) with one line,
-// instead of the library's help dump or its exit 1.
-func setUsageErrors(cmds []*cli.Command) {
+// globalFlags are the flags the program takes before its command as well
+// as after it (commandLine carries them to the command): the repository
+// and password flags, the config and state files, --verbose and --quiet.
+// A command that does not take one refuses it as an unknown option.
+func globalFlags() []cli.Flag {
+	return slices.Concat(repoFlags(), configFlags(), verbosityFlags())
+}
+
+// prepareCommands makes every command answer the same way: a bad flag or
+// value is a usage error (exit 2) in one line, a group named without a
+// subcommand shows its help, an unknown subcommand is a usage error with a
+// suggestion, every command takes --help, --verbose and --quiet, and a
+// command whose help shows no arguments refuses them. parent is the full
+// name of the commands' parent ("" for the program's own).
+func prepareCommands(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
-		if len(c.Subcommands) > 0 && c.Action == nil {
-			// help is then this action's, not the library's command,
-			// which exits 1 for an unknown topic.
-			c.HideHelpCommand = true
-			c.Action = unknownCommand(cli.ShowSubcommandHelp)
+		helpName := "nightjar " + c.Name
+		if parent != "" {
+			// The library names the program's own commands itself.
+			helpName = parent + " " + c.Name
+			c.HelpName = helpName
 		}
-		setUsageErrors(c.Subcommands)
+		c.OnUsageError = onUsageError
+		// help is commandLine's and helpAction's, never the library's,
+		// which exits 1 for an unknown topic.
+		c.HideHelpCommand = true
+		c.Flags = append(c.Flags, cli.HelpFlag)
+		if c.Action == nil {
+			c.Action = groupAction
+			c.UsageText = helpName + " COMMAND [COMMAND OPTIONS] [ARGUMENTS...]"
+		} else {
+			c.Flags = append(c.Flags, missingFlags(c.Flags, verbosityFlags())...)
+			c.Action = checkedAction(c.Action, takeRequired(c.Flags))
+		}
+		prepareCommands(c.Subcommands, helpName)
 	}
 }
 
-// unknownCommand is the action of the program and of each command group,
-// which the library runs when no command of theirs is named: no argument
-// shows help, `help [COMMAND]` shows the help of the program or of one of
-// its commands (as restic's `help` does), and any other argument is an
-// unknown command (a usage error).
-func unknownCommand(help cli.ActionFunc) cli.ActionFunc {
+// missingFlags returns those of flags that defined does not have (by
+// their first name).
+func missingFlags(defined, flags []cli.Flag) []cli.Flag {
+	var missing []cli.Flag
+	for _, f := range flags {
+		if findFlag(defined, f.Names()[0]) == nil {
+			missing = append(missing, f)
+		}
+	}
+	return missing
+}
+
+// checkedAction runs a command's action once the command line is checked
+// as far as the command's definition tells: no unknown subcommand, no
+// argument where its help shows none, every required flag given, not both
+// --quiet and --verbose.
+func checkedAction(action cli.ActionFunc, required []string) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		args := c.Args()
-		switch {
-		case !args.Present():
-			return help(c)
-		case args.First() == "help" && args.Len() == 1:
-			return help(c)
-		case args.First() == "help" && args.Len() == 2 && c.Command.Command(args.Get(1)) != nil:
-			return cli.ShowCommandHelp(c, args.Get(1))
-		case args.First() == "help":
-			return usageError{fmt.Errorf("no help for %q: see %s --help", strings.Join(args.Tail(), " "), c.Command.HelpName)}
+		name := commandName(c.Command)
+		if len(c.Command.Subcommands) > 0 && args.Present() {
+			return unknownCommand(c.Command, args.First())
 		}
-		return usageError{fmt.Errorf("unknown command %q: see %s --help", args.First(), c.Command.HelpName)}
+		if strings.TrimSpace(c.Command.ArgsUsage) == "" && args.Present() {
+			return usageError{fmt.Errorf("%s takes no arguments, got %q (see %s --help)", name, args.First(), c.Command.HelpName)}
+		}
+		for _, flag := range required {
+			if !c.IsSet(flag) {
+				return usageError{fmt.Errorf("%s needs %s (see %s --help)", name, flagSpelling(flag), c.Command.HelpName)}
+			}
+		}
+		if quiet, verbose := verbosity(c); quiet && verbose {
+			return usageError{errors.New("--quiet and --verbose contradict each other: give one of them")}
+		}
+		return action(c)
 	}
+}
+
+// commandName is the name of a command with its group's ("job run"), for
+// messages: the library's FullName is the command's own name alone.
+func commandName(cmd *cli.Command) string {
+	return strings.TrimPrefix(cmd.HelpName, "nightjar ")
+}
+
+// takeRequired returns the names of the required flags among flags and
+// makes them optional to the library, which would print the command's
+// help on stdout before its error: checkedAction checks them instead.
+func takeRequired(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		if r, ok := f.(cli.RequiredFlag); !ok || !r.IsRequired() {
+			continue
+		}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			f.Required = false
+		case *cli.StringSliceFlag:
+			f.Required = false
+		case *cli.IntFlag:
+			f.Required = false
+		default:
+			continue // the library checks it, as before
+		}
+		names = append(names, f.Names()[0])
+	}
+	return names
+}
+
+// onUsageError makes a flag the library cannot read a usage error (exit
+// 2) of one line, instead of the library's help dump or its exit 1; an
+// unknown flag is named with the nearest of the command's flags.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	name, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		return usageError{err}
+	}
+	var names []string
+	for _, f := range c.Command.Flags {
+		names = append(names, f.Names()...)
+	}
+	return usageError{fmt.Errorf("%w%s", err, suggestion(name, names, flagSpelling, c.Command.HelpName))}
+}
+
+// flagSpelling is how a flag called name is written: -r, --repo.
+func flagSpelling(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // tuneGCForBackup makes the garbage collector work at 50% heap growth

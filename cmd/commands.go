@@ -27,5 +27,7 @@ func commands() []*cli.Command {
 		repositoryCommand(),
 		auditCommand(),
 		installCommand(),
+		versionCommand(),
+		generateCommand(),
 	}
 }

@@ -74,12 +74,6 @@ func exitCode(err error) int {
 			return m.code
 		}
 	}
-	// A missing required flag is the one usage error the CLI library
-	// reports neither through OnUsageError nor with an exported type (its
-	// type and interface are unexported), so its message is matched.
-	if strings.HasPrefix(err.Error(), "Required flag") {
-		return ExitUsage
-	}
 	return ExitFailure
 }
 

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,9 +25,6 @@ func initCommand() *cli.Command {
 
 func runInit(c *cli.Context) error {
 	p := newPrinter(c)
-	if c.NArg() > 0 {
-		return usageError{fmt.Errorf("init takes no arguments, got %q", c.Args().First())}
-	}
 	location, err := repoLocation(c)
 	if err != nil {
 		return err

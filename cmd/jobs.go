@@ -310,7 +310,7 @@ var jobFilters = []string{"status", "repository"}
 
 func jobArg(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageError{fmt.Errorf("%s needs exactly one job NAME (nightjar job list shows them)", c.Command.FullName())}
+		return "", usageError{fmt.Errorf("%s needs exactly one job NAME (nightjar job list shows them)", commandName(c.Command))}
 	}
 	return c.Args().First(), nil
 }
@@ -810,7 +810,7 @@ func runAction(run func(c *cli.Context, p *printer, state *db.DB, id int64) erro
 
 func runArg(c *cli.Context) (int64, error) {
 	if c.NArg() != 1 {
-		return 0, usageError{fmt.Errorf("%s needs exactly one RUN id (nightjar runs lists them)", c.Command.FullName())}
+		return 0, usageError{fmt.Errorf("%s needs exactly one RUN id (nightjar runs lists them)", commandName(c.Command))}
 	}
 	id, err := strconv.ParseInt(c.Args().First(), 10, 64)
 	if err != nil || id <= 0 {

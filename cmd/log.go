@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/urfave/cli/v2"
@@ -68,38 +67,6 @@ func printError(app *cli.App, stderr io.Writer, msg string, code int) {
 		return
 	}
 	fmt.Fprintf(stderr, "nightjar: %s\n", msg)
-}
-
-// commandLine puts a command line in the order the command line library
-// reads: the global log flags, wherever they are given, in front of the
-// command ("nightjar serve --log-format json" works as "nightjar
-// --log-format json serve"), and the rest as interspersed orders it.
-// Everything after "--" stays where it is.
-func commandLine(args []string, cmds []*cli.Command) []string {
-	if len(args) < 2 {
-		return args
-	}
-	var global []string
-	rest := args[:1:1]
-	for i := 1; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			rest = append(rest, args[i:]...)
-			break
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || (name != "log-format" && name != "log-level") {
-			rest = append(rest, a)
-			continue
-		}
-		global = append(global, a)
-		if !hasValue && i+1 < len(args) {
-			global = append(global, args[i+1])
-			i++
-		}
-	}
-	ordered := interspersed(rest, cmds)
-	return slices.Concat(ordered[:1], global, ordered[1:])
 }
 
 // newLogger is the logger of the scheduler's passes (tick, serve, job run

@@ -38,9 +38,6 @@ func pruneFlags() []cli.Flag {
 // a usage error, found before the repository is opened.
 func pruneArgs(c *cli.Context) (repo.PruneOptions, error) {
 	opts := repo.PruneOptions{DryRun: c.Bool("dry-run")}
-	if c.Command.Name == "prune" && c.Args().Present() {
-		return opts, usageError{fmt.Errorf("prune takes no arguments, got %q: it prunes the whole repository", c.Args().First())}
-	}
 	limit, err := repo.ParseUnusedLimit(c.String("max-unused"))
 	if err != nil {
 		return opts, usageError{fmt.Errorf("--%w", err)}

@@ -21,7 +21,7 @@ func runSchedule(t *testing.T, args ...string) (stdout, stderr string, code int)
 	var out, errOut bytes.Buffer
 	app := newApp(&out, &errOut)
 	code = ExitOK
-	if err := app.Run(interspersed(append([]string{"nightjar"}, args...), app.Commands)); err != nil {
+	if err := app.Run(commandLine(append([]string{"nightjar"}, args...), app.Commands)); err != nil {
 		code = exitCode(err)
 		errOut.WriteString("nightjar: " + errorMessage(err) + "\n")
 	}
