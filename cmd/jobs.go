@@ -70,7 +70,8 @@ func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	return &t
+	utc := t.UTC() // JSON has RFC 3339 in UTC (humanTime: local, for people)
+	return &utc
 }
 
 func toRunJSON(r pass.Run) runJSON {
@@ -347,7 +348,7 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 		}
 		last := "never"
 		if v.LastDeep != nil {
-			last = v.LastDeep.UTC().Format(time.RFC3339)
+			last = humanTime(*v.LastDeep)
 		}
 		p.Printf("  last deep verification: %s (deep_verify_every %s)\n", last, v.DeepEvery)
 	}
@@ -468,6 +469,12 @@ func jobError(err error) error {
 	case errors.Is(err, db.ErrUnknownJob), errors.Is(err, db.ErrNotFound):
 		return usageError{err}
 	case errors.Is(err, db.ErrActive):
+		// The run in the way says it all, without the wrappers that
+		// repeat the job's name.
+		var active *db.ActiveRunError
+		if errors.As(err, &active) {
+			err = active
+		}
 		return codedError{code: ExitConflict, err: err}
 	}
 	return err
@@ -665,7 +672,7 @@ func runJobResume(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if next.IsZero() {
 		p.Printf("job %s is resumed (it runs only on request)\n", name)
 	} else {
-		p.Printf("job %s is resumed: next run %s (%s from now)\n", name, next.Format(time.RFC3339), humanize.RelTime(s.now(), next, "", ""))
+		p.Printf("job %s is resumed: next run %s (%s from now)\n", name, humanTime(next), humanize.RelTime(s.now(), next, "", ""))
 	}
 	return nil
 }
@@ -766,11 +773,11 @@ func runRunsList(c *cli.Context) error {
 		p.Printf("no runs%s\n", filtersSaid(c, runFilters...))
 		return nil
 	}
-	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
+	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED", "MESSAGE")
 	for _, r := range runs {
 		started := "-"
 		if !r.StartedAt.IsZero() {
-			started = r.StartedAt.UTC().Format("2006-01-02 15:04:05")
+			started = humanTime(r.StartedAt)
 		}
 		msg := r.Message
 		if r.Status == pass.StatusQueued && r.HeldReason != "" {
@@ -899,14 +906,14 @@ func printRun(p *printer, r pass.Run) {
 	p.Printf("  kind %s, trigger %s, attempt %d, missed slots before it: %d\n", r.Kind, r.Trigger, r.Attempt, r.MissedSlots)
 	if r.Status == pass.StatusRunning {
 		p.Printf("  running: %s\n", runningProgress(r))
-		p.Printf("  heartbeat %s\n", r.HeartbeatAt.UTC().Format(time.RFC3339))
+		p.Printf("  heartbeat %s\n", humanTime(r.HeartbeatAt))
 	}
 	for _, t := range []struct {
 		label string
 		at    time.Time
 	}{{"scheduled", r.ScheduledAt}, {"started", r.StartedAt}, {"ended", r.EndedAt}} {
 		if !t.at.IsZero() {
-			p.Printf("  %-9s %s\n", t.label, t.at.UTC().Format(time.RFC3339))
+			p.Printf("  %-9s %s\n", t.label, humanTime(t.at))
 		}
 	}
 	if r.HeldReason != "" {
