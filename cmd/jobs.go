@@ -485,6 +485,9 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err != nil {
 		return jobError(err)
 	}
+	if err := checkClock(c, s.db, c.Bool("wait")); err != nil { // --wait runs passes
+		return err
+	}
 	run, err := s.db.QueueRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual, Kind: s.pass.Jobs[name].RunKind()}, actor())
 	if err != nil {
 		return jobError(fmt.Errorf("job %s: %w", name, err))

@@ -22,10 +22,39 @@ import (
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
-// atFlag lets a pass run at a simulated time: for trying a config, for
-// importing, and for tests. The clock then advances from that instant.
+// atFlag lets a command run at a simulated time, for tests and for trying
+// a config on a state database of its own. The clock then advances from
+// that instant. What the command writes (runs, snapshots, next-run times)
+// is dated by that clock, so the flag is hidden, and checkClock refuses it
+// on a state database that a live scheduler uses.
 func atFlag() cli.Flag {
-	return &cli.StringFlag{Name: "at", Usage: "act as if the time were `RFC3339` (the clock runs on from there)"}
+	return &cli.StringFlag{Name: "at", Hidden: true,
+		Usage: "testing only: act as if the time were `RFC3339` and write what happens with that date; refused on a state database a live scheduler uses"}
+}
+
+// checkClock keeps the real and the simulated clock (--at) apart on one
+// state database: --at is refused on a database that a pass on the real
+// clock drove, and a pass on the real clock (passes set: tick, serve, job
+// run --wait) on a database that --at drove. Both are usage errors.
+func checkClock(c *cli.Context, state *db.DB, passes bool) error {
+	mode := db.ClockSimulated
+	if c.String("at") == "" {
+		if !passes {
+			return nil
+		}
+		mode = db.ClockReal
+	}
+	err := state.UseClock(c.Context, mode)
+	var mixed *db.ClockModeError
+	if !errors.As(err, &mixed) {
+		return err
+	}
+	if mode == db.ClockSimulated {
+		return usageError{fmt.Errorf("--at refused: a live scheduler uses this state database (passes on the real clock since %s); "+
+			"--at is for tests, with a state database of its own (--state FILE)", humanTime(mixed.Since))}
+	}
+	return usageError{fmt.Errorf("refused: this state database was driven by --at (simulated times since %s); "+
+		"a live scheduler needs a state database of its own (--state FILE or [scheduler] state)", humanTime(mixed.Since))}
 }
 
 // clock returns the command's clock: the real time, or --at moving forward.
@@ -69,6 +98,10 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	}
 	state, err := db.Open(c.Context, statePath(c, cfg), now)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkClock(c, state, withExecutor); err != nil {
+		state.Close()
 		return nil, err
 	}
 	var exec pass.Executor

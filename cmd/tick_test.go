@@ -148,3 +148,43 @@ func TestTickQuietUnlessSomethingFailed(t *testing.T) {
 		})
 	}
 }
+
+// --at and the real clock never drive one state database: the second kind
+// is refused with one line and exit 2, and the first kind goes on.
+func TestAtAndTheRealClockStayApart(t *testing.T) {
+	const at = "2026-06-01T12:00:00Z"
+	for _, tc := range []struct {
+		name   string
+		first  []string // a command that succeeds on a new state database
+		then   []string
+		code   int
+		saying string // in the one line of a refusal
+	}{
+		{name: "--at after a real pass", first: []string{"tick"}, then: []string{"tick", "--at", at},
+			code: ExitUsage, saying: "--at refused: a live scheduler uses this state database"},
+		{name: "a real pass after --at", first: []string{"tick", "--at", at}, then: []string{"tick"},
+			code: ExitUsage, saying: "refused: this state database was driven by --at"},
+		{name: "job run --wait after --at", first: []string{"job", "show", "home", "--at", at}, then: []string{"job", "run", "home", "--wait"},
+			code: ExitUsage, saying: "refused: this state database was driven by --at"},
+		{name: "--at after --at", first: []string{"tick", "--at", at}, then: []string{"tick", "--at", "2026-06-01T12:01:00Z"}, code: ExitOK},
+		{name: "a real pass after a real pass", first: []string{"tick"}, then: []string{"tick"}, code: ExitOK},
+		{name: "queueing after --at", first: []string{"tick", "--at", at}, then: []string{"job", "run", "home"}, code: ExitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tickWorld(t)
+			if code, out, errOut := runMain(t, false, append(tc.first, cfg...)...); code != ExitOK {
+				t.Fatalf("%q: exit %d\n%s%s", tc.first, code, out, errOut)
+			}
+			code, out, errOut := runMain(t, false, append(tc.then, cfg...)...)
+			if code != tc.code {
+				t.Fatalf("%q: exit %d, want %d\n%s%s", tc.then, code, tc.code, out, errOut)
+			}
+			if tc.code == ExitOK {
+				return
+			}
+			if out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.saying) {
+				t.Errorf("%q: stdout %q, stderr %q: want one line on stderr saying %q", tc.then, out, errOut, tc.saying)
+			}
+		})
+	}
+}
