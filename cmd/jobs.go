@@ -200,18 +200,18 @@ func jobCommand() *cli.Command {
 }
 
 type jobJSON struct {
-	Name        string   `json:"name"`
-	Kind        string   `json:"kind"` // the kind of run its slots queue: backup, or scheduled work's prune or drill
-	Schedule    string   `json:"schedule"`
-	Description string   `json:"description"`
-	Repository  string   `json:"repository"`
-	Priority    string   `json:"priority"`
-	Paused      bool     `json:"paused"`
-	NextRun     *string  `json:"next_run"`
-	State       string   `json:"state"`
-	DependsOn   []string `json:"depends_on"`
-	Active      *runJSON `json:"active_run"`
-	LastRun     *runJSON `json:"last_run"`
+	Name        string     `json:"name"`
+	Kind        string     `json:"kind"` // the kind of run its slots queue: backup, or scheduled work's prune or drill
+	Schedule    string     `json:"schedule"`
+	Description string     `json:"description"`
+	Repository  string     `json:"repository"`
+	Priority    string     `json:"priority"`
+	Paused      bool       `json:"paused"`
+	NextRun     *time.Time `json:"next_run"` // UTC
+	State       string     `json:"state"`
+	DependsOn   []string   `json:"depends_on"`
+	Active      *runJSON   `json:"active_run"`
+	LastRun     *runJSON   `json:"last_run"`
 	// Verification is what the repository records of the verification of
 	// the job's snapshots (job show only; absent when it cannot be read).
 	Verification *jobVerifyJSON `json:"verification,omitempty"`
@@ -231,10 +231,7 @@ func (s *scheduler) jobJSON(info db.JobInfo) jobJSON {
 	def := s.pass.Jobs[info.Name]
 	out := jobJSON{Name: info.Name, Kind: def.RunKind(), Schedule: def.Schedule.String(), Description: def.Schedule.Description(),
 		Repository: info.Repository, Priority: info.Priority, Paused: info.Paused, DependsOn: nonNil(info.DependsOn)}
-	if !info.NextRun.IsZero() {
-		t := info.NextRun.UTC().Format(time.RFC3339)
-		out.NextRun = &t
-	}
+	out.NextRun = timePtr(info.NextRun)
 	out.State = "idle"
 	if info.Paused {
 		out.State = "paused"
@@ -286,11 +283,11 @@ func runJobList(c *cli.Context) error {
 		p.Printf("no jobs%s\n", filtersSaid(c, jobFilters...))
 		return nil
 	}
-	p.Printf("%-20s %-10s %-22s %-16s %s\n", "JOB", "STATE", "NEXT RUN (UTC)", "LAST RUN", "SCHEDULE")
+	p.Printf("%-20s %-10s %-22s %-16s %s\n", "JOB", "STATE", "NEXT RUN", "LAST RUN", "SCHEDULE")
 	for _, j := range out {
 		next, last := "-", "-"
 		if j.NextRun != nil {
-			next = *j.NextRun
+			next = humanTime(*j.NextRun)
 		}
 		if j.LastRun != nil {
 			last = j.LastRun.Status
@@ -329,7 +326,7 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	}
 	p.Printf("job %s\n  schedule:   %s (%s)\n  repository: %s\n  priority:   %s\n  state:      %s\n", j.Name, j.Description, j.Schedule, j.Repository, j.Priority, j.State)
 	if j.NextRun != nil {
-		p.Printf("  next run:   %s\n", *j.NextRun)
+		p.Printf("  next run:   %s\n", humanTime(*j.NextRun))
 	}
 	if j.LastRun != nil {
 		p.Printf("  last run:   %d, %s\n", j.LastRun.ID, describeRun(*info.LastRun))

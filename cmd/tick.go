@@ -44,7 +44,7 @@ func checkClock(c *cli.Context, state *db.DB, passes bool) error {
 		}
 		mode = db.ClockReal
 	}
-	err := state.UseClock(c.Context, mode)
+	err := state.UseClock(c.Context, mode, time.Now())
 	var mixed *db.ClockModeError
 	if !errors.As(err, &mixed) {
 		return err

@@ -27,10 +27,10 @@ func (e *ClockModeError) Error() string {
 }
 
 // UseClock records that mode (ClockReal or ClockSimulated) drives the
-// database, the first time it is asked; from then on it fails with a
-// *ClockModeError for the other mode. The time recorded is the real one,
-// whatever d's clock says.
-func (d *DB) UseClock(ctx context.Context, mode string) error {
+// database, at the real time at (not d's clock, which --at may set), the
+// first time it is asked; from then on it fails with a *ClockModeError for
+// the other mode.
+func (d *DB) UseClock(ctx context.Context, mode string, at time.Time) error {
 	if mode != ClockReal && mode != ClockSimulated {
 		return fmt.Errorf("use clock: unknown mode %q", mode)
 	}
@@ -40,7 +40,7 @@ func (d *DB) UseClock(ctx context.Context, mode string) error {
 		err := tx.QueryRowContext(ctx, `SELECT mode, since_at FROM clock WHERE id = 1`).Scan(&have, &since)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, `INSERT INTO clock (id, mode, since_at) VALUES (1, ?, ?)`, mode, time.Now().UnixNano())
+			_, err = tx.ExecContext(ctx, `INSERT INTO clock (id, mode, since_at) VALUES (1, ?, ?)`, mode, at.UnixNano())
 			return err
 		case err != nil:
 			return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The first clock that drives a database is recorded, survives a reopen,
@@ -24,12 +25,12 @@ func TestUseClock(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "state.db")
 			d := openAt(t, path, newClock())
-			if err := d.UseClock(ctx, tc.first); err != nil {
+			if err := d.UseClock(ctx, tc.first, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			d.Close()
 			d = openAt(t, path, newClock())
-			err := d.UseClock(ctx, tc.then)
+			err := d.UseClock(ctx, tc.then, time.Now())
 			var mixed *ClockModeError
 			if got := errors.As(err, &mixed); got != tc.refused {
 				t.Fatalf("UseClock(%s) after %s: %v, want refused %v", tc.then, tc.first, err, tc.refused)
@@ -40,7 +41,7 @@ func TestUseClock(t *testing.T) {
 		})
 	}
 	d, _ := newDB(t)
-	if err := d.UseClock(context.Background(), "fake"); err == nil {
+	if err := d.UseClock(context.Background(), "fake", time.Now()); err == nil {
 		t.Error("UseClock accepted an unknown mode")
 	}
 }
