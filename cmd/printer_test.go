@@ -105,7 +105,7 @@ func TestJobErrorNamesTheRunInTheWay(t *testing.T) {
 		t.Errorf("%v is not ErrActive", err)
 	}
 	msg := errorMessage(err)
-	if want := "job home-daily already has run 12 running: "; !strings.HasPrefix(msg, want) {
+	if want := "job home-daily already has an active run: run 12, running; "; !strings.HasPrefix(msg, want) {
 		t.Errorf("message %q does not start with %q", msg, want)
 	}
 	if n := strings.Count(msg, "home-daily"); n != 1 || strings.Contains(msg, "queue run") {

@@ -195,7 +195,7 @@ type ActiveRunError struct {
 }
 
 func (e *ActiveRunError) Error() string {
-	return fmt.Sprintf("job %s already has run %d %s: wait for it to end, or cancel it (nightjar runs cancel %d)",
+	return fmt.Sprintf("job %s already has an active run: run %d, %s; wait for it to end, or cancel it (nightjar runs cancel %d)",
 		e.Job, e.RunID, e.Status, e.RunID)
 }
 

@@ -116,7 +116,7 @@ func TestStatusFromFreshToStale(t *testing.T) {
 		t.Errorf("job lines: %+v, want home with its last good snapshot and next run", s.Jobs)
 	}
 	text := w.must(exitOK, "status", "--at", "2026-12-01T02:01:00Z")
-	if !strings.Contains(text.Stdout, "job home (repository main): last good snapshot 2026-12-01T02:00:0") {
+	if !strings.Contains(text.Stdout, "job home (repository main): last good snapshot 2026-12-01 02:00:0") {
 		t.Errorf("status text has no line for job home:\n%s", text)
 	}
 
