@@ -254,7 +254,7 @@ func runLs(c *cli.Context) error {
 		return p.JSON(out)
 	}
 	for _, e := range out {
-		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), e.MTime.Local().Format("2006-01-02 15:04"), e.Path)
+		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), humanTime(e.MTime), e.Path)
 		if e.LinkTarget != "" {
 			line += " -> " + e.LinkTarget
 		}
