@@ -60,7 +60,7 @@ func runAudit(c *cli.Context) error {
 	entries, more := onePage(entries, limit)
 	out := []auditJSON{}
 	for _, e := range entries {
-		out = append(out, auditJSON{ID: e.ID, At: e.At, User: e.Actor.User, Host: e.Actor.Host, Action: e.Action,
+		out = append(out, auditJSON{ID: e.ID, At: e.At.UTC(), User: e.Actor.User, Host: e.Actor.Host, Action: e.Action,
 			Target: e.Target, Job: e.Job, Detail: e.Detail})
 	}
 	if p.jsonOut {
@@ -70,9 +70,9 @@ func runAudit(c *cli.Context) error {
 		p.Printf("no audit rows%s\n", filtersSaid(c, "job"))
 		return nil
 	}
-	p.Printf("%-6s %-20s %-24s %-8s %-20s %s\n", "ID", "WHEN (UTC)", "WHO", "ACTION", "TARGET", "DETAIL")
+	p.Printf("%-6s %-20s %-24s %-8s %-20s %s\n", "ID", "WHEN", "WHO", "ACTION", "TARGET", "DETAIL")
 	for _, e := range entries {
-		p.Printf("%-6d %-20s %-24s %-8s %-20s %s\n", e.ID, e.At.UTC().Format("2006-01-02 15:04:05"), e.Actor.String(),
+		p.Printf("%-6d %-20s %-24s %-8s %-20s %s\n", e.ID, humanTime(e.At), e.Actor.String(),
 			e.Action, e.Target, e.Detail)
 	}
 	if more {

@@ -197,7 +197,7 @@ func printJobCatalog(p *printer, c catalogJSON) {
 	case c.SyncedAt == nil:
 		p.Printf("  catalog:    no snapshots known yet: the catalog of repository %s was never synced (serve's start and retention runs sync it)\n", c.Repository)
 	default:
-		p.Printf("  catalog:    %d snapshots in repository %s, as synced at %s\n", len(c.Snapshots), c.Repository, c.SyncedAt.UTC().Format(time.RFC3339))
+		p.Printf("  catalog:    %d snapshots in repository %s, as synced at %s\n", len(c.Snapshots), c.Repository, humanTime(*c.SyncedAt))
 	}
 	if c.SyncError != "" {
 		p.Printf("  last sync failed: %s\n", c.SyncError)
@@ -205,7 +205,7 @@ func printJobCatalog(p *printer, c catalogJSON) {
 	for _, s := range c.Snapshots {
 		when := "-"
 		if s.Time != nil {
-			when = s.Time.UTC().Format("2006-01-02 15:04:05")
+			when = humanTime(*s.Time)
 		}
 		extra := ""
 		if s.Run != 0 {

@@ -39,6 +39,9 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 			return usageError{fmt.Errorf("invalid --temp-dir %q: want an existing folder to make the drill's temporary folder in", dir)}
 		}
 	}
+	if err := checkClock(c, s.db, true); err != nil { // the drill runs through passes
+		return err
+	}
 	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
 		return err
 	}

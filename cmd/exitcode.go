@@ -82,8 +82,13 @@ func isSilent(err error) bool {
 	return errors.As(err, &coded) && coded.silent
 }
 
-// errorMessage returns the one line printed for err.
+// errorMessage returns the one line printed for err. A command stopped
+// by a signal (its context cancelled) says so, instead of the context's
+// "context canceled".
 func errorMessage(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "interrupted"
+	}
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]

@@ -353,7 +353,7 @@ func printForget(p *printer, out *forgetJSON) {
 			if len(s.Reasons) > 0 {
 				action = "keep"
 			}
-			p.Printf("%-8s  %-19s  %-6s  %s\n", shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"), action, strings.Join(s.Reasons, ", "))
+			p.Printf("%-8s  %-19s  %-6s  %s\n", shortID(s.ID), humanTime(s.Time), action, strings.Join(s.Reasons, ", "))
 		}
 	}
 	if len(out.KeptPinned) > 0 {

@@ -73,7 +73,8 @@ func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	return &t
+	utc := t.UTC() // JSON has RFC 3339 in UTC (humanTime: local, for people)
+	return &utc
 }
 
 func toRunJSON(r pass.Run) runJSON {
@@ -202,18 +203,18 @@ func jobCommand() *cli.Command {
 }
 
 type jobJSON struct {
-	Name        string   `json:"name"`
-	Kind        string   `json:"kind"` // the kind of run its slots queue: backup, or scheduled work's prune or drill
-	Schedule    string   `json:"schedule"`
-	Description string   `json:"description"`
-	Repository  string   `json:"repository"`
-	Priority    string   `json:"priority"`
-	Paused      bool     `json:"paused"`
-	NextRun     *string  `json:"next_run"`
-	State       string   `json:"state"`
-	DependsOn   []string `json:"depends_on"`
-	Active      *runJSON `json:"active_run"`
-	LastRun     *runJSON `json:"last_run"`
+	Name        string     `json:"name"`
+	Kind        string     `json:"kind"` // the kind of run its slots queue: backup, or scheduled work's prune or drill
+	Schedule    string     `json:"schedule"`
+	Description string     `json:"description"`
+	Repository  string     `json:"repository"`
+	Priority    string     `json:"priority"`
+	Paused      bool       `json:"paused"`
+	NextRun     *time.Time `json:"next_run"` // UTC
+	State       string     `json:"state"`
+	DependsOn   []string   `json:"depends_on"`
+	Active      *runJSON   `json:"active_run"`
+	LastRun     *runJSON   `json:"last_run"`
 	// Verification is what the repository records of the verification of
 	// the job's snapshots (job show only; absent when it cannot be read).
 	Verification *jobVerifyJSON `json:"verification,omitempty"`
@@ -233,10 +234,7 @@ func (s *scheduler) jobJSON(info db.JobInfo) jobJSON {
 	def := s.pass.Jobs[info.Name]
 	out := jobJSON{Name: info.Name, Kind: def.RunKind(), Schedule: def.Schedule.String(), Description: def.Schedule.Description(),
 		Repository: info.Repository, Priority: info.Priority, Paused: info.Paused, DependsOn: nonNil(info.DependsOn)}
-	if !info.NextRun.IsZero() {
-		t := info.NextRun.UTC().Format(time.RFC3339)
-		out.NextRun = &t
-	}
+	out.NextRun = timePtr(info.NextRun)
 	out.State = "idle"
 	if info.Paused {
 		out.State = "paused"
@@ -288,11 +286,11 @@ func runJobList(c *cli.Context) error {
 		p.Printf("no jobs%s\n", filtersSaid(c, jobFilters...))
 		return nil
 	}
-	p.Printf("%-20s %-10s %-22s %-16s %s\n", "JOB", "STATE", "NEXT RUN (UTC)", "LAST RUN", "SCHEDULE")
+	p.Printf("%-20s %-10s %-22s %-16s %s\n", "JOB", "STATE", "NEXT RUN", "LAST RUN", "SCHEDULE")
 	for _, j := range out {
 		next, last := "-", "-"
 		if j.NextRun != nil {
-			next = *j.NextRun
+			next = humanTime(*j.NextRun)
 		}
 		if j.LastRun != nil {
 			last = j.LastRun.Status
@@ -331,7 +329,7 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	}
 	p.Printf("job %s\n  schedule:   %s (%s)\n  repository: %s\n  priority:   %s\n  state:      %s\n", j.Name, j.Description, j.Schedule, j.Repository, j.Priority, j.State)
 	if j.NextRun != nil {
-		p.Printf("  next run:   %s\n", *j.NextRun)
+		p.Printf("  next run:   %s\n", humanTime(*j.NextRun))
 	}
 	if j.LastRun != nil {
 		p.Printf("  last run:   %d, %s\n", j.LastRun.ID, describeRun(*info.LastRun))
@@ -350,7 +348,7 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 		}
 		last := "never"
 		if v.LastDeep != nil {
-			last = v.LastDeep.UTC().Format(time.RFC3339)
+			last = humanTime(*v.LastDeep)
 		}
 		p.Printf("  last deep verification: %s (deep_verify_every %s)\n", last, v.DeepEvery)
 	}
@@ -471,6 +469,12 @@ func jobError(err error) error {
 	case errors.Is(err, db.ErrUnknownJob), errors.Is(err, db.ErrNotFound):
 		return usageError{err}
 	case errors.Is(err, db.ErrActive):
+		// The run in the way says it all, without the wrappers that
+		// repeat the job's name.
+		var active *db.ActiveRunError
+		if errors.As(err, &active) {
+			err = active
+		}
 		return codedError{code: ExitConflict, err: err}
 	}
 	return err
@@ -480,6 +484,9 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	info, err := s.db.JobByName(c.Context, name)
 	if err != nil {
 		return jobError(err)
+	}
+	if err := checkClock(c, s.db, c.Bool("wait")); err != nil { // --wait runs passes
+		return err
 	}
 	run, err := s.db.QueueRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual, Kind: s.pass.Jobs[name].RunKind()}, actor())
 	if err != nil {
@@ -668,7 +675,7 @@ func runJobResume(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if next.IsZero() {
 		p.Printf("job %s is resumed (it runs only on request)\n", name)
 	} else {
-		p.Printf("job %s is resumed: next run %s (%s from now)\n", name, next.Format(time.RFC3339), humanize.RelTime(s.now(), next, "", ""))
+		p.Printf("job %s is resumed: next run %s (%s from now)\n", name, humanTime(next), humanize.RelTime(s.now(), next, "", ""))
 	}
 	return nil
 }
@@ -769,11 +776,11 @@ func runRunsList(c *cli.Context) error {
 		p.Printf("no runs%s\n", filtersSaid(c, runFilters...))
 		return nil
 	}
-	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED (UTC)", "MESSAGE")
+	p.Printf("%-6s %-20s %-9s %-9s %-3s %-16s %-20s %s\n", "RUN", "JOB", "KIND", "TRIGGER", "TRY", "STATUS", "STARTED", "MESSAGE")
 	for _, r := range runs {
 		started := "-"
 		if !r.StartedAt.IsZero() {
-			started = r.StartedAt.UTC().Format("2006-01-02 15:04:05")
+			started = humanTime(r.StartedAt)
 		}
 		msg := r.Message
 		if r.Status == pass.StatusQueued && r.HeldReason != "" {
@@ -884,14 +891,14 @@ func printRun(p *printer, r pass.Run) {
 	p.Printf("  kind %s, trigger %s, attempt %d, missed slots before it: %d\n", r.Kind, r.Trigger, r.Attempt, r.MissedSlots)
 	if r.Status == pass.StatusRunning {
 		p.Printf("  running: %s\n", runningProgress(r))
-		p.Printf("  heartbeat %s\n", r.HeartbeatAt.UTC().Format(time.RFC3339))
+		p.Printf("  heartbeat %s\n", humanTime(r.HeartbeatAt))
 	}
 	for _, t := range []struct {
 		label string
 		at    time.Time
 	}{{"scheduled", r.ScheduledAt}, {"started", r.StartedAt}, {"ended", r.EndedAt}} {
 		if !t.at.IsZero() {
-			p.Printf("  %-9s %s\n", t.label, t.at.UTC().Format(time.RFC3339))
+			p.Printf("  %-9s %s\n", t.label, humanTime(t.at))
 		}
 	}
 	if r.HeldReason != "" {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -60,19 +61,19 @@ func runKeyList(c *cli.Context) error {
 	}
 	out := []keyJSON{}
 	for _, k := range infos {
-		out = append(out, keyJSON{ID: k.Name, Current: k.Name == r.KeyName(), Created: k.Created.Format("2006-01-02T15:04:05Z07:00"),
+		out = append(out, keyJSON{ID: k.Name, Current: k.Name == r.KeyName(), Created: k.Created.UTC().Format(time.RFC3339),
 			Hostname: k.Hostname, Username: k.Username})
 	}
 	if p.jsonOut {
 		return p.JSON(out)
 	}
-	p.Printf("  %-8s  %-25s  %s\n", "ID", "Created", "User@Host")
-	for _, k := range out {
+	p.Printf("  %-8s  %-19s  %s\n", "ID", "Created", "User@Host")
+	for i, k := range out {
 		mark := " "
 		if k.Current {
 			mark = "*"
 		}
-		p.Printf("%s %-8s  %-25s  %s@%s\n", mark, k.ID[:8], k.Created, k.Username, k.Hostname)
+		p.Printf("%s %-8s  %-19s  %s@%s\n", mark, k.ID[:8], humanTime(infos[i].Created), k.Username, k.Hostname)
 	}
 	p.Printf("* the key in use: the password given opens it\n")
 	return nil

@@ -5,9 +5,30 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"time"
+
+	"golang.org/x/term"
 
 	"github.com/nightjar-backup/nightjar/redact"
 )
+
+// isTerminal reports whether w is a terminal. It is a variable so that
+// tests can make a buffer look like one.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// humanTimeLayout is how human output prints an instant: in local time,
+// to the second, as restic's tables do.
+const humanTimeLayout = "2006-01-02 15:04:05"
+
+// humanTime is the one rule for times in human output (tables and lines):
+// local time, to the second. JSON output has RFC 3339 in UTC instead.
+func humanTime(t time.Time) string {
+	return t.Local().Format(humanTimeLayout)
+}
 
 // printer writes a command's output. With jsonOut set, only JSON documents
 // go to stdout; human-readable text and progress go to stderr or nowhere.

@@ -62,6 +62,9 @@ func runRepositoryList(c *cli.Context) error {
 		return err
 	}
 	defer state.Close()
+	if err := checkClock(c, state, false); err != nil { // probes are recorded with --at's date
+		return err
+	}
 	names := sortedKeys(cfg.Repositories)
 	probes := make([]db.RepositoryProbe, len(names))
 	probed := make([]bool, len(names))

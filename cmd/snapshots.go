@@ -150,7 +150,7 @@ func runSnapshots(c *cli.Context) error {
 		if out[i].VerifyFailed && len(out[i].Verification.Problems) > 0 {
 			line += "  (verify_failed: " + out[i].Verification.Problems[0] + ")"
 		}
-		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %-*s %s\n", width, shortID(s.ID), s.Time.Local().Format("2006-01-02 15:04:05"),
+		p.Printf("%-*s  %-20s %-12s %-10s %-9s %-13s %-6s %-*s %s\n", width, shortID(s.ID), humanTime(s.Time),
 			s.Hostname, humanize.IBytes(uint64(s.Summary.TotalSize)), status, verified, pin, runWidth, runColumn(out[i].Run), line)
 	}
 	p.Printf("%d snapshots\n", len(shown))
@@ -282,7 +282,7 @@ func runLs(c *cli.Context) error {
 		return p.JSON(out)
 	}
 	for _, e := range out {
-		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), e.MTime.Local().Format("2006-01-02 15:04"), e.Path)
+		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), humanTime(e.MTime), e.Path)
 		if e.LinkTarget != "" {
 			line += " -> " + e.LinkTarget
 		}

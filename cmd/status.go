@@ -199,12 +199,12 @@ func jobStatuses(s status.State) []jobStatusJSON {
 		line := jobStatusJSON{Name: j.Name, Repository: j.Repository, Paused: j.Paused, Manual: j.Manual,
 			RPOSeconds: int64(cmp.Or(j.RPO, status.DefaultRPO) / time.Second)}
 		if !j.LastGoodSnapshot.IsZero() {
-			at := j.LastGoodSnapshot
+			at := j.LastGoodSnapshot.UTC()
 			age := int64(s.Now.Sub(at) / time.Second)
 			line.LastGoodSnapshot, line.AgeSeconds = &at, &age
 		}
 		if !j.NextRun.IsZero() && !j.Paused {
-			next := j.NextRun
+			next := j.NextRun.UTC()
 			line.NextRun = &next
 		}
 		out = append(out, line)
@@ -229,7 +229,7 @@ func printStatus(p *printer, warnings []status.Warning, jobs []jobStatusJSON, pa
 	for _, j := range jobs {
 		last := "no good snapshot yet"
 		if j.LastGoodSnapshot != nil {
-			last = fmt.Sprintf("last good snapshot %s (%s ago)", j.LastGoodSnapshot.Format(time.RFC3339), ageText(now.Sub(*j.LastGoodSnapshot)))
+			last = fmt.Sprintf("last good snapshot %s (%s ago)", humanTime(*j.LastGoodSnapshot), ageText(now.Sub(*j.LastGoodSnapshot)))
 		}
 		next := "next run: none scheduled"
 		switch {
@@ -238,7 +238,7 @@ func printStatus(p *printer, warnings []status.Warning, jobs []jobStatusJSON, pa
 		case j.Manual:
 			next = "manual: runs only when asked"
 		case j.NextRun != nil:
-			next = "next run " + j.NextRun.Format(time.RFC3339)
+			next = "next run " + humanTime(*j.NextRun)
 		}
 		p.Printf("job %s (repository %s): %s; %s\n", j.Name, j.Repository, last, next)
 	}
@@ -248,7 +248,7 @@ func printStatus(p *printer, warnings []status.Warning, jobs []jobStatusJSON, pa
 	}
 	newest := slices.MaxFunc(passes, func(a, b status.Pass) int { return a.At.Compare(b.At) })
 	p.Printf("scheduler: newest pass %s on %s (pid %d, version %s) at %s (%s ago)\n",
-		newest.Mode, newest.Host, newest.PID, newest.Version, newest.At.Format(time.RFC3339), ageText(now.Sub(newest.At)))
+		newest.Mode, newest.Host, newest.PID, newest.Version, humanTime(newest.At), ageText(now.Sub(newest.At)))
 }
 
 // ageText rounds an age for reading.

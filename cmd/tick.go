@@ -21,10 +21,39 @@ import (
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
-// atFlag lets a pass run at a simulated time: for trying a config, for
-// importing, and for tests. The clock then advances from that instant.
+// atFlag lets a command run at a simulated time, for tests and for trying
+// a config on a state database of its own. The clock then advances from
+// that instant. What the command writes (runs, snapshots, next-run times)
+// is dated by that clock, so the flag is hidden, and checkClock refuses it
+// on a state database that a live scheduler uses.
 func atFlag() cli.Flag {
-	return &cli.StringFlag{Name: "at", Usage: "act as if the time were `RFC3339` (the clock runs on from there)"}
+	return &cli.StringFlag{Name: "at", Hidden: true,
+		Usage: "testing only: act as if the time were `RFC3339` and write what happens with that date; refused on a state database a live scheduler uses"}
+}
+
+// checkClock keeps the real and the simulated clock (--at) apart on one
+// state database: --at is refused on a database that a pass on the real
+// clock drove, and a pass on the real clock (passes set: tick, serve, job
+// run --wait) on a database that --at drove. Both are usage errors.
+func checkClock(c *cli.Context, state *db.DB, passes bool) error {
+	mode := db.ClockSimulated
+	if c.String("at") == "" {
+		if !passes {
+			return nil
+		}
+		mode = db.ClockReal
+	}
+	err := state.UseClock(c.Context, mode, time.Now())
+	var mixed *db.ClockModeError
+	if !errors.As(err, &mixed) {
+		return err
+	}
+	if mode == db.ClockSimulated {
+		return usageError{fmt.Errorf("--at refused: a live scheduler uses this state database (passes on the real clock since %s); "+
+			"--at is for tests, with a state database of its own (--state FILE)", humanTime(mixed.Since))}
+	}
+	return usageError{fmt.Errorf("refused: this state database was driven by --at (simulated times since %s); "+
+		"a live scheduler needs a state database of its own (--state FILE or [scheduler] state)", humanTime(mixed.Since))}
 }
 
 // clock returns the command's clock: the real time, or --at moving forward.
@@ -68,6 +97,10 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	}
 	state, err := db.Open(c.Context, statePath(c, cfg), now)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkClock(c, state, withExecutor); err != nil {
+		state.Close()
 		return nil, err
 	}
 	var exec pass.Executor
@@ -149,11 +182,15 @@ func actor() db.Actor {
 
 func tickCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "tick",
-		Usage:     "run one scheduler pass: start the due jobs and wait for them",
+		Name:  "tick",
+		Usage: "run one scheduler pass: start the due jobs and wait for them",
+		Description: "On a terminal tick prints a line for everything the pass did. When stdout is not a terminal\n" +
+			"(cron, which mails any output) a pass that did nothing noteworthy prints nothing: only a failed or\n" +
+			"partial run, a run given up, a warning or an error print a line, so that cron mails exactly then.",
 		ArgsUsage: " ",
 		Flags: append(configFlags(), atFlag(), jsonFlag(),
-			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log what the pass decides to stderr"}),
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print every line also when stdout is not a terminal, and log what the pass decides to stderr"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only failed and partial runs, runs given up, warnings and errors, also on a terminal"}),
 		Action: runTick,
 	}
 }
@@ -187,7 +224,7 @@ func runTick(c *cli.Context) error {
 	if err := purgeHistory(c.Context, s.db, s.cfg.History, s.now(), s.pass.Logger); err != nil {
 		p.Warnf("%v", err)
 	}
-	if err := reportPass(p, sum); err != nil {
+	if err := reportPass(p, sum, tickPrintsAll(c)); err != nil {
 		return err
 	}
 	if sum.Shutdown {
@@ -229,9 +266,24 @@ type missed struct {
 	CaughtUp bool      `json:"caught_up"`
 }
 
+// tickPrintsAll reports whether tick prints every line of its pass (on a
+// terminal, or with --verbose) or only what must reach the operator (when
+// stdout is not a terminal, as under cron, which mails any output; or
+// with --quiet).
+func tickPrintsAll(c *cli.Context) bool {
+	if c.Bool("verbose") {
+		return true
+	}
+	return !c.Bool("quiet") && isTerminal(c.App.Writer)
+}
+
 // reportPass prints what a pass did, and fails the command when a run it
-// finished did not fully succeed, so that cron mails the operator.
-func reportPass(p *printer, sum pass.Summary) error {
+// finished did not fully succeed, so that cron mails the operator. With
+// all unset it prints only the runs that failed or partly failed (one
+// line each, which then stand for the command's error) and the runs given
+// up and the warnings (on stderr): a pass that did nothing noteworthy
+// prints nothing.
+func reportPass(p *printer, sum pass.Summary, all bool) error {
 	out := passJSON{Claimed: runsJSON(sum.Claimed), Started: runsJSON(sum.Started), Finished: runsJSON(sum.Finished),
 		Requeued: runsJSON(sum.Requeued), Reclaimed: runsJSON(sum.Reclaimed), Lost: []lostRun{}, Held: []heldRun{}, Missed: []missed{},
 		Warnings: nonNil(sum.Warnings), Shutdown: sum.Shutdown}
@@ -242,13 +294,19 @@ func reportPass(p *printer, sum pass.Summary) error {
 		out.Held = append(out.Held, heldRun{RunID: h.RunID, Job: h.Job, Reason: h.Reason})
 	}
 	for _, m := range sum.Missed {
-		out.Missed = append(out.Missed, missed{Job: m.Job, Slots: m.Slots, Latest: m.Latest, CaughtUp: m.CaughtUp})
+		out.Missed = append(out.Missed, missed{Job: m.Job, Slots: m.Slots, Latest: m.Latest.UTC(), CaughtUp: m.CaughtUp})
 	}
 	if err := p.JSON(out); err != nil {
 		return err
 	}
+	// info prints what is worth a line on a terminal only.
+	info := func(format string, args ...any) {
+		if all {
+			p.Printf(format, args...)
+		}
+	}
 	for _, r := range sum.Reclaimed {
-		p.Printf("reclaimed run %d of job %s: its runner stopped answering (%s)\n", r.ID, r.Job, r.Message)
+		info("reclaimed run %d of job %s: its runner stopped answering (%s)\n", r.ID, r.Job, r.Message)
 	}
 	claimed := map[string]bool{}
 	for _, r := range sum.Claimed {
@@ -262,26 +320,28 @@ func reportPass(p *printer, sum pass.Summary) error {
 		case claimed[m.Job]:
 			what = "the run of the latest slot covers them; missed slots never run one by one"
 		}
-		p.Printf("job %s missed %d slots (latest %s): %s\n", m.Job, m.Slots, m.Latest.Format(time.RFC3339), what)
+		info("job %s missed %d slots (latest %s): %s\n", m.Job, m.Slots, humanTime(m.Latest), what)
 	}
 	for _, r := range sum.Finished {
-		p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
+		if all || r.Status == pass.StatusFailed || r.Status == pass.StatusPartialFailure {
+			p.Printf("run %d of job %s: %s\n", r.ID, r.Job, describeRun(r))
+		}
 	}
 	for _, l := range sum.Lost {
 		// A warning, so that it is logged in both modes: nothing else records it.
 		p.WarnRunf(l.ID, l.Job, "run %d of job %s was given up, nothing was recorded for it: %s", l.ID, l.Job, l.Reason)
 	}
 	for _, h := range sum.Held {
-		p.Printf("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
+		info("run %d of job %s is held: %s\n", h.RunID, h.Job, h.Reason)
 	}
 	for _, r := range sum.Requeued {
-		p.Printf("run %d of job %s queued (%s, attempt %d, not before %s)\n", r.ID, r.Job, r.Trigger, r.Attempt, r.NotBefore.Format(time.RFC3339))
+		info("run %d of job %s queued (%s, attempt %d, not before %s)\n", r.ID, r.Job, r.Trigger, r.Attempt, humanTime(r.NotBefore))
 	}
 	for _, w := range sum.Warnings {
 		p.Warnf("%s", w)
 	}
 	if len(sum.Claimed)+len(sum.Finished)+len(sum.Held)+len(sum.Reclaimed)+len(sum.Requeued)+len(sum.Lost) == 0 {
-		p.Printf("nothing was due\n")
+		info("nothing was due\n")
 	}
 	worst := ExitOK
 	for _, r := range sum.Finished {
@@ -295,7 +355,8 @@ func reportPass(p *printer, sum pass.Summary) error {
 		}
 	}
 	if worst != ExitOK {
-		return codedError{code: worst, err: errors.New("some runs did not fully succeed"), silent: p.jsonOut}
+		// Without all, the lines of those runs are the whole message.
+		return codedError{code: worst, err: errors.New("some runs did not fully succeed"), silent: p.jsonOut || !all}
 	}
 	return nil
 }
@@ -304,7 +365,7 @@ func describeRun(r pass.Run) string {
 	var b strings.Builder
 	b.WriteString(r.Status)
 	if r.ErrorCode != "" {
-		fmt.Fprintf(&b, " [%s/%s]", r.ErrorClass, r.ErrorCode)
+		fmt.Fprintf(&b, " [%s]", pass.ErrorLabel(r.ErrorClass, r.ErrorCode))
 	}
 	if r.Message != "" {
 		b.WriteString(": " + r.Message)
@@ -399,7 +460,7 @@ func runServe(c *cli.Context) error {
 				return
 			}
 			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Lost)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
-				_ = reportPass(p, sum)
+				_ = reportPass(p, sum, !c.Bool("quiet"))
 			}
 			if len(sum.Abandoned) > 0 {
 				p.Warnf("%d runs did not stop in time: the next pass reclaims them", len(sum.Abandoned))

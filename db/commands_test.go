@@ -31,8 +31,15 @@ func TestQueueRun(t *testing.T) {
 	if !mustJob(t, d, "a").Paused {
 		t.Fatal("queueing a run resumed the paused job")
 	}
-	if _, err := d.QueueRun(ctx, "a", pass.Run{}, admin); !errors.Is(err, pass.ErrActive) {
+	_, err = d.QueueRun(ctx, "a", pass.Run{}, admin)
+	if !errors.Is(err, pass.ErrActive) {
 		t.Fatalf("second run: err = %v, want ErrActive", err)
+	}
+	// The error names the run in the way, so that the user knows which to
+	// wait for or cancel.
+	var active *ActiveRunError
+	if !errors.As(err, &active) || active.Job != "a" || active.RunID != r.ID || active.Status != pass.StatusQueued {
+		t.Fatalf("second run: err = %v (%+v), want an ActiveRunError naming run %d, queued", err, active, r.ID)
 	}
 	if _, err := d.QueueRun(ctx, "nope", pass.Run{}, admin); !errors.Is(err, pass.ErrUnknownJob) {
 		t.Fatalf("unknown job: err = %v, want ErrUnknownJob", err)

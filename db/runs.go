@@ -174,7 +174,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, jobID int64, r pass.Run, now tim
 		jobID, r.Kind, r.Trigger, r.Attempt, r.Priority, ns(r.ScheduledAt), ns(r.NotBefore), ns(r.QueuedAt),
 		nullString(r.HeldReason), r.Message, r.MissedSlots)
 	if isUnique(err) {
-		return pass.Run{}, fmt.Errorf("queue run: %w", ErrActive)
+		return pass.Run{}, activeRun(ctx, tx, jobID)
 	}
 	if err != nil {
 		return pass.Run{}, fmt.Errorf("queue run: %w", err)
@@ -184,6 +184,34 @@ func insertRun(ctx context.Context, tx *sql.Tx, jobID int64, r pass.Run, now tim
 		return pass.Run{}, fmt.Errorf("queue run: %w", err)
 	}
 	return getRun(ctx, tx, id)
+}
+
+// ActiveRunError is ErrActive naming the run in the way: a job has one
+// queued or running run at most.
+type ActiveRunError struct {
+	Job    string
+	RunID  int64
+	Status string // queued or running
+}
+
+func (e *ActiveRunError) Error() string {
+	return fmt.Sprintf("job %s already has an active run: run %d, %s; wait for it to end, or cancel it (nightjar runs cancel %d)",
+		e.Job, e.RunID, e.Status, e.RunID)
+}
+
+// Is makes an ActiveRunError match ErrActive.
+func (e *ActiveRunError) Is(target error) bool { return target == ErrActive }
+
+// activeRun returns the ActiveRunError of the job jobID, whose queued or
+// running run kept a new one from being queued.
+func activeRun(ctx context.Context, tx *sql.Tx, jobID int64) error {
+	e := &ActiveRunError{}
+	err := tx.QueryRowContext(ctx, `SELECT j.name, r.id, r.status FROM runs r JOIN jobs j ON j.id = r.job_id
+		WHERE r.job_id = ? AND r.status IN ('queued', 'running')`, jobID).Scan(&e.Job, &e.RunID, &e.Status)
+	if err != nil {
+		return fmt.Errorf("queue run: %w (and the run in the way could not be read: %v)", ErrActive, err)
+	}
+	return e
 }
 
 // RunFilter selects runs for Runs. Its fields narrow the list together.

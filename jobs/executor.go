@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/backup"
@@ -124,8 +125,7 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 	if job.Backup.Bandwidth > 0 {
 		limiter = limit.New(job.Backup.Bandwidth)
 	}
-	failed := 0
-	var lastErr error
+	var failed []string // "path: reason" of each source that could not be read
 	for _, src := range sources {
 		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "source " + src.Path})
 		if src.Command != nil {
@@ -148,11 +148,10 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 			case errors.As(err, &cerr):
 				// The command failed: no snapshot was saved of what it
 				// wrote, which may be cut short.
-				failed++
-				lastErr = err
+				reason := commandReason(cerr) + "; no snapshot was saved"
+				failed = append(failed, src.Path+": "+reason)
 				res.Figures.FilesSkipped++
-				res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path,
-					Reason: commandReason(cerr) + "; no snapshot was saved"})
+				res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path, Reason: reason})
 			default:
 				return res, Classify(fmt.Errorf("source %s: %w", src.Path, err))
 			}
@@ -187,13 +186,12 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 				// meet it too.
 				return res, Classify(fmt.Errorf("source %s: %w", src.Path, err))
 			}
-			failed++
-			lastErr = err
 			reason := err.Error()
 			var nothing *backup.NothingSavedError
 			if errors.As(err, &nothing) && len(nothing.Skipped) == 1 {
 				reason = nothing.Skipped[0].Reason
 			}
+			failed = append(failed, src.Path+": "+reason)
 			res.Figures.FilesSkipped++
 			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path, Reason: reason})
 			continue
@@ -208,8 +206,11 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 		}
 		res.Snapshots = append(res.Snapshots, pass.SnapshotRef{RepositoryID: r.ID(), SnapshotID: out.Snapshot.ID, Source: src.Path})
 	}
-	if failed == len(sources) {
-		return res, &pass.ClassError{Class: pass.ClassSource, Code: "ALL_SOURCES_FAILED", Err: fmt.Errorf("no source could be read: %w", lastErr)}
+	if len(failed) == len(sources) {
+		// Each reason once: backup's own error already says "no source
+		// could be read", and wrapping it would say it twice.
+		return res, &pass.ClassError{Class: pass.ClassSource, Code: "ALL_SOURCES_FAILED",
+			Err: fmt.Errorf("no source could be read (%s)", strings.Join(failed, "; "))}
 	}
 	return res, nil
 }

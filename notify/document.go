@@ -120,7 +120,7 @@ func (d Document) summary() string {
 		b.WriteString(strings.ReplaceAll(d.Event, "_", " "))
 	}
 	if d.ErrorCode != "" {
-		fmt.Fprintf(&b, " [%s/%s]", d.ErrorClass, d.ErrorCode)
+		fmt.Fprintf(&b, " [%s]", pass.ErrorLabel(d.ErrorClass, d.ErrorCode))
 	}
 	if d.Message != "" {
 		b.WriteString(": " + redact.OneLine(d.Message, maxSummaryMessage))

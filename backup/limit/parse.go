@@ -17,6 +17,9 @@ var ErrInvalidRate = errors.New("invalid bandwidth")
 // allowed is what every ParseRate error about the form of a rate suggests.
 const allowed = "want a positive number with a unit such as 50MB, 50MB/s, 400Mbit or 512KiB"
 
+// noUnit is the error of a number without a unit: it names the units.
+const noUnit = "a number needs a unit: B (bytes) or bit, after an optional k, M, G, T, Ki, Mi, Gi or Ti, such as 50MB or 400Mbit"
+
 // prefixes maps a lowercase prefix to its multiplier and usual spelling.
 var prefixes = map[string]struct {
 	mult float64
@@ -45,9 +48,9 @@ var prefixes = map[string]struct {
 //     is 50 000 000 bytes per second. Mbps (lowercase b) means megabits and
 //     MBps megabytes per second. A lone lowercase b, as in 50Mb or 50mb, is
 //     rejected because operators write it for both bits and bytes.
-//   - Without a unit the number counts bytes: 4096 and 100k are 4096 and
-//     100 000 bytes per second (curl and rsync read 100k as 100 KiB; the
-//     difference is 2.4%).
+//   - A unit is required: 4096 or 100k alone is refused (noUnit names the
+//     units), since readers differ on what a bare number or prefix means
+//     (bytes, KiB as restic's --limit-upload, 100 KiB as curl's 100k).
 //   - "/s" or "/sec" may follow and changes nothing: every rate is per second.
 //
 // Spaces around the number and the unit are ignored. The result must be at
@@ -110,7 +113,9 @@ func ParseRate(s string) (int64, error) {
 	switch {
 	case lower == "bps" && perSecond:
 		return fail(allowed)
-	case unit == "" || unit == "B" || lower == "byte" || lower == "bytes" || unit == "Bps":
+	case unit == "":
+		return fail(noUnit)
+	case unit == "B" || lower == "byte" || lower == "bytes" || unit == "Bps":
 	case lower == "bit" || lower == "bits" || unit == "bps":
 		bits = true
 	case unit == "b" || lower == "bps":

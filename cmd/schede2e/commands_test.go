@@ -81,14 +81,25 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 		t.Fatalf("next run %s: want the next 02:00 UTC", rfc(next))
 	}
 
-	// From here on the clock is simulated.
+	// --at is refused on a state database that passes on the real clock
+	// drove: it would write runs and next-run times dated at another time.
+	res = w.must(exitUsage, "tick", "--at", rfc(next.Add(30*time.Second)))
+	if !strings.Contains(res.Stderr, "--at refused") || strings.Count(strings.TrimSpace(res.Stderr), "\n") != 0 || res.Stdout != "" {
+		t.Errorf("tick --at on a live state database: want one line saying --at is refused:\n%s", res)
+	}
+
+	// From here on the clock is simulated, on a state database of its own
+	// where the job is first seen an hour before its next slot.
+	w.state = filepath.Join(w.dir, "state", "simulated.db")
+	w.writeConfig(header("", "") + job("j", "daily 02:00", "", src))
+	w.tick(exitOK, "--at", rfc(next.Add(-time.Hour)))
 	w.must(exitOK, "job", "pause", "j")
 	p := w.tick(exitOK, "--at", rfc(next.Add(30*time.Second)))
 	if len(p.Claimed)+len(p.Started)+len(p.Finished) != 0 {
 		t.Errorf("a paused job ran at its slot: %+v", p)
 	}
-	if n := len(w.runs()); n != 2 {
-		t.Errorf("%d runs after the paused slot, want 2", n)
+	if n := len(w.runs()); n != 0 {
+		t.Errorf("%d runs after the paused slot, want none", n)
 	}
 	res = w.must(exitOK, "job", "explain", "j", "--at", rfc(next.Add(40*time.Second)))
 	if !strings.Contains(res.Stdout, "paused") {

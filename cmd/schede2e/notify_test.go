@@ -200,7 +200,9 @@ func TestNotifyFailuresDoNotFailTheRun(t *testing.T) {
 	w.writeConfig(header("", "") + job("a", "hourly :00", "", src) +
 		"\n[notify]\nwebhooks = [\"" + down.URL + "/hook/DOWNTOKEN\", \"" + slow.URL + "/hook/SLOWTOKEN\"]\ntimeout = \"1s\"\nattempts = 2\n")
 	w.tick(exitOK, "--at", "2026-06-01T09:30:00Z")
-	res := w.must(exitOK, "tick", "--at", "2026-06-01T10:00:05Z")
+	// --verbose: tick prints its succeeded runs also when stdout is not a
+	// terminal.
+	res := w.must(exitOK, "tick", "--verbose", "--at", "2026-06-01T10:00:05Z")
 	if !strings.Contains(res.Stdout, "succeeded") {
 		t.Fatalf("the run did not succeed:\n%s", res)
 	}

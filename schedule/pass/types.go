@@ -218,3 +218,13 @@ func (e *ClassError) Error() string {
 	return e.Err.Error()
 }
 func (e *ClassError) Unwrap() error { return e.Err }
+
+// ErrorLabel is how a message shows a run's error class and code:
+// "class/code", or the code alone for a run without a class (a partial
+// failure has only OBJECTS_SKIPPED); "" when there is no code.
+func ErrorLabel(class, code string) string {
+	if class == "" {
+		return code
+	}
+	return class + "/" + code
+}
