@@ -27,5 +27,10 @@ func commands() []*cli.Command {
 		repositoryCommand(),
 		auditCommand(),
 		installCommand(),
+		tagCommand(),
+		copyCommand(),
+		unlockCommand(),
+		catCommand(),
+		listCommand(),
 	}
 }
