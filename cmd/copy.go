@@ -93,7 +93,7 @@ func copyIn(c *cli.Context, p *printer, dst *repo.Repository, opts copyOptions) 
 	for _, ref := range opts.refs {
 		s, err := matchSnapshot(snaps, ref, opts.filter.considered)
 		if err != nil {
-			return err
+			return fmt.Errorf("source repository: %w", err)
 		}
 		if !slices.Contains(chosen, s) {
 			chosen = append(chosen, s)
