@@ -106,7 +106,7 @@ func TestUnlock(t *testing.T) {
 	res := e.expect(ExitOK, "unlock", "-r", dir)
 	got := lines(res.stdout)
 	wantPrefix := map[string]string{
-		deadLock[:8]: fmt.Sprintf("removed lock %s: its holder is gone (shared lock for backup by pid %d of ", deadLock[:8], dead.cmd.Process.Pid),
+		deadLock[:8]:    fmt.Sprintf("removed lock %s: its holder is gone (shared lock for backup by pid %d of ", deadLock[:8], dead.cmd.Process.Pid),
 		liveLock[0][:8]: fmt.Sprintf("kept lock %s: its holder is still at work (shared lock for check by pid %d of ", liveLock[0][:8], live.cmd.Process.Pid),
 	}
 	if len(got) != 3 || got[2] != "removed 1 locks, kept 1" {
