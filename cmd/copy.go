@@ -30,6 +30,7 @@ func copyCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "host", Usage: "only snapshots of `HOST` (repeatable: any of them)"},
 			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots that include `PATH` (repeatable: all of them)"},
+			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "only say what would be copied: change nothing, take no lock"},
 			jsonFlag(),
 		),
 		Action: runCopy,
@@ -41,10 +42,11 @@ type copyOptions struct {
 	from   string   // the source repository's location
 	refs   []string // snapshots named: IDs, unique prefixes or latest
 	filter forgetOptions
+	dryRun bool
 }
 
 func copyArgs(c *cli.Context) (copyOptions, error) {
-	opts := copyOptions{from: c.String("from-repo"), refs: c.Args().Slice(),
+	opts := copyOptions{from: c.String("from-repo"), refs: c.Args().Slice(), dryRun: c.Bool("dry-run"),
 		filter: forgetOptions{hosts: c.StringSlice("host"), paths: c.StringSlice("path"), tags: tagLists(c.StringSlice("tag"))}}
 	if opts.from == "" {
 		return copyOptions{}, usageError{errors.New("no source repository given: use --from-repo LOCATION or set NIGHTJAR_FROM_REPOSITORY")}
@@ -57,6 +59,7 @@ func copyArgs(c *cli.Context) (copyOptions, error) {
 
 // copyJSON is copy's outcome in --json.
 type copyJSON struct {
+	DryRun      bool         `json:"dry_run"`
 	Copied      []copiedJSON `json:"copied"`
 	Skipped     []copiedJSON `json:"skipped"` // copied before
 	BlobsStored int          `json:"blobs_stored"`
@@ -66,7 +69,7 @@ type copyJSON struct {
 // copiedJSON is a source snapshot and its copy in the destination.
 type copiedJSON struct {
 	Source string `json:"source"`
-	Copy   string `json:"copy"`
+	Copy   string `json:"copy"` // "" in a dry run, for a snapshot that would be copied
 }
 
 func runCopy(c *cli.Context) error { return withRepository(c, copyArgs, copyIn) }
@@ -99,34 +102,50 @@ func copyIn(c *cli.Context, p *printer, dst *repo.Repository, opts copyOptions) 
 			chosen = append(chosen, s)
 		}
 	}
-	res, err := repo.Copy(c.Context, src, dst, chosen)
+	copySnapshots := repo.Copy
+	if opts.dryRun {
+		copySnapshots = repo.PreviewCopy
+	}
+	res, err := copySnapshots(c.Context, src, dst, chosen)
 	if errors.Is(err, repo.ErrSameRepository) {
 		return usageError{fmt.Errorf("--from-repo %s is the destination repository itself: copy needs two repositories", opts.from)}
 	}
 	if res != nil {
-		printCopied(p, res)
+		printCopied(p, res, opts.dryRun)
 	}
 	if err != nil {
 		return busyHint(err)
 	}
-	out := copyJSON{Copied: []copiedJSON{}, Skipped: []copiedJSON{}, BlobsStored: res.Stats.Blobs, BytesStored: res.Stats.Bytes}
+	out := copyJSON{DryRun: opts.dryRun, Copied: []copiedJSON{}, Skipped: []copiedJSON{}, BlobsStored: res.Stats.Blobs, BytesStored: res.Stats.Bytes}
 	for _, cs := range res.Copied {
-		out.Copied = append(out.Copied, copiedJSON{Source: cs.Source.ID, Copy: cs.Copy.ID})
+		cj := copiedJSON{Source: cs.Source.ID}
+		if cs.Copy != nil {
+			cj.Copy = cs.Copy.ID
+		}
+		out.Copied = append(out.Copied, cj)
 	}
 	for _, cs := range res.Skipped {
 		out.Skipped = append(out.Skipped, copiedJSON{Source: cs.Source.ID, Copy: cs.Copy.ID})
 	}
-	p.Printf("copied %d snapshots, skipped %d copied before; stored %d blobs, %s\n", len(res.Copied), len(res.Skipped),
-		res.Stats.Blobs, humanize.IBytes(uint64(res.Stats.Bytes)))
+	if opts.dryRun {
+		p.Printf("dry run: would copy %d snapshots, skip %d copied before; nothing was changed\n", len(res.Copied), len(res.Skipped))
+	} else {
+		p.Printf("copied %d snapshots, skipped %d copied before; stored %d blobs, %s\n", len(res.Copied), len(res.Skipped),
+			res.Stats.Blobs, humanize.IBytes(uint64(res.Stats.Bytes)))
+	}
 	return p.JSON(out)
 }
 
 // printCopied says what became of each snapshot copy was given.
-func printCopied(p *printer, res *repo.CopyResult) {
+func printCopied(p *printer, res *repo.CopyResult, dryRun bool) {
 	for _, cs := range res.Skipped {
 		p.Printf("skipped snapshot %s: copied before, as %s\n", shortID(cs.Source.ID), shortID(cs.Copy.ID))
 	}
 	for _, cs := range res.Copied {
+		if dryRun {
+			p.Printf("would copy snapshot %s\n", shortID(cs.Source.ID))
+			continue
+		}
 		p.Printf("copied snapshot %s as %s\n", shortID(cs.Source.ID), shortID(cs.Copy.ID))
 	}
 }

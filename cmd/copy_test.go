@@ -52,8 +52,20 @@ func TestCopy(t *testing.T) {
 	wantSecond := readTree(t, src)
 	fromFlags := []string{"--from-repo", from, "--from-password-file", e.pwFile}
 
+	// A dry run says what would be copied and changes nothing.
+	packsBefore := objectNames(t, to, repo.PackFile)
+	res := e.expect(ExitOK, append([]string{"copy", "-r", to, "--dry-run"}, fromFlags...)...)
+	want := []string{"would copy snapshot " + first[:8], "would copy snapshot " + second[:8],
+		"dry run: would copy 2 snapshots, skip 0 copied before; nothing was changed"}
+	if got := lines(res.stdout); !slices.Equal(got, want) {
+		t.Errorf("dry run: %q, want %q", got, want)
+	}
+	if got := objectNames(t, to, repo.SnapshotFile); len(got) != 0 || !slices.Equal(objectNames(t, to, repo.PackFile), packsBefore) {
+		t.Errorf("a dry run changed the destination: snapshots %v", got)
+	}
+
 	// The first snapshot alone, named by a prefix.
-	res := e.expect(ExitOK, append([]string{"copy", "-r", to, "--json", first[:8]}, fromFlags...)...)
+	res = e.expect(ExitOK, append([]string{"copy", "-r", to, "--json", first[:8]}, fromFlags...)...)
 	var out copyJSON
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatalf("%v\n%s", err, res.stdout)
@@ -82,7 +94,7 @@ func TestCopy(t *testing.T) {
 
 	// Again, in text: nothing is copied.
 	res = e.expect(ExitOK, "copy", "-r", to, "--from-password-file", e.pwFile)
-	want := []string{
+	want = []string{
 		"skipped snapshot " + first[:8] + ": copied before, as " + copies[first][:8],
 		"skipped snapshot " + second[:8] + ": copied before, as " + copies[second][:8],
 		"copied 0 snapshots, skipped 2 copied before; stored 0 blobs, 0 B",

@@ -44,8 +44,8 @@ func tagArgs(c *cli.Context) (tagOptions, error) {
 	flat := func(name string) ([]string, error) {
 		tags := slices.Concat(tagLists(c.StringSlice(name))...)
 		for _, t := range tags {
-			if strings.ContainsAny(t, "\n") {
-				return nil, usageError{fmt.Errorf("invalid tag %q in --%s: want a non-empty word without commas", t, name)}
+			if strings.ContainsAny(t, "\r\n") {
+				return nil, usageError{fmt.Errorf("invalid tag %q in --%s: want a tag on one line", t, name)}
 			}
 		}
 		return tags, nil

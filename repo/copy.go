@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // SnapshotOrigin is where a copied snapshot came from: the repository, the
@@ -50,7 +54,7 @@ const maxCopiedTrees = 1 << 20
 // snapshots it finished; copying again goes on from there.
 //
 // Copy reads one directory listing per level of the tree being copied and
-// one blob at a time, never a whole file. It holds a shared lock on both
+// one chunk per core at a time, never a whole file. It holds a shared lock on both
 // repositories, and loads both indexes.
 func Copy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (*CopyResult, error) {
 	if src.ID() == dst.ID() {
@@ -77,7 +81,7 @@ func Copy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (*CopyRe
 	}
 	snaps = slices.Clone(snaps)
 	SortSnapshots(snaps)
-	c := &copier{src: src, dst: dst, trees: map[ID]ID{}}
+	c := &copier{src: src, dst: dst, trees: map[ID]ID{}, bufs: sync.Pool{New: func() any { return new(BlobBuffer) }}}
 	res := &CopyResult{}
 	for _, s := range snaps {
 		if prior := copiedBefore(s, existing); prior != nil {
@@ -97,6 +101,32 @@ func Copy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (*CopyRe
 	return res, nil
 }
 
+// PreviewCopy says what Copy would do now, without a lock and without
+// writing anything (a dry run): the snapshots it would copy (in Copied,
+// with no Copy) and those it would skip.
+func PreviewCopy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (*CopyResult, error) {
+	if src.ID() == dst.ID() {
+		return nil, ErrSameRepository
+	}
+	existing, err := dst.Snapshots(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("copy: destination: %w", err)
+	}
+	snaps = slices.Clone(snaps)
+	SortSnapshots(snaps)
+	res := &CopyResult{}
+	for _, s := range snaps {
+		if prior := copiedBefore(s, existing); prior != nil {
+			res.Skipped = append(res.Skipped, CopiedSnapshot{Source: s, Copy: prior})
+			continue
+		}
+		res.Copied = append(res.Copied, CopiedSnapshot{Source: s})
+		existing = append(existing, &Snapshot{Time: s.Time, Hostname: s.Hostname, Paths: s.Paths,
+			CopiedFrom: &SnapshotOrigin{Tree: s.Tree}})
+	}
+	return res, nil
+}
+
 // copiedBefore returns the snapshot of existing that is a copy of s, or nil.
 func copiedBefore(s *Snapshot, existing []*Snapshot) *Snapshot {
 	for _, e := range existing {
@@ -112,7 +142,7 @@ func copiedBefore(s *Snapshot, existing []*Snapshot) *Snapshot {
 type copier struct {
 	src, dst *Repository
 	trees    map[ID]ID // source tree ID to destination tree ID, of trees durable in dst
-	buf      BlobBuffer
+	bufs     sync.Pool // of *BlobBuffer, one per worker reading chunks
 }
 
 // snapshot copies one snapshot's trees and data, then saves its record.
@@ -167,11 +197,25 @@ func (c *copier) tree(ctx context.Context, w *Writer, id ID, done map[ID]ID) (ID
 			}
 			n.Subtree = &sub
 		}
-		for j, blob := range n.Content {
-			if n.Content[j], err = c.data(ctx, w, blob); err != nil {
-				return ID{}, fmt.Errorf("%s: %w", n.Name, err)
-			}
+	}
+	// The folder's file contents, a chunk per worker at a time.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		for j := range n.Content {
+			g.Go(func() error {
+				to, err := c.data(gctx, w, n.Content[j])
+				if err != nil {
+					return fmt.Errorf("%s: %w", n.Name, err)
+				}
+				n.Content[j] = to
+				return nil
+			})
 		}
+	}
+	if err := g.Wait(); err != nil {
+		return ID{}, err
 	}
 	to, err := w.SaveTree(ctx, t)
 	if err != nil {
@@ -181,9 +225,12 @@ func (c *copier) tree(ctx context.Context, w *Writer, id ID, done map[ID]ID) (ID
 	return to, nil
 }
 
-// data copies one data blob and returns its ID in dst.
+// data copies one data blob and returns its ID in dst. It is safe for
+// concurrent use.
 func (c *copier) data(ctx context.Context, w *Writer, id ID) (ID, error) {
-	plain, err := c.src.LoadBlobTo(ctx, id, &c.buf)
+	buf := c.bufs.Get().(*BlobBuffer)
+	defer c.bufs.Put(buf)
+	plain, err := c.src.LoadBlobTo(ctx, id, buf)
 	if err != nil {
 		return ID{}, err
 	}
