@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
@@ -102,9 +103,15 @@ func tagIn(c *cli.Context, p *printer, r *repo.Repository, opts tagOptions) erro
 		return busyHint(err)
 	}
 	out := tagJSON{Changed: []tagSnapshotJSON{}, Unchanged: []tagSnapshotJSON{}, Forgetting: nonNil(res.Forgetting)}
-	for _, s := range res.Changed {
+	for _, ch := range res.Changed {
+		s := ch.Snapshot
 		out.Changed = append(out.Changed, tagSnapshotJSON{ID: s.ID, Tags: nonNil(s.Tags)})
 		p.Printf("changed tags of snapshot %s: %s\n", shortID(s.ID), tagText(s.Tags))
+		for _, t := range ch.Old {
+			if job, ok := strings.CutPrefix(t, jobs.JobTag("")); ok && !slices.Contains(s.Tags, t) {
+				p.Warnf("snapshot %s lost its tag %s: job %s's retention and verification no longer count it", shortID(s.ID), t, job)
+			}
+		}
 	}
 	for _, s := range res.Unchanged {
 		out.Unchanged = append(out.Unchanged, tagSnapshotJSON{ID: s.ID, Tags: nonNil(s.Tags)})

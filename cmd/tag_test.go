@@ -84,6 +84,19 @@ func TestTag(t *testing.T) {
 		}
 	})
 
+	t.Run("a job's tag removed is warned about", func(t *testing.T) {
+		job := e.backupSnapshot(dir, "--tag", "job:home", src)
+		res := e.expect(ExitOK, "tag", "-r", dir, "--set", "kept", job)
+		want := "warning: snapshot " + job[:8] + " lost its tag job:home: job home's retention and verification no longer count it"
+		if got := lines(res.stderr); !slices.Equal(got, []string{want}) {
+			t.Errorf("stderr %q, want %q", got, want)
+		}
+		res = e.expect(ExitOK, "tag", "-r", dir, "--add", "job:home", job)
+		if res.stderr != "" {
+			t.Errorf("adding a job's tag warns: %q", res.stderr)
+		}
+	})
+
 	t.Run("busy", func(t *testing.T) {
 		lock, err := openForTest(t, dir).Lock(context.Background(), false, "backup")
 		if err != nil {

@@ -42,9 +42,15 @@ type TagSelect func(snapshots []*Snapshot) ([]string, error)
 // TagResult is what ChangeTags did, each list in the order of the
 // selection.
 type TagResult struct {
-	Changed    []*Snapshot // the snapshots as they are now, with their new tags
+	Changed    []TagsChanged
 	Unchanged  []*Snapshot // had the tags asked for already
 	Forgetting []string    // being forgotten (an interrupted forget marked them): left alone
+}
+
+// TagsChanged is a snapshot whose tags changed, and its tags before.
+type TagsChanged struct {
+	Snapshot *Snapshot // as it is now
+	Old      []string
 }
 
 // ChangeTags changes the tags of the snapshots that selectSnaps chooses.
@@ -98,7 +104,7 @@ func (r *Repository) ChangeTags(ctx context.Context, selectSnaps TagSelect, chan
 		if err := r.replaceSnapshot(ctx, &changed); err != nil {
 			return nil, fmt.Errorf("tag %s: %w", id, err)
 		}
-		res.Changed = append(res.Changed, &changed)
+		res.Changed = append(res.Changed, TagsChanged{Snapshot: &changed, Old: s.Tags})
 	}
 	return res, nil
 }

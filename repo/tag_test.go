@@ -70,7 +70,7 @@ func TestChangeTagsKeepsTheSnapshotsID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Changed) != 1 || res.Changed[0].ID != id || len(res.Unchanged) != 0 {
+	if len(res.Changed) != 1 || res.Changed[0].Snapshot.ID != id || len(res.Changed[0].Old) != 0 || len(res.Unchanged) != 0 {
 		t.Fatalf("result %+v, want snapshot %s changed", res, id)
 	}
 	ids, err := r.ListSnapshotIDs(ctx)
