@@ -3,7 +3,6 @@ package repo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -99,40 +98,50 @@ func (r *Repository) ChangeTags(ctx context.Context, selectSnaps TagSelect, chan
 			res.Unchanged = append(res.Unchanged, s)
 			continue
 		}
-		changed := *s
-		changed.Tags = tags
-		if err := r.replaceSnapshot(ctx, &changed); err != nil {
+		changed, err := r.retagSnapshot(ctx, id, tags)
+		if err != nil {
 			return nil, fmt.Errorf("tag %s: %w", id, err)
 		}
-		res.Changed = append(res.Changed, TagsChanged{Snapshot: &changed, Old: s.Tags})
+		res.Changed = append(res.Changed, TagsChanged{Snapshot: changed, Old: s.Tags})
 	}
 	return res, nil
 }
 
-// replaceSnapshot writes a changed record of an existing snapshot under its
-// own ID, replacing the old one whole (Backend.Save is atomic). Only the
-// snapshot's tags may differ from what is stored: what it refers to stays
-// the same, so nothing it names can be missing.
-func (r *Repository) replaceSnapshot(ctx context.Context, s *Snapshot) error {
-	old, err := r.LoadSnapshot(ctx, s.ID)
+// retagSnapshot writes the record of snapshot id again with tags, under
+// its own ID, replacing the old one whole (Backend.Save is atomic). Every
+// other field is kept exactly as stored, also those this version does not
+// know, so that what the snapshot refers to stays the same and nothing it
+// names can be missing.
+func (r *Repository) retagSnapshot(ctx context.Context, id string, tags []string) (*Snapshot, error) {
+	h := Handle{Type: SnapshotFile, Name: id}
+	data, err := r.be.Load(ctx, h, 0, -1)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	same := *old
-	same.Tags = s.Tags
-	if !snapshotsEqual(&same, s) {
-		return errors.New("replace snapshot: only its tags may change")
-	}
-	plain, err := json.Marshal(s)
+	plain, err := openObject(r.seal, "snapshot", id, data)
 	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+		return nil, err
 	}
-	return r.be.Save(ctx, Handle{Type: SnapshotFile, Name: s.ID}, sealObject(r.seal, "snapshot", s.ID, plain))
-}
-
-// snapshotsEqual compares two snapshot records by their encoding.
-func snapshotsEqual(a, b *Snapshot) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(ja) == string(jb)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &fields); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %v: %w", id, err, ErrIntegrity)
+	}
+	delete(fields, "tags")
+	if len(tags) > 0 {
+		if fields["tags"], err = json.Marshal(tags); err != nil {
+			return nil, err
+		}
+	}
+	if plain, err = json.Marshal(fields); err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	var s Snapshot
+	if err := json.Unmarshal(plain, &s); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	s.ID = id
+	if err := r.be.Save(ctx, h, sealObject(r.seal, "snapshot", id, plain)); err != nil {
+		return nil, err
+	}
+	return &s, nil
 }

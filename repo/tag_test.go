@@ -3,6 +3,7 @@ package repo_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -180,5 +181,50 @@ func TestChangeTagsLocksAndSkips(t *testing.T) {
 	missing := repo.NewSnapshotID()
 	if _, err := r.ChangeTags(ctx, selectIDs(missing), repo.TagChange{Add: []string{"x"}}); !errors.Is(err, repo.ErrSnapshotNotFound) {
 		t.Errorf("unknown snapshot: %v, want ErrSnapshotNotFound", err)
+	}
+}
+
+// A tag change keeps every other field of the record exactly, also one
+// this version does not know (written by a newer one).
+func TestChangeTagsKeepsUnknownFields(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r, id := repoWithSnapshot(t, be)
+	plain, err := r.SnapshotJSON(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &fields); err != nil {
+		t.Fatal(err)
+	}
+	fields["from_the_future"] = json.RawMessage(`{"x":[1,2]}`)
+	plain, _ = json.Marshal(fields)
+	if err := r.SaveSnapshotJSON(ctx, id, plain); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := r.ChangeTags(ctx, selectIDs(id), repo.TagChange{Add: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.SnapshotJSON(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after map[string]json.RawMessage
+	if err := json.Unmarshal(got, &after); err != nil {
+		t.Fatal(err)
+	}
+	if string(after["tags"]) != `["a"]` {
+		t.Errorf("tags = %s, want [\"a\"]", after["tags"])
+	}
+	delete(after, "tags")
+	if len(after) != len(fields) {
+		t.Errorf("fields after %d, before %d", len(after), len(fields))
+	}
+	for k, v := range fields {
+		if string(after[k]) != string(v) {
+			t.Errorf("field %s = %s, was %s", k, after[k], v)
+		}
 	}
 }
