@@ -12,7 +12,7 @@ import (
 func unlockCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "unlock",
-		Usage: "remove the locks whose holder is provably gone, and say which locks stay and why",
+		Usage: "remove the locks whose holder is provably gone (a process of this host that ended), and say which locks stay and why",
 		Flags: append(repoFlags(),
 			&cli.BoolFlag{Name: "remove-all", Usage: "remove every lock, also those of processes still at work (restic's flag): their work then goes on unprotected"},
 		),
@@ -42,6 +42,9 @@ func unlockIn(c *cli.Context, p *printer, r *repo.Repository, all bool) error {
 			p.Printf("removed lock %s of a live process: %s\n", shortName(st.Name), lockHolder(st))
 		case st.Removed:
 			p.Printf("removed lock %s: its holder is gone (%s)\n", shortName(st.Name), lockHolder(st))
+		case st.OtherHost:
+			p.Printf("kept lock %s: taken on another host, where this one cannot tell whether its holder is gone (%s); remove it with --remove-all once it is\n",
+				shortName(st.Name), lockHolder(st))
 		default:
 			p.Printf("kept lock %s: its holder is still at work (%s)\n", shortName(st.Name), lockHolder(st))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 )
@@ -15,17 +16,28 @@ type LockState struct {
 	Info    LockInfo // zero when its content cannot be read (InfoErr)
 	InfoErr error
 	Alive   bool // its holder still holds it (by the storage's lock protocol)
-	Removed bool
+	// OtherHost: the protocol finds it dead, but it was taken on another
+	// host (or its host cannot be read), where this process cannot tell
+	// whether its holder is gone: the lock is kept.
+	OtherHost bool
+	Removed   bool
 }
 
-// RemoveLocks removes the lock objects whose holder is provably gone, by
-// the storage's lock protocol (LockKeeper.LockAlive: on a local folder, no
-// process holds the lock's flock any more, which the kernel drops when its
-// holder ends, whatever its age), and keeps the others. With all set it
-// removes every lock, also those of live processes: their work then goes
-// on unprotected. It takes no lock itself. It returns every lock it saw,
-// sorted by name; a lock that vanished while it looked is left out.
+// RemoveLocks removes the lock objects whose holder is provably gone: taken
+// on this host, and dead by the storage's lock protocol
+// (LockKeeper.LockAlive: on a local folder, no process holds the lock's
+// flock any more, which the kernel drops when its holder ends, whatever its
+// age). It keeps the others, also a lock the protocol finds dead that was
+// taken on another host (a flock may not reach across hosts on every
+// network file system). With all set it removes every lock, also those of
+// live processes: their work then goes on unprotected. It takes no lock
+// itself. It returns every lock it saw, sorted by name; a lock that
+// vanished while it looked is left out.
 func (r *Repository) RemoveLocks(ctx context.Context, all bool) ([]LockState, error) {
+	host, err := os.Hostname()
+	if err != nil && !all {
+		return nil, fmt.Errorf("remove locks: this host's name: %w", err)
+	}
 	keeper, ok := r.lockKeeper()
 	if !ok && !all {
 		return nil, r.cannotLock()
@@ -57,7 +69,8 @@ func (r *Repository) RemoveLocks(ctx context.Context, all bool) ([]LockState, er
 		if errors.Is(st.InfoErr, ErrNotFound) {
 			continue
 		}
-		if st.Alive && !all {
+		st.OtherHost = !st.Alive && (st.InfoErr != nil || st.Info.Hostname != host)
+		if (st.Alive || st.OtherHost) && !all {
 			states = append(states, st)
 			continue
 		}

@@ -32,6 +32,10 @@ func TestRemoveLocks(t *testing.T) {
 		}
 	}
 	be.Abandon(repo.Handle{Type: repo.LockFile, Name: deadName}) // its holder died without releasing it
+	elsewhere, err := r.SaveLockObject(ctx, repo.LockInfo{Hostname: "elsewhere", PID: 77, Purpose: "backup"})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	states, err := r.RemoveLocks(ctx, false)
 	if err != nil {
@@ -47,16 +51,21 @@ func TestRemoveLocks(t *testing.T) {
 	if st := byName[liveName]; st.Removed || !st.Alive || st.Info.Purpose != "check" || st.Info.PID == 0 || st.InfoErr != nil {
 		t.Errorf("live lock: %+v, want kept, alive, with its holder", st)
 	}
-	if got := names(t, be, repo.LockFile); !slices.Equal(got, []string{liveName}) {
-		t.Errorf("locks left = %v, want only the live one %s", got, liveName)
+	if st := byName[elsewhere]; st.Removed || st.Alive || !st.OtherHost || st.Info.Hostname != "elsewhere" {
+		t.Errorf("dead lock of another host: %+v, want kept: its holder cannot be checked from here", st)
+	}
+	want := []string{liveName, elsewhere}
+	slices.Sort(want)
+	if got := names(t, be, repo.LockFile); !slices.Equal(sorted(got), want) {
+		t.Errorf("locks left = %v, want the live one %s and the other host's %s", got, liveName, elsewhere)
 	}
 
 	states, err = r.RemoveLocks(ctx, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(states) != 1 || !states[0].Removed || !states[0].Alive {
-		t.Errorf("--remove-all: %+v, want the live lock removed", states)
+	if len(states) != 2 || !states[0].Removed || !states[1].Removed {
+		t.Errorf("--remove-all: %+v, want the live lock and the other host's removed", states)
 	}
 	if got := names(t, be, repo.LockFile); len(got) != 0 {
 		t.Errorf("locks left after removing all: %v", got)
@@ -64,4 +73,10 @@ func TestRemoveLocks(t *testing.T) {
 	if err := live.Unlock(); err != nil {
 		t.Errorf("unlock of a lock removed by another: %v", err)
 	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
