@@ -95,17 +95,33 @@ func runTag(c *cli.Context) error { return withRepository(c, tagArgs, tagIn) }
 // tagIn changes the tags of the snapshots opts selects.
 func tagIn(c *cli.Context, p *printer, r *repo.Repository, opts tagOptions) error {
 	res, err := r.ChangeTags(c.Context, opts.selection, opts.change)
-	if err != nil {
-		var usage usageError
-		if errors.As(err, &usage) {
-			return usage
-		}
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		return usage
+	case err != nil && res != nil:
+		printTagged(p, res)
+		return err
+	case err != nil:
 		return busyHint(err)
 	}
 	out := tagJSON{Changed: []tagSnapshotJSON{}, Unchanged: []tagSnapshotJSON{}, Forgetting: nonNil(res.Forgetting)}
 	for _, ch := range res.Changed {
+		out.Changed = append(out.Changed, tagSnapshotJSON{ID: ch.Snapshot.ID, Tags: nonNil(ch.Snapshot.Tags)})
+	}
+	for _, s := range res.Unchanged {
+		out.Unchanged = append(out.Unchanged, tagSnapshotJSON{ID: s.ID, Tags: nonNil(s.Tags)})
+	}
+	printTagged(p, res)
+	p.Printf("changed %d snapshots, %d unchanged\n", len(res.Changed), len(res.Unchanged)+len(res.Forgetting))
+	return p.JSON(out)
+}
+
+// printTagged says what became of each snapshot, and warns about a job's
+// tag taken away.
+func printTagged(p *printer, res *repo.TagResult) {
+	for _, ch := range res.Changed {
 		s := ch.Snapshot
-		out.Changed = append(out.Changed, tagSnapshotJSON{ID: s.ID, Tags: nonNil(s.Tags)})
 		p.Printf("changed tags of snapshot %s: %s\n", shortID(s.ID), tagText(s.Tags))
 		for _, t := range ch.Old {
 			if job, ok := strings.CutPrefix(t, jobs.JobTag("")); ok && !slices.Contains(s.Tags, t) {
@@ -114,14 +130,11 @@ func tagIn(c *cli.Context, p *printer, r *repo.Repository, opts tagOptions) erro
 		}
 	}
 	for _, s := range res.Unchanged {
-		out.Unchanged = append(out.Unchanged, tagSnapshotJSON{ID: s.ID, Tags: nonNil(s.Tags)})
 		p.Printf("snapshot %s has these tags already: %s\n", shortID(s.ID), tagText(s.Tags))
 	}
 	for _, id := range res.Forgetting {
 		p.Printf("snapshot %s is being forgotten (an interrupted forget marked it): not changed\n", shortID(id))
 	}
-	p.Printf("changed %d snapshots, %d unchanged\n", len(res.Changed), len(res.Unchanged)+len(res.Forgetting))
-	return p.JSON(out)
 }
 
 // selection chooses the snapshots to change: those named, or without

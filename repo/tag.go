@@ -53,6 +53,7 @@ type TagsChanged struct {
 }
 
 // ChangeTags changes the tags of the snapshots that selectSnaps chooses.
+// When it fails part way, it returns what it did before with the error.
 // It holds the exclusive lock, as Forget does, so that no forget removes a
 // snapshot while its record is replaced and no two tag changes race. A
 // changed snapshot keeps its ID: its record is replaced whole, atomically,
@@ -100,7 +101,7 @@ func (r *Repository) ChangeTags(ctx context.Context, selectSnaps TagSelect, chan
 		}
 		changed, err := r.retagSnapshot(ctx, id, tags)
 		if err != nil {
-			return nil, fmt.Errorf("tag %s: %w", id, err)
+			return res, fmt.Errorf("tag %s: %w", id, err)
 		}
 		res.Changed = append(res.Changed, TagsChanged{Snapshot: changed, Old: s.Tags})
 	}
