@@ -29,5 +29,10 @@ func commands() []*cli.Command {
 		installCommand(),
 		versionCommand(),
 		generateCommand(),
+		tagCommand(),
+		copyCommand(),
+		unlockCommand(),
+		catCommand(),
+		listCommand(),
 	}
 }

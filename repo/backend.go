@@ -67,8 +67,9 @@ var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar reposito
 //
 //   - Save stores the whole object atomically and durably before it returns:
 //     a reader sees all of it or nothing, also after a crash. Saving a name
-//     that exists replaces it whole (the format only does that for config
-//     and pins, never for a name that another object refers to).
+//     that exists replaces it whole (the format does that for config, pins,
+//     verification records and a snapshot record whose tags change: the
+//     new content refers to the same objects as the old).
 //   - Load returns length bytes from offset (length < 0: to the end), in
 //     new memory that the caller may change, or an error wrapping
 //     ErrNotFound.

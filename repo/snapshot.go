@@ -29,6 +29,7 @@ type Snapshot struct {
 	Tree           ID              `json:"tree"` // root tree: the sources under their full paths
 	ProgramVersion string          `json:"program_version"`
 	Summary        SnapshotSummary `json:"summary"`
+	CopiedFrom     *SnapshotOrigin `json:"copied_from,omitempty"` // set by copy (repo/copy.go)
 }
 
 // SnapshotSummary holds the figures of the backup that made a snapshot.
