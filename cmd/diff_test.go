@@ -112,6 +112,7 @@ func TestDiffBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			f := f.with(t)
 			stdout, stderr, code := f.run(tc.args...)
 			if code != tc.code || stderr != tc.want || stdout != "" {
 				t.Errorf("exit %d, stderr %q, stdout %q; want exit %d, stderr %q", code, stderr, stdout, tc.code, tc.want)

@@ -120,6 +120,13 @@ func (f *readFixture) backup(r *repo.Repository, id, host, tag string, at time.T
 	}
 }
 
+// with returns f for the subtest t.
+func (f *readFixture) with(t *testing.T) *readFixture {
+	g := *f
+	g.t = t
+	return &g
+}
+
 // run runs "nightjar ARGS..." as the binary does and returns what it
 // printed and its exit code.
 func (f *readFixture) run(args ...string) (stdout, stderr string, code int) {
