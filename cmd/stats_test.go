@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -37,6 +39,11 @@ func TestStats(t *testing.T) {
 	if first.Mode != "restore-size" || first.Snapshots != 1 || first.Files != 5 || first.Size != 6+7+6+2+1<<20 || first.Others != 1 {
 		t.Errorf("restore-size of the first snapshot: %+v", first)
 	}
+	text, _ := f.expect(ExitOK, "stats", firstID)
+	wantText := fmt.Sprintf("Snapshots:    1\nTotal size:   1.0 MiB (%d bytes)\nFiles:        5\nFolders:      %d\nOthers:       1\n", first.Size, first.Dirs)
+	if text != wantText {
+		t.Errorf("stats:\n%s\nwant:\n%s", text, wantText)
+	}
 	second := stats(secondID)
 	all := stats()
 	if all.Snapshots != 3 || all.Files != first.Files+second.Files+1 || all.Size != first.Size+second.Size+6 {
@@ -47,6 +54,11 @@ func TestStats(t *testing.T) {
 	}
 
 	raw := stats("--mode", "raw-data", firstID)
+	text, _ = f.expect(ExitOK, "stats", "--mode", "raw-data", firstID)
+	if !strings.HasPrefix(text, "Snapshots:          1\nStored size:        ") ||
+		!strings.HasSuffix(text, fmt.Sprintf("Compression ratio:  %.2fx\nBlobs:              %d data, %d tree\n", raw.Ratio, raw.DataBlobs, raw.TreeBlobs)) {
+		t.Errorf("stats --mode raw-data:\n%s", text)
+	}
 	// big.bin is many chunks; the four small files one each.
 	if raw.Mode != "raw-data" || raw.DataBlobs < 6 || raw.TreeBlobs == 0 || raw.Raw < 1<<20 || raw.Size <= 0 || raw.Ratio <= 0 {
 		t.Errorf("raw-data of the first snapshot: %+v", raw)
