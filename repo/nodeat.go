@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -11,7 +12,8 @@ import (
 var ErrPathNotFound = errors.New("path not in snapshot")
 
 // NodeAt returns the entry at path p ("/a/b", cleaned) of the tree root (a
-// snapshot's Tree), loading one tree per folder on the way. For "/" it
+// snapshot's Tree), loading one tree per folder on the way (entries are
+// sorted by name, so each is found by binary search). For "/" it
 // returns a folder node without a name whose Subtree is root.
 func (r *Repository) NodeAt(ctx context.Context, root ID, p string) (*Node, error) {
 	node := &Node{Type: NodeDir, Subtree: &root}
@@ -27,16 +29,11 @@ func (r *Repository) NodeAt(ctx context.Context, root ID, p string) (*Node, erro
 		if err != nil {
 			return nil, fmt.Errorf("folder /%s: %w", strings.Join(names[:i], "/"), err)
 		}
-		node = nil
-		for k := range t.Nodes {
-			if t.Nodes[k].Name == name {
-				node = &t.Nodes[k]
-				break
-			}
-		}
-		if node == nil || !ValidName(name) {
+		k, found := slices.BinarySearchFunc(t.Nodes, name, func(n Node, name string) int { return strings.Compare(n.Name, name) })
+		if !found || !ValidName(name) {
 			return nil, fmt.Errorf("%s: %w", p, ErrPathNotFound)
 		}
+		node = &t.Nodes[k]
 	}
 	return node, nil
 }
