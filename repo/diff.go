@@ -67,7 +67,6 @@ type differ struct {
 	r     *Repository
 	fn    func(*Change) error
 	stats DiffStats
-	buf   []byte
 }
 
 // trees compares the folder dir's trees a and b (nil: an empty folder).
@@ -145,11 +144,9 @@ func (d *differ) oneSide(ctx context.Context, dir string, n *Node, kind ChangeKi
 
 // report counts n on the side kind says and hands the change to fn.
 func (d *differ) report(p string, kind ChangeKind, n *Node) error {
-	c := &Change{Path: p, Kind: kind}
-	counts := &d.stats.Added
-	c.New = n
+	c, counts := &Change{Path: p, Kind: kind, New: n}, &d.stats.Added
 	if kind == ChangeRemoved {
-		counts, c.Old, c.New = &d.stats.Removed, n, nil
+		c, counts = &Change{Path: p, Kind: kind, Old: n}, &d.stats.Removed
 	}
 	count(counts, n)
 	if n.Type == NodeFile {
