@@ -18,7 +18,7 @@ func restoreCommand() *cli.Command {
 		Name:      "restore",
 		Usage:     "bring back a snapshot, or part of it, into a folder",
 		ArgsUsage: "SNAPSHOT",
-		Flags: append(repoFlags(),
+		Flags: append(append(repoFlags(),
 			&cli.StringFlag{Name: "target", Usage: "restore into `DIR`", Required: true},
 			&cli.StringSliceFlag{Name: "include", Usage: "restore only paths matching `PATTERN` (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out paths matching `PATTERN` (repeatable)"},
@@ -26,7 +26,7 @@ func restoreCommand() *cli.Command {
 			&cli.BoolFlag{Name: "verify", Usage: "read back every restored file and compare it with the repository"},
 			jsonFlag(),
 			quietFlag(),
-		),
+		), snapshotFilterFlags()...),
 		Action: runRestore,
 	}
 }
@@ -65,7 +65,7 @@ func runRestore(c *cli.Context) error {
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
-	snap, err := r.FindSnapshot(c.Context, c.Args().First(), nil)
+	snap, err := findSnapshot(c.Context, r, c.Args().First(), snapshotFilterFrom(c))
 	if err != nil {
 		return err
 	}

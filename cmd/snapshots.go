@@ -211,7 +211,7 @@ func lsCommand() *cli.Command {
 		Name:      "ls",
 		Usage:     "list the files in a snapshot",
 		ArgsUsage: "SNAPSHOT [SUBPATH]",
-		Flags:     append(repoFlags(), jsonFlag()),
+		Flags:     append(append(repoFlags(), jsonFlag()), snapshotFilterFlags()...),
 		Action:    runLs,
 	}
 }
@@ -242,7 +242,7 @@ func runLs(c *cli.Context) error {
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
-	snap, err := r.FindSnapshot(c.Context, c.Args().Get(0), nil)
+	snap, err := findSnapshot(c.Context, r, c.Args().Get(0), snapshotFilterFrom(c))
 	if err != nil {
 		return err
 	}
@@ -276,15 +276,15 @@ func runLs(c *cli.Context) error {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("%s is not in snapshot %s", sub, shortID(snap.ID))
+		return fmt.Errorf("%s is not in snapshot %s", terminalSafe(sub), shortID(snap.ID))
 	}
 	if p.jsonOut {
 		return p.JSON(out)
 	}
 	for _, e := range out {
-		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), humanTime(e.MTime), e.Path)
+		line := fmt.Sprintf("%s %8s %s %s", e.Mode, humanize.IBytes(e.Size), humanTime(e.MTime), terminalSafe(e.Path))
 		if e.LinkTarget != "" {
-			line += " -> " + e.LinkTarget
+			line += " -> " + terminalSafe(e.LinkTarget)
 		}
 		p.Printf("%s\n", line)
 	}
