@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package e2e runs the real nightjar binary as a separate process and checks
 // what it does to files, repositories and its own output, from the outside.
 //

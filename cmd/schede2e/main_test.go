@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package schede2e tests nightjar's scheduler end to end: it runs the real
 // binary as separate processes (tick, job, runs, and the engine commands
 // snapshots, restore and check) against real SQLite state files and real
