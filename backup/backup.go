@@ -439,9 +439,16 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 				}
 				continue
 			}
-			fi, err := a.fs.Lstat(p)
+			// A folder above a source is followed when it is a symlink
+			// (its node is the folder it leads to): the source's content
+			// is reached through it, and a symlink node could not hold it.
+			fi, err := a.fs.Stat(p)
 			if err != nil {
 				a.skip(p, "source's parent folder: "+describe(err))
+				continue
+			}
+			if !fi.IsDir() {
+				a.skip(p, "source's parent is not a folder")
 				continue
 			}
 			node, err := a.nodeFrom(p, fi, prev)

@@ -102,3 +102,44 @@ func TestSlowPackWriteOutlivesTheArchiversContext(t *testing.T) {
 		}
 	}
 }
+
+// A source below a symlinked folder (FreeBSD's /home -> /usr/home, macOS's
+// /tmp -> /private/tmp) is saved under the path it was given, the symlink
+// followed as a folder: the file is in the snapshot at that path.
+func TestSourceBelowASymlinkedFolder(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "d", "f"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	r := repotest.New(t, memory.New())
+	source := filepath.Join(link, "d")
+	res, err := Backup(context.Background(), r, Options{Paths: []string{source}, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Snapshot.Summary.Skipped) != 0 {
+		t.Fatalf("skipped %v", res.Snapshot.Summary.Skipped)
+	}
+	parent, err := r.NodeAt(context.Background(), res.Snapshot.Tree, link)
+	if err != nil {
+		t.Fatalf("the symlinked folder above the source: %v", err)
+	}
+	if parent.Type != repo.NodeDir {
+		t.Errorf("the folder above the source is stored as %s, want a folder", parent.Type)
+	}
+	file, err := r.NodeAt(context.Background(), res.Snapshot.Tree, filepath.Join(source, "f"))
+	if err != nil {
+		t.Fatalf("the file below the source: %v", err)
+	}
+	if file.Type != repo.NodeFile || file.Size != 6 {
+		t.Errorf("the file is %s of %d bytes, want a file of 6", file.Type, file.Size)
+	}
+}

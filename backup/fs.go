@@ -31,6 +31,10 @@ var _ Repository = (*repo.Repository)(nil)
 type FS interface {
 	// Lstat describes an entry without following a symlink.
 	Lstat(name string) (fs.FileInfo, error)
+	// Stat describes an entry, following symlinks: for the folders above a
+	// source, which may be reached through one (FreeBSD's /home, macOS's
+	// /tmp), as restic follows them.
+	Stat(name string) (fs.FileInfo, error)
 	// ReadDirNames lists a directory's names, in no set order.
 	ReadDirNames(name string) ([]string, error)
 	// Readlink returns a symlink's target.

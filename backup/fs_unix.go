@@ -20,6 +20,9 @@ var _ FS = OSFS{}
 // Lstat is os.Lstat.
 func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
 
+// Stat is os.Stat.
+func (OSFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
 // Readlink is os.Readlink.
 func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
 

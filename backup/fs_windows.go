@@ -18,6 +18,9 @@ var ErrNoXattr = errors.New("no such extended attribute")
 // Lstat is os.Lstat.
 func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
 
+// Stat is os.Stat.
+func (OSFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
 // Readlink is os.Readlink.
 func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
 

@@ -136,7 +136,7 @@ func TestUnlock(t *testing.T) {
 	}
 
 	res = e.expect(ExitUsage, "unlock", "-r", dir, "all")
-	if got := lines(res.stderr); !slices.Equal(got, []string{`nightjar: unlock takes no arguments, got "all"`}) {
+	if got := lines(res.stderr); !slices.Equal(got, []string{`nightjar: unlock takes no arguments, got "all" (see nightjar unlock --help)`}) {
 		t.Errorf("stderr %q", got)
 	}
 }
