@@ -3,9 +3,11 @@
 package restore_test
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -59,5 +61,53 @@ func TestRestoreNamesWhatThePlatformLacksOnce(t *testing.T) {
 	}
 	if !res.HasLack("symlinks") || res.HasLack(restore.LackOwners) {
 		t.Errorf("HasLack: symlinks %v, owners %v; want true, false", res.HasLack("symlinks"), res.HasLack(restore.LackOwners))
+	}
+}
+
+// xattrRefusingFS answers as Linux does for a macOS attribute
+// (com.apple.*: no such namespace) and, to a user, for a trusted.* one.
+type xattrRefusingFS struct{ faultFS }
+
+func (f *xattrRefusingFS) Lsetxattr(name, attr string, value []byte) error {
+	switch {
+	case strings.HasPrefix(attr, "com.apple."):
+		return syscall.EOPNOTSUPP
+	case strings.HasPrefix(attr, "trusted."):
+		return syscall.EPERM
+	}
+	return f.faultFS.Lsetxattr(name, attr, value)
+}
+
+// An extended attribute the target cannot take (a macOS snapshot restored
+// on Linux, a trusted.* attribute restored by a user) costs the attribute,
+// never the file: the file is restored with the attributes it can hold,
+// and each kind of refusal is named once with its count.
+func TestAnAttributeTheTargetRefusesKeepsTheFile(t *testing.T) {
+	b := newBuilder(t)
+	n := b.file("/a", []byte("a"))
+	n.Xattrs = []repo.Xattr{{Name: "com.apple.quarantine", Value: []byte("q")}}
+	want := []string{"extended attributes the target does not take"}
+	if os.Geteuid() != 0 { // root may set trusted.* attributes: a refusal is then a real failure
+		n.Xattrs = append(n.Xattrs, repo.Xattr{Name: "trusted.x", Value: []byte("t")})
+		want = append([]string{"extended attributes that need root"}, want...)
+	}
+	s := b.snapshot(n)
+	res, err := run(t, b, s, restore.Options{FS: &xattrRefusingFS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Files != 1 || len(res.Skipped) > 0 {
+		t.Fatalf("restored %d files, skipped %v; want the file restored", res.Files, res.Skipped)
+	}
+	slices.SortFunc(res.Lacks, func(a, b restore.Lack) int { return strings.Compare(a.What, b.What) })
+	var got []string
+	for _, l := range res.Lacks {
+		got = append(got, l.What)
+		if l.Entries != 1 || !strings.Contains(l.Reason, "was the first met") {
+			t.Errorf("lack %+v: want one entry and the attribute named", l)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("lacks %q, want %q", got, want)
 	}
 }

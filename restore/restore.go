@@ -837,13 +837,20 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	}
 	for _, x := range node.Xattrs {
 		if err := rs.fs.Lsetxattr(p, x.Name, x.Value); err != nil {
-			if rs.lacking(err) {
-				continue
+			// An attribute the target cannot take costs the attribute, never
+			// the file: it is counted and named once (a Lack), as a
+			// platform's missing feature is.
+			switch {
+			case rs.lacking(err):
+			case errors.Is(err, syscall.EPERM) && !rs.asRoot:
+				rs.lacking(&lackError{what: "extended attributes that need root",
+					reason: "only root may set them (" + x.Name + " was the first met)"})
+			case errors.Is(err, syscall.ENOTSUP), errors.Is(err, syscall.EOPNOTSUPP):
+				rs.lacking(&lackError{what: "extended attributes the target does not take",
+					reason: "its file system or this system has no such attribute namespace (" + x.Name + " was the first met)"})
+			default:
+				return fmt.Errorf("extended attribute %s: %w", x.Name, err)
 			}
-			if errors.Is(err, syscall.EPERM) && !rs.asRoot {
-				return fmt.Errorf("extended attribute %s needs root: %w", x.Name, err)
-			}
-			return fmt.Errorf("extended attribute %s: %w", x.Name, err)
 		}
 	}
 	if node.Type != repo.NodeSymlink {
