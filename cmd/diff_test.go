@@ -87,7 +87,7 @@ func TestDiff(t *testing.T) {
 		t.Errorf("--json changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	same := "comparing snapshot "+shortID(firstID)+" to "+shortID(firstID)+":\n\n\n" +
+	same := "comparing snapshot " + shortID(firstID) + " to " + shortID(firstID) + ":\n\n\n" +
 		"Files:      0 new,     0 removed,     0 changed\n" +
 		"Dirs:       0 new,     0 removed\n" +
 		"Others:     0 new,     0 removed\n" +

@@ -107,7 +107,8 @@ func readPasswordFile(file, source string) ([]byte, error) {
 // source names the command in messages, which never show the command
 // itself: it may hold a secret.
 func readPasswordCommand(ctx context.Context, command, source string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	argv := config.ShellArgv(command)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

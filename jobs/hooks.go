@@ -16,7 +16,7 @@ import (
 
 // Hooks are the commands a job's backup runs run around their work
 // ([job.hooks]); runs of other kinds run none. Each is an argv (a shell
-// string is ["/bin/sh", "-c", TEXT]); nil: none.
+// string is the shell: ["/bin/sh", "-c", TEXT], or cmd.exe /C on Windows); nil: none.
 type Hooks struct {
 	Before    []string // before the backup; its failure fails the run (class source) and nothing is backed up
 	After     []string // after the backup, whatever happened (but not when before failed); its failure makes a succeeded run partial

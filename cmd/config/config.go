@@ -78,7 +78,7 @@ type Job struct {
 type Source struct {
 	Path    string // a command source's is "/" + its name: its path in the snapshot
 	Exclude []string
-	Command []string      // a command source's argv (a shell string is /bin/sh -c); nil: a path
+	Command []string      // a command source's argv (a shell string: ShellArgv); nil: a path
 	Timeout time.Duration // a command source's; 0: none
 }
 

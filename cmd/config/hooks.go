@@ -49,9 +49,10 @@ func (l *loader) hooks(key string, raw *rawHooks) jobs.Hooks {
 
 // commandLine reads a hook or a source's command: a list of strings is the
 // argv itself (the first the program, found in PATH when it has no
-// slash), a string is a shell command run with /bin/sh -c. nil: none.
+// slash), a string is a shell command (ShellArgv: /bin/sh -c, or cmd.exe
+// /C on Windows). nil: none.
 func (l *loader) commandLine(key string, raw any) []string {
-	const allowed = `want a list such as ["/usr/local/bin/dump", "db"] (the program and its arguments) or a string run by /bin/sh -c`
+	const allowed = `want a list such as ["/usr/local/bin/dump", "db"] (the program and its arguments) or a string run by the shell (/bin/sh -c; cmd.exe /C on Windows)`
 	switch v := raw.(type) {
 	case nil:
 		return nil
@@ -60,7 +61,7 @@ func (l *loader) commandLine(key string, raw any) []string {
 			l.addf(key, "empty command: %s", allowed)
 			return nil
 		}
-		return []string{"/bin/sh", "-c", v}
+		return ShellArgv(v)
 	case []any:
 		if len(v) == 0 {
 			l.addf(key, "empty list: %s", allowed)
