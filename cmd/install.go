@@ -64,6 +64,16 @@ func runInstall(c *cli.Context) error {
 		exe = resolved
 	}
 	plan := installPlan{exe: exe, state: c.String("state"), root: os.Geteuid() == 0, uid: os.Getuid()}
+	if plan.state != "" {
+		// The scheduled tick runs in another folder (cron: $HOME, launchd:
+		// /, Task Scheduler: System32): a relative state file would be a
+		// new, empty one there.
+		abs, err := filepath.Abs(plan.state)
+		if err != nil {
+			return fmt.Errorf("state %s: %w", plan.state, err)
+		}
+		plan.state = abs
+	}
 	plan.config, plan.configSource = installConfig(c)
 	plan.home, _ = os.UserHomeDir()
 	if _, err := os.Stat(plan.config); err != nil {

@@ -79,6 +79,26 @@ func TestInstallNamesTheConfigInUse(t *testing.T) {
 	}
 }
 
+// A relative --state is made absolute, as --config is: the scheduled tick
+// runs in another folder, where a relative one would be a new, empty file.
+func TestInstallMakesTheStateAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"cron", "systemd", "launchd"} {
+		out, _, err := runInstallCommand(t, "--config", "config.toml", "--state", "state.db", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := filepath.Join(dir, "state.db")
+		if !strings.Contains(out, want) || strings.Contains(strings.ReplaceAll(out, want, ""), "state.db") {
+			t.Errorf("install %s does not name the state as %s alone:\n%s", target, want, out)
+		}
+	}
+}
+
 // The crontab comment says what cron does: it mails whatever a command
 // prints, not only what a failing one prints.
 func TestInstallCronSaysWhatCronMails(t *testing.T) {
