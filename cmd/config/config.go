@@ -17,6 +17,7 @@ import (
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/notify"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/schedule"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
@@ -383,6 +384,11 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 		r := Repository{Name: name, Path: l.abs(raw.Path), CreateIfMissing: raw.CreateIfMissing, MaxConcurrentRuns: DefaultRunsPerRepository}
 		if raw.Path == "" {
 			l.addf(key+".path", "missing: every repository needs a path")
+		} else if scheme, ok := backend.SchemeOf(raw.Path); ok {
+			// Taken as a folder, it would be a local repository that
+			// looks like a remote one: refused, as -r refuses it.
+			l.addf(key+".path", "%q starts with the scheme %q: path is a local folder, and nightjar has only local repositories (for a folder of that name write ./%s)",
+				raw.Path, scheme, raw.Path)
 		}
 		r.Password = PasswordSource{File: l.abs(raw.PasswordFile), Command: raw.PasswordCommand, Env: raw.PasswordEnv}
 		set := 0

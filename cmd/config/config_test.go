@@ -48,6 +48,11 @@ func TestRejections(t *testing.T) {
 			want: []string{":9:", "job[0].schedul", "unknown key", "schedule"},
 		},
 		{
+			name: "a repository path with a scheme is refused, as -r refuses it",
+			text: "[repository.offsite]\npath = \"sftp:u@h:/srv/repo\"\npassword_file = \"/pw\"\n",
+			want: []string{"repository.offsite.path", `"sftp:u@h:/srv/repo" starts with the scheme "sftp"`, "./sftp:u@h:/srv/repo"},
+		},
+		{
 			name: "unknown time zone is named",
 			text: goodRepo + "[[job]]\nname = \"a\"\nrepository = \"local\"\nschedule = \"daily 02:00\"\ntime_zone = \"Mars/Olympus\"\n[[job.source]]\npath = \"/x\"\n",
 			want: []string{"time_zone", "Mars/Olympus"},

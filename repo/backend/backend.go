@@ -101,6 +101,14 @@ func parse(location string) (scheme, string, error) {
 		location, ErrUnknownScheme, name, strings.Join(schemeNames(), ", "), location)
 }
 
+// SchemeOf returns the scheme a location starts with ("sftp" of
+// "sftp:host:/srv"), and whether it starts with one: what comes before its
+// first colon looks like a scheme, known or not.
+func SchemeOf(location string) (string, bool) {
+	name, _, found := strings.Cut(location, ":")
+	return name, found && looksLikeScheme(name)
+}
+
 func looksLikeScheme(name string) bool {
 	if len(name) < 2 {
 		return false
