@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
@@ -92,6 +93,9 @@ func runRepositoryList(c *cli.Context) error {
 		return err
 	}
 	st := statusState(cfg, facts, now())
+	if !p.jsonOut {
+		st.TimeZone = time.Local // the one rule for times in human output
+	}
 	warnings := redactWarnings(appRedactor(c.App), status.Evaluate(st))
 	var out []repositoryJSON
 	var unreachable []string

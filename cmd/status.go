@@ -67,6 +67,9 @@ func runStatus(c *cli.Context) error {
 		return err
 	}
 	state := statusState(cfg, facts, now())
+	if !p.jsonOut {
+		state.TimeZone = time.Local // the one rule for times in human output
+	}
 	warnings := redactWarnings(appRedactor(c.App), status.Evaluate(state))
 	critical := false
 	for _, w := range warnings {

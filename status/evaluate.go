@@ -29,6 +29,11 @@ const maxMessage = 300
 func Evaluate(s State) []Warning {
 	var out []Warning
 	add := func(code Code, job, repository, format string, args ...any) {
+		for i, a := range args {
+			if t, ok := a.(instant); ok {
+				args[i] = s.formatTime(time.Time(t))
+			}
+		}
 		out = append(out, Warning{
 			Code:       code,
 			Severity:   code.Severity(),
@@ -210,7 +215,7 @@ func classCode(r Run) string {
 	return "no class"
 }
 
-func nextRun(j Job) string {
+func nextRun(j Job) any {
 	switch {
 	case j.Paused:
 		return "none while paused"
@@ -220,7 +225,20 @@ func nextRun(j Job) string {
 	return stamp(j.NextRun)
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+// instant is a time in a message, printed by State.formatTime when the
+// message is made.
+type instant time.Time
+
+func stamp(t time.Time) instant { return instant(t) }
+
+// formatTime prints a time of a message: RFC 3339 in UTC, or, with a
+// TimeZone, in that zone as human output prints times.
+func (s State) formatTime(t time.Time) string {
+	if s.TimeZone == nil {
+		return t.UTC().Format(time.RFC3339)
+	}
+	return t.In(s.TimeZone).Format("2006-01-02 15:04:05")
+}
 
 // roundAge rounds a duration for reading: to the second under an hour,
 // to the minute above.

@@ -250,3 +250,25 @@ func dump(ws []Warning) string {
 	}
 	return b.String()
 }
+
+// Times in messages are RFC 3339 in UTC, as JSON has them, or, with a
+// TimeZone, in that zone as human output prints times.
+func TestMessageTimesFollowTheTimeZone(t *testing.T) {
+	now := time.Date(2026, 12, 1, 3, 30, 0, 0, time.UTC)
+	st := State{Now: now, Passes: []Pass{{At: now, Host: "h", Mode: "tick"}},
+		Jobs: []Job{{Name: "home", Repository: "disk", RPO: time.Hour, NextRun: time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)}}}
+	tokyo := time.FixedZone("JST", 9*3600)
+	for _, tc := range []struct {
+		zone *time.Location
+		want string
+	}{
+		{nil, "no good snapshot yet; next run: 2026-12-01T04:00:00Z"},
+		{tokyo, "no good snapshot yet; next run: 2026-12-01 13:00:00"},
+	} {
+		st.TimeZone = tc.zone
+		warnings := Evaluate(st)
+		if len(warnings) != 1 || warnings[0].Message != tc.want {
+			t.Errorf("zone %v: warnings %+v, want one saying %q", tc.zone, warnings, tc.want)
+		}
+	}
+}

@@ -118,6 +118,10 @@ type State struct {
 	Queued       []QueuedRun  // every queued run
 	Running      []RunningRun // every running run
 	Repositories []Repository // every configured repository
+
+	// TimeZone is the zone the messages print times in, as human output
+	// does (2006-01-02 15:04:05); nil: RFC 3339 in UTC, as JSON has them.
+	TimeZone *time.Location
 }
 
 // Pass is the runtime heartbeat of one pass of tick or serve.
