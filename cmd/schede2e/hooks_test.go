@@ -123,7 +123,7 @@ func TestFailingHooks(t *testing.T) {
 			"failed", "source", "HOOK_FAILED", "before hook failed: exit status 3: pg is down: nothing was backed up", "", 0,
 			"    == hook before: exit status 3\n    pg is down\n"},
 		{"a failing after hook", `after = "echo 'umount: busy'; exit 1"`, exitPartial,
-			"partial_failure", "", "OBJECTS_SKIPPED", "1 object skipped: exit status 1: umount: busy", "hook after", 1,
+			"partial_failure", "", "OBJECTS_SKIPPED", "1 object skipped: hook after: exit status 1: umount: busy", "hook after", 1,
 			"    == hook after: exit status 1\n    umount: busy\n"},
 	}
 	for _, c := range cases {

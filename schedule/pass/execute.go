@@ -484,7 +484,9 @@ func skipped(f Figures) int64 {
 }
 
 // skippedMessage says how many objects a run skipped and why, the most
-// frequent reasons first: "17 objects skipped: permission denied".
+// frequent reasons first, naming the object of a reason met once (the
+// line cron mails must say which source or file it was):
+// "17 objects skipped: permission denied (16), /srv/x: source does not exist".
 func skippedMessage(f Figures) string {
 	n := skipped(f)
 	noun := "objects"
@@ -493,8 +495,9 @@ func skippedMessage(f Figures) string {
 	}
 	msg := fmt.Sprintf("%d %s skipped", n, noun)
 	type reason struct {
-		text  string
-		count int
+		text   string
+		object string // the first object skipped for it
+		count  int
 	}
 	var reasons []reason
 	for _, s := range f.Skipped {
@@ -502,20 +505,30 @@ func skippedMessage(f Figures) string {
 		if i := slices.IndexFunc(reasons, func(r reason) bool { return r.text == text }); i >= 0 {
 			reasons[i].count++
 		} else {
-			reasons = append(reasons, reason{text: text, count: 1})
+			reasons = append(reasons, reason{text: text, object: s.Object, count: 1})
 		}
 	}
 	slices.SortStableFunc(reasons, func(a, b reason) int { return b.count - a.count })
+	say := func(r reason) string {
+		if r.count == 1 && r.object != "" {
+			return r.object + ": " + r.text
+		}
+		return r.text
+	}
 	switch len(reasons) {
 	case 0:
 		return msg
 	case 1:
-		return msg + ": " + reasons[0].text
+		return msg + ": " + say(reasons[0])
 	}
 	const shown = 3
 	var parts []string
 	for _, r := range reasons[:min(len(reasons), shown)] {
-		parts = append(parts, fmt.Sprintf("%s (%d)", r.text, r.count))
+		if r.count == 1 {
+			parts = append(parts, say(r))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (%d)", r.text, r.count))
+		}
 	}
 	if len(reasons) > shown {
 		parts = append(parts, plural(len(reasons)-shown, "other reason"))

@@ -19,11 +19,11 @@ func TestJudgeAgreesWithTheRecordedRun(t *testing.T) {
 	}{
 		{"success", Result{}, nil, Verdict{Status: StatusSucceeded}},
 		{"skipped objects", skippedOne, nil,
-			Verdict{Status: StatusPartialFailure, Code: CodeObjectsSkipped, Message: "1 object skipped: exit status 1"}},
+			Verdict{Status: StatusPartialFailure, Code: CodeObjectsSkipped, Message: "1 object skipped: hook after: exit status 1"}},
 		{"a classed error", Result{}, &ClassError{Class: ClassSource, Code: "HOOK_FAILED", Err: errors.New("before hook failed")},
 			Verdict{Status: StatusFailed, Class: ClassSource, Code: "HOOK_FAILED", Message: "before hook failed"}},
 		{"an error with skipped objects", skippedOne, &ClassError{Class: ClassRepository, Code: "IO_ERROR", Err: errors.New("disk gone")},
-			Verdict{Status: StatusFailed, Class: ClassRepository, Code: "IO_ERROR", Message: "disk gone; 1 object skipped: exit status 1"}},
+			Verdict{Status: StatusFailed, Class: ClassRepository, Code: "IO_ERROR", Message: "disk gone; 1 object skipped: hook after: exit status 1"}},
 		{"an error without a class", Result{}, errors.New("boom"), Verdict{Status: StatusFailed, Class: ClassUnknown, Message: "boom"}},
 		{"the class cancelled", Result{}, &ClassError{Class: ClassCancelled, Code: CodeCancelled, Err: errors.New("stopped")},
 			Verdict{Status: StatusCancelled, Class: ClassCancelled, Code: CodeCancelled, Message: "stopped"}},

@@ -537,14 +537,14 @@ func TestSkippedMessage(t *testing.T) {
 		f    Figures
 		want string
 	}{
-		{"one", Figures{FilesSkipped: 1, Skipped: skips("permission denied")}, "1 object skipped: permission denied"},
+		{"one", Figures{FilesSkipped: 1, Skipped: skips("permission denied")}, "1 object skipped: x: permission denied"},
 		{"count without reasons", Figures{FilesSkipped: 4}, "4 objects skipped"},
 		{"more skipped than listed", Figures{FilesSkipped: 500, Skipped: skips("permission denied", "permission denied")}, "500 objects skipped: permission denied"},
 		{"listed without a count", Figures{Skipped: skips("gone", "gone")}, "2 objects skipped: gone"},
 		{"most frequent reason first", Figures{FilesSkipped: 3, Skipped: skips("gone", "permission denied", "permission denied")},
-			"3 objects skipped: permission denied (2), gone (1)"},
+			"3 objects skipped: permission denied (2), x: gone"},
 		{"at most three reasons", Figures{FilesSkipped: 5, Skipped: skips("a", "b", "c", "d", "e")},
-			"5 objects skipped: a (1), b (1), c (1), 2 other reasons"},
+			"5 objects skipped: x: a, x: b, x: c, 2 other reasons"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
