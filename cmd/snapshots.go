@@ -26,6 +26,7 @@ func snapshotsCommand() *cli.Command {
 		Flags: append(repoFlags(),
 			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots of `PATH` (repeatable: any of them)"},
+			&cli.StringSliceFlag{Name: "host", Usage: "only snapshots taken on `HOST` (repeatable: any of them)"},
 			&cli.StringSliceFlag{Name: "job", Usage: "only snapshots the backups of job `NAME` made: those tagged job:NAME (repeatable: any of them)"},
 			&cli.Int64SliceFlag{Name: "run", Usage: "only snapshots scheduled run `N` made (repeatable: any of them; nightjar runs lists them)"},
 			&cli.BoolFlag{Name: "verify-failed", Usage: "only snapshots whose verification failed"},
@@ -82,6 +83,7 @@ func runSnapshots(c *cli.Context) error {
 		return err
 	}
 	tags, paths, jobNames, runs := tagLists(c.StringSlice("tag")), c.StringSlice("path"), c.StringSlice("job"), c.Int64Slice("run")
+	hosts := c.StringSlice("host")
 	for _, run := range runs {
 		if run <= 0 {
 			return usageError{fmt.Errorf("invalid --run %d: want a positive run number (nightjar runs lists them)", run)}
@@ -94,6 +96,9 @@ func runSnapshots(c *cli.Context) error {
 			continue
 		}
 		if len(paths) > 0 && !slices.ContainsFunc(paths, func(q string) bool { return slices.Contains(s.Paths, path.Clean(q)) }) {
+			continue
+		}
+		if len(hosts) > 0 && !slices.Contains(hosts, s.Hostname) {
 			continue
 		}
 		if len(jobNames) > 0 && !slices.ContainsFunc(jobNames, func(name string) bool { return slices.Contains(s.Tags, jobs.JobTag(name)) }) {

@@ -32,7 +32,7 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 // runIDsRepository is a repository, opened with the password "pw" from
 // NIGHTJAR_PASSWORD, holding a command-line snapshot, a snapshot of run
-// 12 of job home, and one that the scheduler wrote before snapshots
+// 12 of job home (on host nas), and one that the scheduler wrote before snapshots
 // recorded their run: ID run-3-data, tagged job:db, without a run field.
 type runIDsRepository struct {
 	dir                 string
@@ -67,7 +67,7 @@ func newRunIDsRepository(t *testing.T) runIDsRepository {
 		return res.Snapshot
 	}
 	w.cli = snapshot(backup.Options{}).ID
-	w.scheduled = snapshot(backup.Options{Run: 12, Tags: []string{jobs.JobTag("home")}}).ID
+	w.scheduled = snapshot(backup.Options{Run: 12, Tags: []string{jobs.JobTag("home")}, Hostname: "nas"}).ID
 	old := snapshot(backup.Options{Tags: []string{jobs.JobTag("db")}})
 	if err := be.Remove(ctx, repo.Handle{Type: repo.SnapshotFile, Name: old.ID}); err != nil {
 		t.Fatal(err)
@@ -103,6 +103,8 @@ func TestSnapshotsShowAndFilterRuns(t *testing.T) {
 		{"by job and run", []string{"--job", "home", "--run", "3"}, nil},
 		{"by the job tag", []string{"--tag", "job:db"}, []string{w.old}},
 		{"by a run none made", []string{"--run", "4"}, nil},
+		{"by host", []string{"--host", "nas"}, []string{w.scheduled}},
+		{"by a host none ran on", []string{"--host", "elsewhere"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, stderr, code := runCLI(t, append([]string{"snapshots", "-r", w.dir, "--json"}, tc.args...)...)
