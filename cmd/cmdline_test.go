@@ -223,6 +223,7 @@ func TestHelpEverywhere(t *testing.T) {
 	}{
 		{nil, "nightjar - schedule and run"},
 		{[]string{"help"}, "nightjar - schedule and run"},
+		{[]string{"help", "help"}, "nightjar - schedule and run"},
 		{[]string{"--help"}, "nightjar - schedule and run"},
 		{[]string{"-h"}, "nightjar - schedule and run"},
 		{[]string{"-r", "/x"}, "nightjar - schedule and run"},
@@ -273,7 +274,7 @@ func TestHelpEverywhere(t *testing.T) {
 }
 
 func TestNearest(t *testing.T) {
-	names := []string{"backup", "snapshots", "restore", "ls", "list", "run", "runs", "job"}
+	names := []string{"backup", "snapshots", "restore", "ls", "list", "run", "runs", "job", "copy"}
 	cases := []struct {
 		name, word string
 		want       []string
@@ -287,6 +288,7 @@ func TestNearest(t *testing.T) {
 		{"a short word one edit away", "lz", []string{"ls"}},
 		{"too far", "frobnicate", nil},
 		{"a short word two edits away", "foo", nil},
+		{"a four-letter word two edits away", "nope", nil},
 		{"one letter", "x", nil},
 	}
 	for _, tc := range cases {

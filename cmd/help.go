@@ -29,6 +29,9 @@ func helpAction(c *cli.Context) error {
 	}
 	var cmd *cli.Command
 	cmds := c.App.Commands
+	if args.Len() == 2 && args.Get(1) == helpCommandName {
+		return writeHelp(c.App.Writer, c.App, nil) // help on help is the program's help, which says how to ask
+	}
 	for _, word := range args.Tail() {
 		if cmd != nil && len(cmd.Subcommands) == 0 {
 			break // the words after a command are its arguments
@@ -113,7 +116,12 @@ func suggestion(word string, names []string, spell func(string) string, helpName
 // within the bound, else those that start with it (for a word of three
 // letters or more).
 func nearest(word string, names []string) []string {
-	bound := min(2, max(1, len(word)/2))
+	// One edit for a word of up to four letters (two would make "nope"
+	// into "copy"), two for a longer one.
+	bound := 1
+	if len([]rune(word)) > 4 {
+		bound = 2
+	}
 	var best, prefixed []string
 	bestDistance := bound + 1
 	for _, name := range names {
