@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nightjar-backup/nightjar/directio"
 )
 
 // OpenDirect opens f, an *os.File just created as name, a second time and
@@ -16,20 +18,10 @@ func (OS) OpenDirect(name string, f File) File {
 	if !ok {
 		return nil
 	}
-	d, err := os.OpenFile(name, os.O_WRONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil
+	if d := directio.OpenSecond(name, osf); d != nil {
+		return d
 	}
-	var a, b unix.Stat_t
-	if unix.Fstat(int(osf.Fd()), &a) != nil || unix.Fstat(int(d.Fd()), &b) != nil || a.Dev != b.Dev || a.Ino != b.Ino {
-		d.Close()
-		return nil
-	}
-	if _, err := unix.FcntlInt(d.Fd(), unix.F_NOCACHE, 1); err != nil {
-		d.Close()
-		return nil
-	}
-	return d
+	return nil
 }
 
 // Mknod makes a FIFO or a device node.
