@@ -10,32 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OSFS is the FS of the operating system: on Linux files are opened with
-// O_NOATIME where the caller may (it owns the file), so that a backup
-// does not change their access times.
-type OSFS struct{}
-
-var _ FS = OSFS{}
-
-// Lstat is os.Lstat.
-func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
-
-// Stat is os.Stat.
-func (OSFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
-
-// Readlink is os.Readlink.
-func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
-
-// ReadDirNames lists a directory's names.
-func (OSFS) ReadDirNames(name string) ([]string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
-}
-
 // OpenFile opens name read-only, with O_NOATIME when the platform has it
 // and that is allowed.
 func (OSFS) OpenFile(name string) (File, error) {
