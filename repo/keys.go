@@ -28,11 +28,17 @@ type KDFParams struct {
 // over 64 MiB with 4 lanes.
 var DefaultKDF = KDFParams{Algorithm: "argon2id", Time: 3, MemoryKiB: 64 * 1024, Threads: 4}
 
-// KDF limits accepted when reading a key file, so that a damaged or hostile
-// key file cannot make nightjar allocate unbounded memory.
+// KDF limits of every key file, read or written. Whoever may write to
+// keys/ needs no password to plant a key file, and its parameters are used
+// before anything in it is authenticated: the limits keep such a file from
+// making every open take seconds and gigabytes (1 GiB and 10 passes took
+// 7 s). They are four times DefaultKDF's memory and a few times its
+// passes; nightjar writes keys with DefaultKDF, so no key it made exceeds
+// them.
 const (
-	maxKDFMemoryKiB = 4 * 1024 * 1024
-	maxKDFTime      = 100
+	maxKDFMemoryKiB = 4 * 64 * 1024 // 256 MiB
+	maxKDFTime      = 10
+	maxKDFThreads   = 64
 )
 
 func (p KDFParams) check() error {
@@ -42,14 +48,18 @@ func (p KDFParams) check() error {
 	case p.Time < 1 || p.Time > maxKDFTime:
 		return fmt.Errorf("argon2id time %d out of range 1..%d", p.Time, maxKDFTime)
 	case p.MemoryKiB < 8*uint32(max(p.Threads, 1)) || p.MemoryKiB > maxKDFMemoryKiB:
-		return fmt.Errorf("argon2id memory %d KiB out of range", p.MemoryKiB)
-	case p.Threads < 1:
-		return fmt.Errorf("argon2id threads must be at least 1")
+		return fmt.Errorf("argon2id memory %d KiB out of range %d..%d KiB", p.MemoryKiB, 8*uint32(max(p.Threads, 1)), maxKDFMemoryKiB)
+	case p.Threads < 1 || p.Threads > maxKDFThreads:
+		return fmt.Errorf("argon2id threads %d out of range 1..%d", p.Threads, maxKDFThreads)
 	case len(p.Salt) < 16:
 		return fmt.Errorf("argon2id salt of %d bytes is too short", len(p.Salt))
 	}
 	return nil
 }
+
+// cost is what deriving a key with p takes, in KiB-passes: unlock tries
+// the cheapest key files first.
+func (p KDFParams) cost() uint64 { return uint64(p.Time) * uint64(p.MemoryKiB) }
 
 func (p KDFParams) derive(password []byte) []byte {
 	prepareKDFMemory(uint64(p.MemoryKiB) * 1024)
@@ -143,6 +153,9 @@ func newKeyInfo(kdf KDFParams, now time.Time) (KeyInfo, error) {
 	kdf.Salt = make([]byte, 16)
 	if _, err := rand.Read(kdf.Salt); err != nil {
 		return KeyInfo{}, err
+	}
+	if err := kdf.check(); err != nil {
+		return KeyInfo{}, fmt.Errorf("key derivation: %w", err)
 	}
 	info := KeyInfo{Created: now.UTC(), KDF: kdf}
 	info.Hostname, _ = os.Hostname()

@@ -166,3 +166,43 @@ func TestChangePassword(t *testing.T) {
 		t.Errorf("changing the password rewrote packs: %v, was %v", got, packs)
 	}
 }
+
+// A key file with parameters past the limits (which anyone who may write to
+// keys/ can plant: they are used before anything is authenticated) is
+// refused by name without deriving anything, and does not stop the usual
+// key from opening the repository; nightjar never writes such a key.
+func TestKeyFileOverTheKDFLimitsIsRefusedByName(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	usual := keyNames(t, r)[0]
+	data, err := be.Load(ctx, repo.Handle{Type: repo.KeyFile, Name: usual}, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := strings.Repeat("f", 64)
+	hostile := bytes.Replace(data, []byte(`"memory_kib":64,`), []byte(`"memory_kib":1048576,`), 1)
+	if bytes.Equal(hostile, data) {
+		t.Fatal("the key file does not hold the KDF memory the test rewrites")
+	}
+	if err := be.Save(ctx, repo.Handle{Type: repo.KeyFile, Name: planted}, hostile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openWith(t, be, password); err != nil {
+		t.Fatalf("the usual key beside a planted one: %v", err)
+	}
+	if err := be.Remove(ctx, repo.Handle{Type: repo.KeyFile, Name: usual}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = openWith(t, be, password)
+	want := "key " + planted + ": argon2id memory 1048576 KiB out of range 8..262144 KiB"
+	if !errors.Is(err, repo.ErrIntegrity) || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("open with only the planted key: %v, want an integrity error saying %q", err, want)
+	}
+
+	over := fastKDF
+	over.Time = 11
+	if _, err := r.AddKey(ctx, []byte("another"), over); err == nil || !strings.Contains(err.Error(), "argon2id time 11 out of range 1..10") {
+		t.Errorf("add a key past the limits: %v, want it refused naming the range", err)
+	}
+}

@@ -1,11 +1,13 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -180,15 +182,34 @@ func unlock(ctx context.Context, be Backend, password []byte) (*MasterKey, strin
 	if len(names) == 0 {
 		return nil, "", fmt.Errorf("repository has no key files: %w", ErrIntegrity)
 	}
+	// Every key file's parameters are read first (they are in clear), and
+	// the cheapest keys are tried first: a key file with costly (or, past
+	// the limits, refused) parameters, which anyone who may write to keys/
+	// can plant, costs nothing while a usual key opens.
+	type keyFile struct {
+		name string
+		data []byte
+		cost uint64
+	}
 	var damaged []error
+	var files []keyFile
 	for _, name := range names {
 		data, err := be.Load(ctx, Handle{Type: KeyFile, Name: name}, 0, -1)
 		if err != nil {
 			return nil, "", fmt.Errorf("load key: %w", err)
 		}
-		mk, _, err := openKeyFile(name, data, password)
+		info, _, _, err := decodeKeyInfo(name, data)
+		if err != nil {
+			damaged = append(damaged, err) // named: "key NAME: argon2id memory ... out of range ..."
+			continue
+		}
+		files = append(files, keyFile{name: name, data: data, cost: info.KDF.cost()})
+	}
+	slices.SortStableFunc(files, func(a, b keyFile) int { return cmp.Compare(a.cost, b.cost) })
+	for _, f := range files {
+		mk, _, err := openKeyFile(f.name, f.data, password)
 		if err == nil {
-			return mk, name, nil
+			return mk, f.name, nil
 		}
 		if !errors.Is(err, ErrWrongPassword) {
 			damaged = append(damaged, err)
