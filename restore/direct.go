@@ -1,6 +1,10 @@
 package restore
 
-import "github.com/nightjar-backup/nightjar/directio"
+import (
+	"os"
+
+	"github.com/nightjar-backup/nightjar/directio"
+)
 
 // Big files are restored with direct I/O where the platform has it
 // (O_DIRECT on Linux, F_NOCACHE on macOS; FreeBSD and Windows write through
@@ -35,4 +39,21 @@ func (s *stagingBuffer) get() []byte {
 		s.buf = directio.AlignedBuffer(stagingSize)
 	}
 	return s.buf
+}
+
+// OpenDirect opens f, an *os.File just created as name, a second time for
+// writes past the cache (directio.OpenSecond: O_DIRECT on Linux, F_NOCACHE
+// on macOS). It returns nil, and the file is written through the cache
+// alone, elsewhere (FreeBSD's O_DIRECT is a hint its file systems treat
+// differently, ZFS ignores it; Windows), when name no longer leads to f's
+// file, or when the file system refuses.
+func (OS) OpenDirect(name string, f File) File {
+	osf, ok := f.(*os.File)
+	if !ok {
+		return nil
+	}
+	if d := directio.OpenSecond(name, osf); d != nil {
+		return d
+	}
+	return nil
 }

@@ -7,11 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// OpenDirect returns nil: FreeBSD's O_DIRECT is a hint the file systems
-// treat differently (ZFS ignores it), so big files are written through
-// the cache, as everything else.
-func (OS) OpenDirect(string, File) File { return nil }
-
 // Mknod makes a FIFO or a device node.
 func (OS) Mknod(name string, mode uint32, dev int) error {
 	return unix.Mknod(name, mode, uint64(dev))

@@ -2,29 +2,14 @@ package restore
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/nightjar-backup/nightjar/directio"
 )
 
 // dirOpenFlags open a folder on the way of OpenBeneath: O_PATH needs no
 // permission to read it.
 const dirOpenFlags = unix.O_PATH
-
-// OpenDirect opens f again with O_DIRECT, if f is an *os.File.
-func (OS) OpenDirect(name string, f File) File {
-	osf, ok := f.(*os.File)
-	if !ok {
-		return nil
-	}
-	if d := directio.OpenSecond(name, osf); d != nil {
-		return d
-	}
-	return nil
-}
 
 // Mknod makes a FIFO or a device node.
 func (OS) Mknod(name string, mode uint32, dev int) error { return unix.Mknod(name, mode, dev) }

@@ -21,10 +21,6 @@ func (OS) CreateExclusive(name string) (File, error) {
 	return f, nil
 }
 
-// OpenDirect returns nil: big files are written through the cache on
-// Windows, as everything else.
-func (OS) OpenDirect(string, File) File { return nil }
-
 // OpenBeneath opens root/name for reading, never through a symlink or
 // junction below root: each folder of name is opened without following a
 // reparse point, checked to be a plain folder and held open without
