@@ -156,7 +156,7 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := backend.LockCreation(ctx, configLocation(rc))
+	unlock, err := backend.LockCreation(ctx, configLocation(rc), backend.Options{})
 	if err != nil {
 		return nil, err
 	}

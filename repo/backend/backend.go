@@ -20,9 +20,27 @@ var ErrNoPath = errors.New("no path after the scheme")
 // what follows "name:" in a location.
 type scheme struct {
 	name         string
-	open         func(ctx context.Context, path string) (repo.Backend, error)
-	create       func(ctx context.Context, path string) (repo.Backend, error)
-	lockCreation func(ctx context.Context, path string) (unlock func(), err error)
+	open         func(ctx context.Context, path string, opts Options) (repo.Backend, error)
+	create       func(ctx context.Context, path string, opts Options) (repo.Backend, error)
+	lockCreation func(ctx context.Context, path string, opts Options) (unlock func(), err error)
+}
+
+// Options are the settings of a location that its string does not carry:
+// from a repository's table in the config or from flags. The zero value is
+// the default of every field.
+type Options struct {
+	// BucketLookup is how an s3: location addresses its bucket: "auto"
+	// (the default, also for ""), "path" or "dns".
+	BucketLookup string
+	// Region of an s3: location; "" takes AWS_REGION, AWS_DEFAULT_REGION
+	// or the profile's, else asks the server.
+	Region string
+	// CAFile names a PEM file of roots trusted besides the system's, for
+	// an https: endpoint.
+	CAFile string
+	// UploadLimit and DownloadLimit cap the bytes per second written to
+	// and read from the storage, for every kind of storage; 0 is no cap.
+	UploadLimit, DownloadLimit int64
 }
 
 // schemes are the kinds of storage known, the local folder first: a
@@ -30,9 +48,9 @@ type scheme struct {
 var schemes = []scheme{
 	{
 		name:   "local",
-		open:   func(_ context.Context, path string) (repo.Backend, error) { return local.Open(path) },
-		create: func(_ context.Context, path string) (repo.Backend, error) { return local.Create(path) },
-		lockCreation: func(_ context.Context, path string) (func(), error) {
+		open:   func(_ context.Context, path string, _ Options) (repo.Backend, error) { return local.Open(path) },
+		create: func(_ context.Context, path string, _ Options) (repo.Backend, error) { return local.Create(path) },
+		lockCreation: func(_ context.Context, path string, _ Options) (func(), error) {
 			return local.LockFolder(path)
 		},
 	},
@@ -41,34 +59,44 @@ var schemes = []scheme{
 // Open opens the storage of the existing repository at location. Where no
 // repository is, the error wraps repo.ErrNoRepository.
 func Open(ctx context.Context, location string) (repo.Backend, error) {
+	return OpenWith(ctx, location, Options{})
+}
+
+// OpenWith is Open with the location's settings.
+func OpenWith(ctx context.Context, location string, opts Options) (repo.Backend, error) {
 	s, path, err := parse(location)
 	if err != nil {
 		return nil, err
 	}
-	return s.open(ctx, path)
+	return s.open(ctx, path, opts)
 }
 
 // Create prepares storage for a new repository at location; it refuses a
 // place that holds anything (an error wrapping repo.ErrAlreadyExists when
 // that is a repository).
 func Create(ctx context.Context, location string) (repo.Backend, error) {
+	return CreateWith(ctx, location, Options{})
+}
+
+// CreateWith is Create with the location's settings.
+func CreateWith(ctx context.Context, location string, opts Options) (repo.Backend, error) {
 	s, path, err := parse(location)
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, path)
+	return s.create(ctx, path, opts)
 }
 
 // LockCreation holds a lock that makes the processes that may create a
 // repository at location at the same time do so one after another (the
 // scheduler's create_if_missing): the first creates it, the others then
 // open it. It waits for the lock; unlock releases it.
-func LockCreation(ctx context.Context, location string) (unlock func(), err error) {
+func LockCreation(ctx context.Context, location string, opts Options) (unlock func(), err error) {
 	s, path, err := parse(location)
 	if err != nil {
 		return nil, err
 	}
-	return s.lockCreation(ctx, path)
+	return s.lockCreation(ctx, path, opts)
 }
 
 // schemeNames returns the names of the schemes known, for messages.

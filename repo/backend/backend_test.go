@@ -153,7 +153,7 @@ func TestLockCreation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			unlock, err := backend.LockCreation(context.Background(), tt.location)
+			unlock, err := backend.LockCreation(context.Background(), tt.location, backend.Options{})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("lock creation at %q: %v, want %v", tt.location, err, tt.wantErr)
@@ -168,7 +168,7 @@ func TestLockCreation(t *testing.T) {
 			}
 			unlock()
 			// Released: it can be taken again at once.
-			again, err := backend.LockCreation(context.Background(), tt.location)
+			again, err := backend.LockCreation(context.Background(), tt.location, backend.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
