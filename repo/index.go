@@ -136,6 +136,9 @@ type Index struct {
 	// (a backup that stored again what a lost pack held, an adopted pack):
 	// a read that fails in the first place tries them. Usually empty.
 	alts map[ID][]indexEntry
+	// packEnds holds, by pack number, the end of the last blob indexed in
+	// the pack: a listed pack shorter than that was cut (damagedPacks).
+	packEnds []int64
 }
 
 // indexEntry is the compact in-memory form of IndexedBlob (24 bytes).
@@ -157,6 +160,7 @@ func (x *Index) packNumber(pack ID) uint32 {
 	if !ok {
 		n = uint32(len(x.packs))
 		x.packs = append(x.packs, pack)
+		x.packEnds = append(x.packEnds, 0)
 		x.packNum[pack] = n
 	}
 	return n
@@ -172,6 +176,7 @@ func (x *Index) add(blobs []IndexedBlob) {
 			pack: x.packNumber(b.Pack), offset: b.Offset, length: b.Length,
 			rawLength: b.RawLength, typ: b.Type, comp: b.Compression,
 		}
+		x.packEnds[e.pack] = max(x.packEnds[e.pack], int64(e.offset)+int64(e.length))
 		first, ok := x.blobs[b.ID]
 		if !ok {
 			x.blobs[b.ID] = e
@@ -257,14 +262,8 @@ func (x *Index) damagedPacks(sizes map[ID]int64) map[ID]bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	gone := map[ID]bool{}
-	// A pack cut short is found from the end of its last blob: one pass
-	// over the blobs.
-	ends := make([]int64, len(x.packs))
-	for _, e := range x.blobs {
-		ends[e.pack] = max(ends[e.pack], int64(e.offset)+int64(e.length))
-	}
 	for p, n := range x.packNum {
-		if size, ok := sizes[p]; !ok || size < ends[n]+packTrailerSize {
+		if size, ok := sizes[p]; !ok || size < x.packEnds[n]+packTrailerSize {
 			gone[p] = true
 		}
 	}
@@ -380,5 +379,5 @@ func sortedIndexFile(blobs []IndexedBlob) indexFile {
 func (x *Index) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.packs, x.packNum, x.blobs, x.alts = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil
+	x.packs, x.packNum, x.blobs, x.alts, x.packEnds = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil, nil
 }
