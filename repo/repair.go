@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -311,13 +312,14 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 	if err != nil {
 		return nil, err
 	}
-	candidates := opts.Packs
+	candidates := slices.Clone(opts.Packs)
 	if len(candidates) == 0 {
 		for id := range sizes {
 			candidates = append(candidates, id)
 		}
-		sort.Slice(candidates, func(i, j int) bool { return bytes.Compare(candidates[i][:], candidates[j][:]) < 0 })
 	}
+	slices.SortFunc(candidates, func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
+	candidates = slices.Compact(candidates) // a pack named twice is salvaged once
 	for _, id := range candidates {
 		if _, ok := sizes[id]; !ok {
 			return nil, fmt.Errorf("pack %s: %w", id, ErrNotFound)
