@@ -508,3 +508,30 @@ func TestRepairDryRunChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneAfterHealingBackup prunes a repository healed by a backup but
+// not repaired: the index still lists the lost pack beside the new
+// copies, and prune keeps the copies, so every snapshot still restores
+// and check --read-data is clean after.
+func TestPruneAfterHealingBackup(t *testing.T) {
+	onePacker(t)
+	be := memory.New()
+	initRepo(t, be)
+	first, both := repairSources()
+	snap0, _ := backupFiles(t, be, first)
+	snap1, _ := backupFiles(t, be, both)
+	r := openRepo(t, be)
+	b, _ := r.Index().Lookup(r.BlobID(first[0].data[:repairChunk]))
+	damagePack(t, be, repo.Handle{Type: repo.PackFile, Name: b.Pack.String()}, deletePack, 0)
+	snap2, stats := backupFiles(t, be, both)
+	if stats.LostPacks != 1 {
+		t.Fatalf("healing backup found %d lost packs, want 1", stats.LostPacks)
+	}
+	if _, err := openRepo(t, be).Prune(context.Background(), repo.PruneOptions{LeftoverAge: time.Nanosecond}); err != nil {
+		t.Fatalf("prune after a healing backup: %v", err)
+	}
+	assertRestores(t, be, snap0, first, "first snapshot after prune")
+	assertRestores(t, be, snap1, both, "second snapshot after prune")
+	assertRestores(t, be, snap2, both, "healing snapshot after prune")
+	assertCheckClean(t, be, "prune after a healing backup")
+}
