@@ -68,6 +68,7 @@ type Result struct {
 	Snapshot     *repo.Snapshot
 	Parent       string // the parent snapshot used, if any
 	AdoptedPacks int    // packs of interrupted backups taken into the index
+	LostPacks    int    // indexed packs found missing or cut short: their blobs were stored again where met
 	// Lacks is the metadata this platform does not have, or nightjar
 	// cannot read on it, left empty in every node: for the command to
 	// name once. Empty on Linux, macOS and FreeBSD.
@@ -254,6 +255,7 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 	// the snapshot may name them.
 	stats := written.Stats()
 	result.AdoptedPacks = stats.AdoptedPacks
+	result.LostPacks = stats.LostPacks
 	s := &a.summary
 	s.Started, s.Finished = started.UTC(), opts.Now().UTC()
 	s.BytesRead = a.prog.bytesRead.Load()
@@ -688,7 +690,8 @@ func (a *archiver) readDirNames(dir string) ([]string, error) {
 // the parent snapshot, hardlinks share the job of the first link.
 func (a *archiver) submitFile(ctx context.Context, p string, node *repo.Node, prev *repo.Node) *fileJob {
 	job := &fileJob{path: p, node: node, size: -1, done: make(chan struct{})}
-	if prev != nil && unchanged(prev, node) {
+	// Content whose blobs were lost with their pack is read again (healing).
+	if prev != nil && unchanged(prev, node) && a.w.HasAll(prev.Content) {
 		job.content, job.kind = prev.Content, fileUnchanged
 		close(job.done)
 		a.prog.filesDone.Add(1)

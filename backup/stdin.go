@@ -135,5 +135,5 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 	if err := written.SaveSnapshot(ctx, snap); err != nil {
 		return nil, err
 	}
-	return &Result{Snapshot: snap, AdoptedPacks: stats.AdoptedPacks}, nil
+	return &Result{Snapshot: snap, AdoptedPacks: stats.AdoptedPacks, LostPacks: stats.LostPacks}, nil
 }

@@ -67,6 +67,7 @@ type backupJSON struct {
 	Skipped       []repo.Skip `json:"skipped"` // each with its reason
 	ChangedDuring []string    `json:"changed_during_read"`
 	AdoptedPacks  int         `json:"adopted_packs"`
+	LostPacks     int         `json:"lost_packs"` // indexed packs found missing or cut short; their data was stored again where met
 }
 
 // newBackupSummary is the summary of the backup that made res, with the
@@ -81,7 +82,7 @@ func newBackupSummary(res *backup.Result, f backup.ProgressFigures) backupJSON {
 		BackupStart: s.Started, BackupEnd: s.Finished, TotalDuration: s.Finished.Sub(s.Started).Seconds(),
 		SnapshotID: res.Snapshot.ID, Parent: res.Parent, Partial: s.Partial, Dirs: s.Dirs, OtherEntries: s.OtherEntries,
 		BytesRead: s.BytesRead, FilesSkipped: s.FilesSkipped, Skipped: nonNil(s.Skipped),
-		ChangedDuring: nonNil(s.ChangedDuring), AdoptedPacks: res.AdoptedPacks,
+		ChangedDuring: nonNil(s.ChangedDuring), AdoptedPacks: res.AdoptedPacks, LostPacks: res.LostPacks,
 	}
 }
 
@@ -153,6 +154,7 @@ func runBackup(c *cli.Context) error {
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
+	warnIndexDamage(p, r)
 	var res *backup.Result
 	prog := &backup.Progress{}
 	if stream != nil {
@@ -181,6 +183,9 @@ func runBackup(c *cli.Context) error {
 	}
 	if res.AdoptedPacks > 0 {
 		p.Printf("reused %d packs left by an interrupted backup\n", res.AdoptedPacks)
+	}
+	if res.LostPacks > 0 {
+		p.Warnf("%d packs the index lists are missing or cut short: what they held was stored again where this backup met it (run nightjar repair index, then check)", res.LostPacks)
 	}
 	p.Printf("files:       %d new, %d changed, %d unchanged\n", s.FilesNew, s.FilesChanged, s.FilesUnchanged)
 	p.Printf("folders:     %d\n", s.Dirs)

@@ -20,6 +20,7 @@ func commands() []*cli.Command {
 		unpinCommand(),
 		forgetCommand(),
 		pruneCommand(),
+		repairCommand(),
 		keyCommand(),
 		scheduleCommand(),
 		configCommand(),

@@ -65,7 +65,7 @@ func TestGenerate(t *testing.T) {
 		want  string
 	}{
 		{"a command", []string{"ba"}, "backup"},
-		{"several commands", []string{"re"}, "restore repository"},
+		{"several commands", []string{"re"}, "restore repair repository"},
 		{"a subcommand", []string{"job", "re"}, "resume retention"},
 		{"every subcommand", []string{"key", ""}, "list add remove passwd"},
 		{"after a global flag", []string{"-r", "/x", "snap"}, "snapshots"},

@@ -65,6 +65,7 @@ func runRestore(c *cli.Context) error {
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
+	warnIndexDamage(p, r)
 	snap, err := findSnapshot(c.Context, r, c.Args().First(), snapshotFilterFrom(c))
 	if err != nil {
 		return err

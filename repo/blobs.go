@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"lukechampine.com/blake3"
@@ -175,9 +177,24 @@ func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]
 	if !ok {
 		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
 	}
+	plain, err := r.loadPlace(ctx, b, buf)
+	if err != nil && ctx.Err() == nil {
+		// A blob stored again after its pack was lost, cut short or
+		// damaged has another place (Index.alternates).
+		for _, alt := range r.idx.alternates(id) {
+			if p, aerr := r.loadPlace(ctx, alt, buf); aerr == nil {
+				return p, nil
+			}
+		}
+	}
+	return plain, err
+}
+
+// loadPlace reads blob b from its pack.
+func (r *Repository) loadPlace(ctx context.Context, b IndexedBlob, buf *BlobBuffer) ([]byte, error) {
 	sealed, err := r.loadInto(ctx, Handle{Type: PackFile, Name: b.Pack.String()}, int64(b.Offset), int(b.Length), buf.sealed)
 	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", id.Short(), err)
+		return nil, fmt.Errorf("blob %s: %w", b.ID.Short(), err)
 	}
 	buf.sealed = sealed
 	return r.openBlob(b.PackedBlob, sealed, &buf.plain)
@@ -361,18 +378,29 @@ func (r *Repository) ReadIndexFile(ctx context.Context, name string) ([]IndexedB
 	return f.Blobs, f.Packs, nil
 }
 
-// LoadIndex reads every index file into memory. It fails on the first
-// damaged index file; check reports them all.
+// LoadIndex reads every index file into memory. A damaged index file
+// does not stop it: it is named in IndexDamage, and the packs that no
+// readable index file lists are indexed from their headers instead, so
+// that backups and restores go on (repair index replaces the file). Any
+// other failure to read an index file is an error.
 func (r *Repository) LoadIndex(ctx context.Context) error {
 	names, err := r.ListIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("load index: %w", err)
 	}
-	g, ctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex
+	var damaged []IndexDamage
+	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, name := range names {
 		g.Go(func() error {
-			blobs, _, err := r.ReadIndexFile(ctx, name)
+			blobs, _, err := r.ReadIndexFile(gctx, name)
+			if errors.Is(err, ErrIntegrity) {
+				mu.Lock()
+				damaged = append(damaged, IndexDamage{Name: name, Err: err})
+				mu.Unlock()
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("load index: %w (nightjar check tells more)", err)
 			}
@@ -380,5 +408,15 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	sort.Slice(damaged, func(i, j int) bool { return damaged[i].Name < damaged[j].Name })
+	r.indexDamage = damaged
+	if len(damaged) == 0 {
+		return nil
+	}
+	n, err := r.indexUnlistedPacks(ctx)
+	r.indexedFromHeaders = n
+	return err
 }

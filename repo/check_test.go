@@ -116,8 +116,13 @@ func TestTamperIndexFile(t *testing.T) {
 			t.Run(fmt.Sprintf("%s byte %d", name[:8], at), func(t *testing.T) {
 				store(t, f.be, h, flipped(orig, at))
 				defer store(t, f.be, h, orig)
-				if err := f.open(t).LoadIndex(ctx); !errors.Is(err, repo.ErrIntegrity) {
-					t.Errorf("load index: %v, want ErrIntegrity", err)
+				// The damaged file is skipped and named (repair.go).
+				r := f.open(t)
+				if err := r.LoadIndex(ctx); err != nil {
+					t.Errorf("load index: %v, want the damaged file skipped", err)
+				}
+				if bad, _ := r.IndexDamage(); len(bad) != 1 || bad[0].Name != name || !errors.Is(bad[0].Err, repo.ErrIntegrity) {
+					t.Errorf("index damage %v, want %s with ErrIntegrity", bad, name[:8])
 				}
 				rep := f.check(t, 0)
 				if p := findProblem(rep, "index "+name); p == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -131,6 +132,13 @@ type Index struct {
 	packNum map[ID]uint32
 	blobs   map[ID]indexEntry
 	pending map[ID]struct{}
+	// alts holds the other places of blobs stored in more than one pack
+	// (a backup that stored again what a lost pack held, an adopted pack):
+	// a read that fails in the first place tries them. Usually empty.
+	alts map[ID][]indexEntry
+	// packEnds holds, by pack number, the end of the last blob indexed in
+	// the pack: a listed pack shorter than that was cut (damagedPacks).
+	packEnds []int64
 }
 
 // indexEntry is the compact in-memory form of IndexedBlob (24 bytes).
@@ -152,6 +160,7 @@ func (x *Index) packNumber(pack ID) uint32 {
 	if !ok {
 		n = uint32(len(x.packs))
 		x.packs = append(x.packs, pack)
+		x.packEnds = append(x.packEnds, 0)
 		x.packNum[pack] = n
 	}
 	return n
@@ -163,14 +172,102 @@ func (x *Index) add(blobs []IndexedBlob) {
 	defer x.mu.Unlock()
 	for _, b := range blobs {
 		delete(x.pending, b.ID)
-		if _, ok := x.blobs[b.ID]; ok {
-			continue
-		}
-		x.blobs[b.ID] = indexEntry{
+		e := indexEntry{
 			pack: x.packNumber(b.Pack), offset: b.Offset, length: b.Length,
 			rawLength: b.RawLength, typ: b.Type, comp: b.Compression,
 		}
+		x.packEnds[e.pack] = max(x.packEnds[e.pack], int64(e.offset)+int64(e.length))
+		first, ok := x.blobs[b.ID]
+		if !ok {
+			x.blobs[b.ID] = e
+			continue
+		}
+		if first.pack == e.pack || slices.ContainsFunc(x.alts[b.ID], func(a indexEntry) bool { return a.pack == e.pack }) {
+			continue
+		}
+		if x.alts == nil {
+			x.alts = map[ID][]indexEntry{}
+		}
+		x.alts[b.ID] = append(x.alts[b.ID], e)
 	}
+}
+
+// alternates returns the other places of blob id than Lookup's.
+func (x *Index) alternates(id ID) []IndexedBlob {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []IndexedBlob
+	for _, e := range x.alts[id] {
+		out = append(out, x.expand(id, e))
+	}
+	return out
+}
+
+// dropPlace removes blob id's places in packs gone, promoting a place in
+// another pack where there is one; x.mu is held. It reports whether the
+// blob has no place left.
+func (x *Index) dropPlace(id ID, gone map[ID]bool) bool {
+	e, ok := x.blobs[id]
+	if !ok {
+		return false
+	}
+	alts := x.alts[id]
+	kept := alts[:0]
+	for _, a := range alts {
+		if !gone[x.packs[a.pack]] {
+			kept = append(kept, a)
+		}
+	}
+	if gone[x.packs[e.pack]] {
+		if len(kept) == 0 {
+			delete(x.blobs, id)
+			delete(x.alts, id)
+			return true
+		}
+		x.blobs[id], kept = kept[0], kept[1:]
+	}
+	if len(kept) == 0 {
+		delete(x.alts, id)
+	} else {
+		x.alts[id] = kept
+	}
+	return false
+}
+
+// dropPacks removes every place in packs gone, and the packs, and returns
+// how many blobs are left with no place: a later write stores them again.
+func (x *Index) dropPacks(gone map[ID]bool) int {
+	if len(gone) == 0 {
+		return 0
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	dropped := 0
+	for id, e := range x.blobs {
+		if gone[x.packs[e.pack]] || len(x.alts[id]) > 0 {
+			if x.dropPlace(id, gone) {
+				dropped++
+			}
+		}
+	}
+	for p := range gone {
+		delete(x.packNum, p)
+	}
+	return dropped
+}
+
+// damagedPacks returns the indexed packs that are not in sizes (a listing
+// of the pack files) or shorter than the blobs the index places in them.
+func (x *Index) damagedPacks(sizes map[ID]int64) map[ID]bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	gone := map[ID]bool{}
+	for p, n := range x.packNum {
+		if size, ok := sizes[p]; !ok || size < x.packEnds[n]+packTrailerSize {
+			gone[p] = true
+		}
+	}
+	return gone
 }
 
 // forget removes blobs that lie in packs, and the packs themselves, so
@@ -180,9 +277,7 @@ func (x *Index) forget(blobs []IndexedBlob, packs map[ID]bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, b := range blobs {
-		if e, ok := x.blobs[b.ID]; ok && packs[x.packs[e.pack]] {
-			delete(x.blobs, b.ID)
-		}
+		x.dropPlace(b.ID, packs)
 	}
 	for p := range packs {
 		delete(x.packNum, p)
@@ -284,5 +379,5 @@ func sortedIndexFile(blobs []IndexedBlob) indexFile {
 func (x *Index) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.packs, x.packNum, x.blobs = nil, map[ID]uint32{}, map[ID]indexEntry{}
+	x.packs, x.packNum, x.blobs, x.alts, x.packEnds = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil, nil
 }

@@ -38,6 +38,12 @@ type Repository struct {
 
 	// sessionMu lets one write session run at a time (WriteSession).
 	sessionMu sync.Mutex
+
+	// indexDamage names the index files LoadIndex could not read, and
+	// indexedFromHeaders counts the packs it indexed from their headers
+	// instead (repair.go).
+	indexDamage        []IndexDamage
+	indexedFromHeaders int
 }
 
 // InitOptions are the choices made when a repository is created.

@@ -20,6 +20,12 @@ type WriteOptions struct {
 	// them. Their blobs are then reused instead of stored again, and the
 	// session's flush writes an index for them. Packs whose header cannot
 	// be read are left alone (check reports them).
+	//
+	// The same listing heals: indexed packs that are missing, or shorter
+	// than the blobs the index places in them, are taken out of the
+	// in-memory index, so that the session stores their blobs again when
+	// it meets them (WriteStats.LostPacks). It costs no request more than
+	// adopting, and one pass over the in-memory index.
 	AdoptPacks bool
 }
 
@@ -32,6 +38,8 @@ type WriteStats struct {
 	Packs        int   // packs written
 	Bytes        int64 // bytes of packs and index files written
 	AdoptedPacks int   // packs of interrupted sessions taken into the index (WriteOptions.AdoptPacks)
+	LostPacks    int   // indexed packs found missing or cut short (WriteOptions.AdoptPacks)
+	LostBlobs    int   // blobs only those packs held: stored again if the session meets them
 }
 
 // Written is the proof of a write session that ended with everything it
@@ -115,11 +123,9 @@ func (r *Repository) WriteSession(ctx context.Context, opts WriteOptions, fn fun
 		}
 	}()
 	if opts.AdoptPacks {
-		n, err := w.adoptPacks(ctx)
-		if err != nil {
+		if err := w.adoptPacks(ctx); err != nil {
 			return nil, err
 		}
-		w.stats.AdoptedPacks = n
 	}
 	if err := fn(ctx, w); err != nil {
 		return nil, w.cause(ctx, err)
@@ -479,25 +485,34 @@ func (w *Writer) flushIndex(ctx context.Context) error {
 	return nil
 }
 
-// adoptPacks indexes the packs no index file lists (WriteOptions.AdoptPacks)
-// and returns how many it took.
-func (w *Writer) adoptPacks(ctx context.Context) (int, error) {
+// adoptPacks indexes the packs no index file lists, and forgets the
+// indexed packs that are lost (WriteOptions.AdoptPacks); the counts go
+// into w.stats.
+func (w *Writer) adoptPacks(ctx context.Context) error {
 	r := w.r
 	type pack struct {
 		id   ID
 		size int64
 	}
 	var orphans []pack
+	sizes := map[ID]int64{}
 	err := r.be.List(ctx, PackFile, func(name string, size int64) error {
 		id, err := ParseID(name)
-		if err == nil && !r.idx.HasPack(id) {
+		if err != nil {
+			return nil
+		}
+		sizes[id] = size
+		if !r.idx.HasPack(id) {
 			orphans = append(orphans, pack{id, size})
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("list packs: %w", err)
+		return fmt.Errorf("list packs: %w", err)
 	}
+	lost := r.idx.damagedPacks(sizes)
+	w.stats.LostPacks = len(lost)
+	w.stats.LostBlobs = r.idx.dropPacks(lost)
 	var mu sync.Mutex
 	adopted := 0
 	g, gctx := errgroup.WithContext(ctx)
@@ -527,5 +542,19 @@ func (w *Writer) adoptPacks(ctx context.Context) (int, error) {
 		})
 	}
 	err = g.Wait() // before adopted is read: every goroutine counted
-	return adopted, err
+	w.stats.AdoptedPacks = adopted
+	return err
+}
+
+// HasAll reports whether the repository holds every blob of ids: a file
+// whose content a backup takes from the parent snapshot without reading
+// it must not refer to a blob that was lost with its pack
+// (WriteOptions.AdoptPacks); such a file is read again.
+func (w *Writer) HasAll(ids []ID) bool {
+	for _, id := range ids {
+		if !w.r.idx.Has(id) {
+			return false
+		}
+	}
+	return true
 }
