@@ -31,6 +31,7 @@ var (
 	ErrUnknownJob   = pass.ErrUnknownJob
 	ErrActive       = pass.ErrActive
 	ErrRunEnded     = errors.New("run has already ended")
+	ErrPaused       = errors.New("job is paused")
 	ErrSchemaTooNew = errors.New("state database was written by a newer nightjar; upgrade nightjar")
 )
 

@@ -284,6 +284,29 @@ func (d *DB) Run(ctx context.Context, id int64) (pass.Run, error) {
 // and with ErrActive when the job already has a queued or running run. A
 // paused job stays paused.
 func (d *DB) QueueRun(ctx context.Context, jobName string, run pass.Run, actor Actor) (pass.Run, error) {
+	return d.queueRun(ctx, jobName, run, actor, pausedAllowed)
+}
+
+// How queueRun treats a paused job.
+const (
+	pausedAllowed = iota // queue as for any job (drills, follow-ups)
+	pausedRefused        // ErrPaused
+	pausedForced         // queue, and say in the audit that the pause was overridden
+)
+
+// QueueJobRun queues a run of job jobName by hand, as QueueRun does, but
+// refuses a paused job with ErrPaused unless force is set; a forced run's
+// audit row says that it overrode the pause. The check and the insert are
+// one transaction, so that a pause in between cannot be missed.
+func (d *DB) QueueJobRun(ctx context.Context, jobName string, run pass.Run, actor Actor, force bool) (pass.Run, error) {
+	mode := pausedRefused
+	if force {
+		mode = pausedForced
+	}
+	return d.queueRun(ctx, jobName, run, actor, mode)
+}
+
+func (d *DB) queueRun(ctx context.Context, jobName string, run pass.Run, actor Actor, paused int) (pass.Run, error) {
 	if err := actor.check(); err != nil {
 		return pass.Run{}, fmt.Errorf("queue run for job %s: %w", jobName, err)
 	}
@@ -297,12 +320,22 @@ func (d *DB) QueueRun(ctx context.Context, jobName string, run pass.Run, actor A
 		if err != nil {
 			return err
 		}
+		var isPaused bool
+		if err := tx.QueryRowContext(ctx, `SELECT paused FROM jobs WHERE id = ?`, id).Scan(&isPaused); err != nil {
+			return err
+		}
+		if isPaused && paused == pausedRefused {
+			return ErrPaused
+		}
 		queued, err = insertRun(ctx, tx, id, run, now)
 		if err != nil {
 			return err
 		}
-		return audit(ctx, tx, now, actor, AuditTrigger, jobName, jobName,
-			fmt.Sprintf("%s run %d queued (trigger %s)", queued.Kind, queued.ID, queued.Trigger))
+		detail := fmt.Sprintf("%s run %d queued (trigger %s)", queued.Kind, queued.ID, queued.Trigger)
+		if isPaused && paused == pausedForced {
+			detail += ", forced although the job is paused"
+		}
+		return audit(ctx, tx, now, actor, AuditTrigger, jobName, jobName, detail)
 	})
 	return queued, err
 }

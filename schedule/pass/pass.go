@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -27,7 +28,7 @@ const (
 
 // Defaults and limits of a RetryPolicy.
 const (
-	DefaultRetryAttempts = 3
+	DefaultRetryAttempts = 4 // the first and 3 retries, at 30, 60 and 120 s
 	MaxRetryAttempts     = 10
 	DefaultRetryInitial  = 30 * time.Second
 	DefaultRetryMax      = 15 * time.Minute
@@ -70,7 +71,7 @@ type Pass struct {
 	Runner     string           // host:pid of this process; empty: found out
 	RunnerDead func(runner string) bool
 	NewToken   func() string  // fencing tokens; nil: 128 random bits
-	Jitter     func() float64 // in [0, 1), shortens backoffs; nil: none
+	Jitter     func() float64 // in [0, 1), shortens backoffs (unless a job's NoJitter); nil: math/rand/v2
 	Logger     *slog.Logger   // nil: discard
 	Observers  []Observer     // told of each run event as it happens
 
@@ -280,7 +281,7 @@ func (p *Pass) token() string {
 
 func (p *Pass) jitter() float64 {
 	if p.Jitter == nil {
-		return 0
+		return mathrand.Float64()
 	}
 	return p.Jitter()
 }
@@ -383,7 +384,11 @@ func (p *Pass) retryOf(r Run, class string, now time.Time) *Run {
 	if attempt >= policy.Attempts {
 		return nil
 	}
-	notBefore := now.Add(schedule.Backoff(attempt, policy.Initial, policy.Max, p.jitter()))
+	jitter := 0.0
+	if !policy.NoJitter {
+		jitter = p.jitter()
+	}
+	notBefore := now.Add(schedule.Backoff(attempt, policy.Initial, policy.Max, jitter))
 	if at, err := schedule.FirstAllowed(def.Name, notBefore, p.Windows); err == nil {
 		notBefore = at
 	}

@@ -59,6 +59,10 @@ type RetryPolicy struct {
 	Attempts int           // most attempts in all, including the first (DefaultRetryAttempts, at most MaxRetryAttempts)
 	Initial  time.Duration // first backoff (DefaultRetryInitial)
 	Max      time.Duration // cap of the backoff (DefaultRetryMax)
+	// NoJitter turns off the downward jitter of the backoffs (on by
+	// default, so that the retries of many jobs after one shared outage
+	// do not all start at the same instant).
+	NoJitter bool
 }
 
 // JobDef is a job as the config declares it. The fields before Backup are
