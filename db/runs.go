@@ -17,14 +17,14 @@ const runSelect = `SELECT r.id, r.job_id, j.name, r.kind, r.trigger, r.attempt, 
 	r.scheduled_at, r.not_before, r.queued_at, r.started_at, r.ended_at, r.heartbeat_at,
 	r.status, r.held_reason, r.error_class, r.error_code, r.message,
 	r.bytes_read, r.bytes_added, r.files, r.files_skipped, r.skipped, r.counters, r.missed_slots,
-	r.owner, r.runner, r.output, r.current_item
+	r.owner, r.runner, r.output, r.current_item, r.lease_until
 	FROM runs r JOIN jobs j ON j.id = r.job_id `
 
 func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 	var (
 		r                                            pass.Run
 		scheduled, notBefore, queued, started, ended sql.NullInt64
-		heartbeat                                    sql.NullInt64
+		heartbeat, lease                             sql.NullInt64
 		held, class, code, owner, runner             sql.NullString
 		skipped, counters                            string
 	)
@@ -32,12 +32,13 @@ func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 		&scheduled, &notBefore, &queued, &started, &ended, &heartbeat,
 		&r.Status, &held, &class, &code, &r.Message,
 		&r.Figures.BytesRead, &r.Figures.BytesAdded, &r.Figures.Files, &r.Figures.FilesSkipped, &skipped, &counters, &r.MissedSlots,
-		&owner, &runner, &r.Output, &r.Current)
+		&owner, &runner, &r.Output, &r.Current, &lease)
 	if err != nil {
 		return pass.Run{}, err
 	}
 	r.ScheduledAt, r.NotBefore, r.QueuedAt = timeOf(scheduled), timeOf(notBefore), timeOf(queued)
 	r.StartedAt, r.EndedAt, r.HeartbeatAt = timeOf(started), timeOf(ended), timeOf(heartbeat)
+	r.LeaseUntil = timeOf(lease)
 	r.HeldReason, r.ErrorClass, r.ErrorCode = held.String, class.String, code.String
 	r.Owner, r.Runner = owner.String, runner.String
 	if err := json.Unmarshal([]byte(skipped), &r.Figures.Skipped); err != nil {

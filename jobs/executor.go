@@ -214,7 +214,7 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 		// No retry finds a path that was not there: the config or a
 		// mount must change first.
 		return res, &pass.ClassError{Class: pass.ClassConfig, Code: CodeSourceMissing,
-			Err: fmt.Errorf("no source exists, nothing was backed up (%s): fix the job's source paths, or mount what holds them", strings.Join(failed, "; "))}
+			Err: fmt.Errorf("no source exists (%s): nothing was backed up; fix the job's source paths, or mount what holds them", strings.Join(failed, "; "))}
 	}
 	if len(failed) == len(sources) {
 		// Each reason once: backup's own error already says "no source

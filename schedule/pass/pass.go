@@ -68,7 +68,7 @@ type Pass struct {
 	Heartbeat  time.Duration    // 0: DefaultHeartbeat
 	StaleAfter time.Duration    // 0: DefaultStaleAfter; at least StaleHeartbeats × Heartbeat (CheckStaleAfter)
 	Grace      time.Duration    // 0: DefaultGrace
-	Runner     string           // host:pid of this process; empty: found out
+	Runner     string           // this process's identity (cmd: host:pid@boot/pidns/start); empty: host:pid
 	RunnerDead func(runner string) bool
 	NewToken   func() string  // fencing tokens; nil: 128 random bits
 	Jitter     func() float64 // in [0, 1), shortens backoffs (unless a job's NoJitter); nil: math/rand/v2
@@ -238,9 +238,23 @@ func (p *Pass) runnerGone(runner string) bool {
 }
 
 // Orphaned reports whether the next pass's reclaim would end run, a
-// running run: its heartbeat is stale or its runner is gone.
+// running run: its lease ran out (without a lease: its heartbeat is
+// stale) or its runner is gone.
 func (p *Pass) Orphaned(run Run) bool {
-	return run.HeartbeatAt.Before(p.staleBefore(p.Now())) || p.runnerGone(run.Runner)
+	return LeaseExpired(run, p.Now(), p.staleBefore(p.Now())) || p.runnerGone(run.Runner)
+}
+
+// LeaseExpired reports whether a running run's lease ran out before now.
+// A run without a lease (admitted by an older nightjar) is judged by its
+// heartbeat: expired when it is before staleBefore. The lease, which the
+// owner sets from its own stale_after, is what counts otherwise: a
+// reclaimer with a shorter stale_after, or whose clock stepped ahead by
+// less than the lease has left, leaves the run alone.
+func LeaseExpired(run Run, now, staleBefore time.Time) bool {
+	if run.LeaseUntil.IsZero() {
+		return run.HeartbeatAt.Before(staleBefore)
+	}
+	return run.LeaseUntil.Before(now)
 }
 func (p *Pass) grace() time.Duration        { return orDefault(p.Grace, DefaultGrace) }
 func (p *Pass) shutdownWait() time.Duration { return orDefault(p.ShutdownWait, DefaultShutdownWait) }

@@ -166,6 +166,10 @@ type Run struct {
 	StartedAt   time.Time
 	EndedAt     time.Time
 	HeartbeatAt time.Time
+	// LeaseUntil is when a running run's lease runs out unless its
+	// runner renews it (zero: a run of an older nightjar, without one,
+	// judged by HeartbeatAt and the reclaimer's stale_after).
+	LeaseUntil  time.Time
 	Status      string
 	HeldReason  string
 	ErrorClass  string
@@ -173,7 +177,7 @@ type Run struct {
 	Message     string
 	MissedSlots int
 	Owner       string // fencing token of the runner that holds it
-	Runner      string // host:pid of that runner
+	Runner      string // that runner's identity: host:pid@boot/pidns/start (see Pass.Runner)
 	Figures     Figures
 	Snapshots   []SnapshotRef
 	Output      string // what the run's hooks and command sources printed, bounded (see Result.Output)
