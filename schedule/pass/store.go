@@ -110,8 +110,8 @@ func (s AdmitState) Eligible(now time.Time) AdmitState {
 type Admission struct {
 	RunID      int64
 	Admit      bool
-	Owner      string // fencing token, for admitted runs
-	Runner     string // the runner's identity, for admitted runs
+	Owner      string        // fencing token, for admitted runs
+	Runner     string        // the runner's identity, for admitted runs
 	Lease      time.Duration // for admitted runs: how long the lease lasts from now and from each heartbeat
-	HeldReason string // why it waits, for runs not admitted
+	HeldReason string        // why it waits, for runs not admitted
 }
