@@ -174,6 +174,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 		do   func(context.Context) error
 	}{
 		{"synchronise jobs", func(ctx context.Context) error { return p.syncJobs(ctx, warn) }},
+		{"record the snapshots of orphaned runs", func(ctx context.Context) error { p.recordOrphansSnapshots(ctx, &sum, warn); return nil }},
 		{"reclaim orphaned runs", func(ctx context.Context) error { return p.reclaim(ctx, &sum) }},
 		{"claim due jobs", func(ctx context.Context) error { return p.claim(ctx, &sum, warn) }},
 		{"admit queued runs", func(ctx context.Context) error { return p.admit(ctx, &sum) }},
@@ -381,6 +382,70 @@ func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 	}
 	sum.Reclaimed = runs
 	return nil
+}
+
+// RunSnapshotFinder is what an Executor may offer besides: the snapshots
+// that an orphaned backup run wrote into its repository (found by the run
+// they record), so that a run whose result could not be recorded (its
+// runner died after the last snapshot, the state database's disk was full)
+// is recorded with them instead of being retried.
+type RunSnapshotFinder interface {
+	// RunSnapshots returns the result of run as its snapshots tell it, and
+	// complete = true when every source of job has one; complete = false
+	// when some source has none (the run did not get to its end), or err.
+	RunSnapshots(ctx context.Context, job JobDef, run Run) (res Result, complete bool, err error)
+}
+
+// recordedLater is the message of a run whose end a later pass recorded
+// from its snapshots.
+const recordedLater = "recorded by a later pass from the snapshots it wrote: its runner stopped before it could record its end"
+
+// recordOrphansSnapshots records as succeeded every orphaned backup run
+// (one that reclaim is about to end) whose snapshots are all in the
+// repository: the run did its work, and only its record is missing. A
+// history never loses a snapshot, and the run is not retried. Fenced by
+// the run's owner token, as its runner's own Finish would be.
+func (p *Pass) recordOrphansSnapshots(ctx context.Context, sum *Summary, warn func(string, ...any)) {
+	finder, ok := p.Executor.(RunSnapshotFinder)
+	if !ok {
+		return
+	}
+	st, err := p.Store.AdmitState(ctx)
+	if err != nil {
+		return // reclaim reads the store next and reports
+	}
+	for _, r := range st.Running {
+		if (r.Kind != KindBackup && r.Kind != "") || !p.Orphaned(r) {
+			continue
+		}
+		def, ok := p.def(r.Job)
+		if !ok {
+			continue
+		}
+		res, complete, err := finder.RunSnapshots(ctx, def, r)
+		if err != nil {
+			warn("run %d of job %s: its snapshots could not be looked for, it is reclaimed as orphaned: %v", r.ID, r.Job, err)
+			continue
+		}
+		if !complete {
+			continue
+		}
+		ended := r
+		ended.Status, ended.EndedAt, ended.Message = StatusSucceeded, p.Now(), recordedLater
+		ended.Figures, ended.Snapshots = res.Figures, res.Snapshots
+		if ended.Figures.FilesSkipped > 0 {
+			ended.Status, ended.ErrorCode = StatusPartialFailure, CodeObjectsSkipped
+		}
+		recorded, err := p.Store.Finish(ctx, ended, r.Owner, nil)
+		if err != nil || !recorded {
+			continue // reclaim decides
+		}
+		stored := ended
+		stored.Owner = ""
+		p.log().Warn("orphaned run recorded from its snapshots", "run", r.ID, "job", r.Job, "snapshots", len(res.Snapshots))
+		sum.Finished = append(sum.Finished, stored)
+		p.observeFinished(stored)
+	}
 }
 
 // retryOf returns the retry of a run that failed with class, or nil when
