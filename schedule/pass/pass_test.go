@@ -488,6 +488,7 @@ func TestRetriesOfASharedOutageAreSpread(t *testing.T) {
 		}
 		distinct[retry.NotBefore] = true
 	}
+	t.Logf("40 retries after one outage: %d distinct start instants", len(distinct))
 	if len(distinct) < 35 {
 		t.Errorf("40 retries after one outage start at %d distinct instants, want them spread (at least 35)", len(distinct))
 	}

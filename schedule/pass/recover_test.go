@@ -84,3 +84,30 @@ func TestOrphanedRunIsRecordedFromItsSnapshots(t *testing.T) {
 		t.Errorf("halb's runs %+v, want the orphaned run and its retry", runs)
 	}
 }
+
+// A run admitted by another runner with a 10-minute lease (its
+// stale_after) is not reclaimed by a pass whose stale_after is 1 minute (a
+// config reload lowered it), nor by one whose clock stepped ahead within
+// the lease; once the lease ran out it is.
+func TestReclaimHonoursTheOwnersLeaseNotTheReclaimersStaleAfter(t *testing.T) {
+	f := newFixture(t, manual(t, "daten"))
+	f.run(at(0))
+	run := f.queued("daten", "normal", at(h))
+	if _, err := f.store.Admit(context.Background(), at(h), func(st AdmitState) []Admission {
+		return []Admission{{RunID: run.ID, Admit: true, Owner: "other", Runner: "other-host:7", Lease: 10 * time.Minute}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.pass.StaleAfter = time.Minute
+	for _, now := range []time.Time{at(h + 3*time.Minute), at(h + 9*time.Minute)} {
+		if f.pass.Orphaned(f.store.get(run.ID)) {
+			t.Errorf("at %s the live run is called orphaned", now.Sub(at(h)))
+		}
+		if sum := f.run(now); len(sum.Reclaimed) != 0 {
+			t.Fatalf("a pass with stale_after 1m reclaimed a run whose lease runs 10m, at %s", now.Sub(at(h)))
+		}
+	}
+	if sum := f.run(at(h + 10*time.Minute + time.Second)); len(sum.Reclaimed) != 1 || sum.Reclaimed[0].ID != run.ID {
+		t.Fatalf("after the lease ran out: reclaimed %+v, want run %d", sum.Reclaimed, run.ID)
+	}
+}
