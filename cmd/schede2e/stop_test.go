@@ -163,3 +163,63 @@ func TestTickAfterACrashReportsADamagedStateDatabase(t *testing.T) {
 		t.Errorf("tick on a damaged state database: want one line naming it and saying what to do:\n%s", res)
 	}
 }
+
+// A tick killed after its run wrote the snapshot but before it recorded
+// the run's end (here: in the run's after hook, which a FIFO holds) leaves
+// the run running in the state database with its snapshot in the
+// repository. The next tick records the run as succeeded with that
+// snapshot instead of retrying it: the history never loses a snapshot.
+func TestKilledRunWhoseSnapshotIsWrittenIsRecordedWithIt(t *testing.T) {
+	w := newWorld(t)
+	src := w.path("src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hold, mark := w.path("hold"), w.path("in-after")
+	if err := syscall.Mkfifo(hold, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(hold, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	w.writeConfig(header("", "") +
+		job("held", "manual", "retention = \"off\"\nverify = \"off\"\n[job.hooks]\nafter = \"touch "+mark+"; cat "+hold+"\"", src))
+	w.must(exitOK, "job", "run", "held")
+	p := w.startNJ("tick")
+	eventually(t, 2*time.Minute, 100*time.Millisecond, "the run is in its after hook", func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("the tick ended before its run reached the after hook\n%s", p.wait(t, time.Second))
+		default:
+		}
+		_, err := os.Stat(mark)
+		return err == nil
+	})
+	p.signal(t, syscall.SIGKILL)
+	if res := p.wait(t, time.Minute); res.Code != -1 {
+		t.Fatalf("the tick was not killed\n%s", res)
+	}
+	snaps := w.snapshots()
+	runs := w.runsOf("held")
+	if len(snaps) != 1 || len(runs) != 1 || runs[0].Status != "running" {
+		t.Fatalf("after the kill: snapshots %+v, runs %+v; want one snapshot and the run left running", snaps, runs)
+	}
+
+	next := w.tick(exitOK)
+	if len(next.Reclaimed) != 0 {
+		t.Errorf("the next tick reclaimed %+v, want the run recorded from its snapshot", next.Reclaimed)
+	}
+	runs = w.runsOf("held")
+	if len(runs) != 1 {
+		t.Fatalf("runs %+v, want the one run and no retry", runs)
+	}
+	r := runs[0]
+	if r.Status != "succeeded" || len(r.Snapshots) != 1 || r.Snapshots[0].SnapshotID != snaps[0].ID || !strings.Contains(r.Message, "recorded by a later pass") {
+		t.Errorf("run after the next tick: %s %q snapshots %+v; want succeeded with snapshot %s, recorded later", r.Status, r.Message, r.Snapshots, snaps[0].ID)
+	}
+}
