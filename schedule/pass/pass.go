@@ -71,7 +71,7 @@ type Pass struct {
 	Runner     string           // this process's identity (cmd: host:pid@boot/pidns/start); empty: host:pid
 	RunnerDead func(runner string) bool
 	NewToken   func() string  // fencing tokens; nil: 128 random bits
-	Jitter     func() float64 // in [0, 1), shortens backoffs (unless a job's NoJitter); nil: math/rand/v2
+	Jitter     func() float64 // in [0, 1), shortens backoffs (unless a job's NoJitter); called concurrently; nil: math/rand/v2
 	Logger     *slog.Logger   // nil: discard
 	Observers  []Observer     // told of each run event as it happens
 

@@ -459,8 +459,14 @@ func TestRetriesOfASharedOutageAreSpread(t *testing.T) {
 	defs = append(defs, manual(t, "exact", func(d *JobDef) { d.Retry.NoJitter = true }))
 	f := newFixture(t, defs...)
 	f.pass.Limits = Limits{}
+	// Seeded, and locked: the pass records its runs' results at once.
 	rng := rand.New(rand.NewPCG(16, 16))
-	f.pass.Jitter = rng.Float64
+	var rngMu sync.Mutex
+	f.pass.Jitter = func() float64 {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return rng.Float64()
+	}
 	f.run(at(0))
 	f.exec.do = func(context.Context, JobDef, Run) (Result, error) {
 		return Result{}, &ClassError{Class: ClassNetwork, Err: errors.New("connection refused")}
