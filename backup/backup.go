@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +41,26 @@ func (e *NothingSavedError) Error() string {
 }
 
 func (e *NothingSavedError) Unwrap() error { return ErrNothingSaved }
+
+// SourcesMissing reports whether every source was skipped because it (or a
+// folder above it) did not exist when the backup started: a fault of the
+// configuration or of a mount, which no retry heals.
+func (e *NothingSavedError) SourcesMissing() bool {
+	if len(e.Skipped) == 0 {
+		return false
+	}
+	for _, s := range e.Skipped {
+		if s.Reason != ReasonSourceMissing {
+			return false
+		}
+	}
+	return true
+}
+
+// ReasonSourceMissing is the skip reason of a source that did not exist
+// when the backup started (told apart from a file that vanished while the
+// walk was under way).
+const ReasonSourceMissing = "source does not exist"
 
 // Options describe one backup.
 type Options struct {
@@ -445,6 +467,21 @@ func (a *archiver) saveRoot(ctx context.Context, parentTree *repo.ID) (repo.ID, 
 			// (its node is the folder it leads to): the source's content
 			// is reached through it, and a symlink node could not hold it.
 			fi, err := a.fs.Stat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				// Nothing under it can be read: its sources are missing,
+				// not vanished while being read.
+				var skipSources func(d *dirEntry)
+				skipSources = func(d *dirEntry) {
+					if d.source != "" {
+						a.skip(d.source, ReasonSourceMissing)
+					}
+					for _, name := range slices.Sorted(maps.Keys(d.children)) {
+						skipSources(d.children[name])
+					}
+				}
+				skipSources(child)
+				continue
+			}
 			if err != nil {
 				a.skip(p, "source's parent folder: "+describe(err))
 				continue
@@ -496,7 +533,7 @@ func (a *archiver) loadParent(ctx context.Context, id *repo.ID) map[string]*repo
 func (a *archiver) saveEntry(ctx context.Context, p string, prev *repo.Node) (*repo.Node, bool, error) {
 	fi, err := a.fs.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		a.skip(p, "source does not exist")
+		a.skip(p, ReasonSourceMissing)
 		return nil, false, nil
 	}
 	if err != nil {

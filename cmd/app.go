@@ -18,7 +18,7 @@ import (
 // Main runs the command line with args (args[0] is the program name) and
 // returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(stderr)
 	defer stop()
 	stopProfiles := startProfiles(stderr)
 	defer stopProfiles()
@@ -32,6 +32,41 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		printError(app, stderr, errorMessage(err), code)
 	}
 	return code
+}
+
+// secondSignalNotice is what a second signal prints before it ends the
+// process.
+const secondSignalNotice = "nightjar: second signal: stopped at once, without waiting for running runs (the next pass reclaims them)"
+
+// signalContext returns a context that the first SIGINT or SIGTERM
+// cancels, so that a command can stop cleanly (a pass records its runs as
+// interrupted). A second signal ends the process at once with
+// ExitInterrupted: the one who sent it does not want to wait, and what is
+// left running is reclaimed by the next pass, as after a kill.
+func signalContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, secondSignalNotice)
+			os.Exit(ExitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 )
@@ -22,6 +23,7 @@ const (
 	ExitBusy            = 11  // the repository is locked by another live process
 	ExitWrongPassword   = 12  // no key of the repository opens with the password
 	ExitInvalidManifest = 13  // prune stopped: a snapshot or a tree it references cannot be read (invalid_manifest); nothing was deleted
+	ExitStateDamaged    = 14  // the state database is damaged (SQLite's quick_check); nothing in it is needed to restore
 	ExitInterrupted     = 130 // interrupted by a signal
 )
 
@@ -53,6 +55,7 @@ var domainExitCodes = []struct {
 	{repo.ErrBusy, ExitBusy},
 	{repo.ErrWrongPassword, ExitWrongPassword},
 	{repo.ErrInvalidManifest, ExitInvalidManifest},
+	{db.ErrDamaged, ExitStateDamaged},
 	{backend.ErrUnknownScheme, ExitUsage},
 	{backend.ErrNoPath, ExitUsage},
 }

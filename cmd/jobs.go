@@ -192,7 +192,8 @@ func jobCommand() *cli.Command {
 				Action: runJobList},
 			{Name: "show", Usage: "show one job", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobShow)},
 			{Name: "run", Usage: "queue a run of a job now (the next tick starts it)", ArgsUsage: "NAME",
-				Flags: flags(jsonFlag(), &cli.BoolFlag{Name: "wait", Usage: "run a pass now and wait for the run to end"}), Action: jobAction(runJobRun)},
+				Flags: flags(jsonFlag(), &cli.BoolFlag{Name: "wait", Usage: "run a pass now and wait for the run to end"},
+					&cli.BoolFlag{Name: "force", Usage: "run a paused job once (the audit records it); it stays paused"}), Action: jobAction(runJobRun)},
 			{Name: "pause", Usage: "stop claiming a job's slots", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobPause)},
 			{Name: "resume", Usage: "claim a job's slots again, from its next slot after now", ArgsUsage: "NAME", Flags: flags(), Action: jobAction(runJobResume)},
 			{Name: "explain", Usage: "say why a job is or is not running now", ArgsUsage: "NAME", Flags: flags(jsonFlag()), Action: jobAction(runJobExplain)},
@@ -488,12 +489,16 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err := checkClock(c, s.db, c.Bool("wait")); err != nil { // --wait runs passes
 		return err
 	}
-	run, err := s.db.QueueRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual, Kind: s.pass.Jobs[name].RunKind()}, actor())
+	force := c.Bool("force")
+	run, err := s.db.QueueJobRun(c.Context, name, pass.Run{Trigger: pass.TriggerManual, Kind: s.pass.Jobs[name].RunKind()}, actor(), force)
+	if errors.Is(err, db.ErrPaused) {
+		return codedError{code: ExitConflict, err: fmt.Errorf("job %s is paused: nothing was queued; nightjar job resume %s, or job run --force %s to run it once and leave it paused", name, name, name)}
+	}
 	if err != nil {
 		return jobError(fmt.Errorf("job %s: %w", name, err))
 	}
-	if info.Paused {
-		p.Warnf("job %s is paused: this run was queued anyway, the job stays paused", name)
+	if info.Paused && force {
+		p.Warnf("job %s is paused: this run was forced (recorded in the audit), the job stays paused", name)
 	}
 	if !c.Bool("wait") {
 		if err := p.JSON(toRunJSON(run)); err != nil {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/cmd/internal/runnerid"
 	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/notify"
@@ -97,11 +99,11 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	}
 	state, err := db.Open(c.Context, statePath(c, cfg), now)
 	if err != nil {
-		return nil, err
+		return nil, stateDamaged(statePath(c, cfg), err)
 	}
 	if err := checkClock(c, state, withExecutor); err != nil {
 		state.Close()
-		return nil, err
+		return nil, stateDamaged(statePath(c, cfg), err)
 	}
 	var exec pass.Executor
 	if withExecutor {
@@ -109,18 +111,60 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	}
 	s := &scheduler{db: state, now: now, notifier: newNotifier()}
 	s.configure(cfg, exec, newLogger(c, c.App.ErrWriter, c.Bool("verbose"), cfg))
+	if withExecutor {
+		if err := s.checkAfterUncleanStop(c.Context); err != nil {
+			state.Close()
+			return nil, stateDamaged(statePath(c, cfg), err)
+		}
+	}
 	return s, nil
+}
+
+// checkAfterUncleanStop runs SQLite's quick_check on the state database
+// when a runner stopped without recording its runs: a running run whose
+// lease ran out or whose process is gone (what the pass's reclaim is about
+// to end) means a crash, a kill or a power loss, after which the file is
+// worth a look before a pass writes into it. A clean stop leaves no such
+// run, and the check (which reads the whole file) is skipped.
+func (s *scheduler) checkAfterUncleanStop(ctx context.Context) error {
+	st, err := s.db.AdmitState(ctx)
+	if err == nil {
+		unclean := false
+		for _, r := range st.Running {
+			unclean = unclean || s.pass.Orphaned(r)
+		}
+		if !unclean {
+			return nil
+		}
+	}
+	// The state could not even be read: as much reason to check.
+	if cerr := s.db.QuickCheck(ctx); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// stateDamaged says what to do about a damaged state database, in one
+// line; any other error passes through.
+func stateDamaged(path string, err error) error {
+	var damaged *db.DamagedError
+	if !errors.As(err, &damaged) {
+		return err
+	}
+	return codedError{code: ExitStateDamaged, err: fmt.Errorf("state database %s is damaged (%s): nothing in it is needed to restore; "+
+		"move it aside (with its -wal and -shm files): the next command starts a new one, and serve or each job's next retention run rebuilds the catalog from the repositories",
+		path, strings.Join(damaged.Problems, "; "))}
 }
 
 // configure (re)builds the pass from a loaded config.
 func (s *scheduler) configure(cfg *config.Config, exec pass.Executor, logger *slog.Logger) {
-	host, _ := os.Hostname()
+	self := runnerid.Self()
 	s.cfg = cfg
 	s.pass = &pass.Pass{
 		Store: s.db, Executor: exec, Jobs: cfg.JobDefs(), Windows: cfg.Windows, Limits: cfg.Limits,
 		Now: s.now, Heartbeat: cfg.Heartbeat, StaleAfter: cfg.StaleAfter, Grace: cfg.Grace,
-		Runner:     host + ":" + strconv.Itoa(os.Getpid()),
-		RunnerDead: runnerDead(host),
+		Runner:     self.String(),
+		RunnerDead: runnerDead(self),
 		Logger:     logger,
 		Observers:  s.notifyObservers(cfg),
 	}
@@ -153,20 +197,15 @@ func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.E
 		ProgressEvery: cfg.Heartbeat} // each heartbeat stores a backup's figures of that moment
 }
 
-// runnerDead reports a runner on this host whose process is gone. Runners
-// on other hosts are judged by their heartbeat alone.
-func runnerDead(host string) func(string) bool {
-	return func(runner string) bool {
-		h, pidText, ok := strings.Cut(runner, ":")
-		if !ok || h != host {
-			return false
-		}
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 {
-			return false
-		}
-		return jobs.ProcessGone(pid)
-	}
+// localProcesses answers runnerid's questions about this system's
+// processes.
+var localProcesses = runnerid.Prober{Gone: jobs.ProcessGone, StartTime: runnerid.StartTime}
+
+// runnerDead reports a runner of this host, boot and PID namespace whose
+// process is gone (or whose PID a later process took). Any other runner is
+// judged by its lease alone.
+func runnerDead(self runnerid.ID) func(string) bool {
+	return func(runner string) bool { return self.Dead(runner, localProcesses) }
 }
 
 func actor() db.Actor {
@@ -215,7 +254,9 @@ func runTick(c *cli.Context) error {
 		defer warnMu.Unlock()
 		metricsAfterTick(s, p)
 	})
+	stopNotice := context.AfterFunc(c.Context, func() { warn("%s", shutdownNotice) })
 	sum, err := s.pass.Run(c.Context)
+	stopNotice()
 	endStatus()
 	metricsAfterTick(s, p)
 	if err != nil {
@@ -232,6 +273,9 @@ func runTick(c *cli.Context) error {
 	}
 	return nil
 }
+
+// shutdownNotice is what tick and serve say when a signal stops them.
+var shutdownNotice = fmt.Sprintf("stopping: running runs get up to %s to record themselves as interrupted (a second signal stops at once)", pass.DefaultShutdownWait)
 
 // passJSON is what tick --json prints.
 type passJSON struct {
@@ -475,8 +519,10 @@ func runServe(c *cli.Context) error {
 		select {
 		case <-ticker.C:
 		case <-c.Context.Done():
+			warn("%s", shutdownNotice)
 			passes.Wait()
-			return nil
+			// As tick: a serve stopped by a signal was interrupted.
+			return codedError{code: ExitInterrupted, err: errors.New("interrupted: running runs were recorded as interrupted and queued again")}
 		}
 		s.reload(c, p)
 	}

@@ -115,7 +115,7 @@ func TestTickQuietUnlessSomethingFailed(t *testing.T) {
 		failed   int    // lines of a pass whose one run failed, stdout and stderr together
 	}{
 		{name: "cron", idle: "", failed: 1},
-		{name: "terminal", terminal: true, idle: "nothing was due\n", failed: 3},
+		{name: "terminal", terminal: true, idle: "nothing was due\n", failed: 2}, // the run and the error: a missing source gets no retry
 		{name: "cron verbose", flags: []string{"--verbose"}, idle: "nothing was due\n", failed: -1},
 		{name: "terminal quiet", terminal: true, flags: []string{"--quiet"}, idle: "", failed: 1},
 	} {
@@ -136,11 +136,12 @@ func TestTickQuietUnlessSomethingFailed(t *testing.T) {
 			if code != ExitFailure {
 				t.Errorf("tick of a failing run: exit %d, want %d\n%s%s", code, ExitFailure, out, errOut)
 			}
-			if !strings.HasPrefix(out, "run 1 of job home: failed [source/ALL_SOURCES_FAILED]: no source could be read (") {
+			// A source that does not exist is a configuration error.
+			if !strings.HasPrefix(out, "run 1 of job home: failed [config/SOURCE_MISSING]: no source exists (") {
 				t.Errorf("stdout %q does not start with the failed run's line", out)
 			}
-			if n := strings.Count(out, "no source could be read"); n != 1 {
-				t.Errorf("stdout says %d times that no source could be read, want once: %q", n, out)
+			if n := strings.Count(out, "no source exists"); n != 1 {
+				t.Errorf("stdout says %d times that no source exists, want once: %q", n, out)
 			}
 			if lines := strings.Count(out+errOut, "\n"); tc.failed >= 0 && lines != tc.failed {
 				t.Errorf("%d lines, want %d:\n%s%s", lines, tc.failed, out, errOut)

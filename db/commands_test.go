@@ -240,3 +240,43 @@ func TestRecordAudit(t *testing.T) {
 		t.Fatalf("audit rows: %+v", all)
 	}
 }
+
+// A run by hand of a paused job is refused, writing nothing, unless forced;
+// a forced run is audited as such and leaves the job paused.
+func TestQueueJobRunRefusesAPausedJobUnlessForced(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDB(t)
+	syncJobs(t, d, clk, def(t, "a", "hourly"), def(t, "b", "hourly"))
+	if _, err := d.PauseJob(ctx, "a", admin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.QueueJobRun(ctx, "a", pass.Run{}, admin, false); !errors.Is(err, ErrPaused) {
+		t.Fatalf("paused job: err = %v, want ErrPaused", err)
+	}
+	if n := count(t, d, `SELECT count(*) FROM runs`); n != 0 {
+		t.Fatalf("%d runs after a refused run, want none", n)
+	}
+	if n := count(t, d, `SELECT count(*) FROM audit WHERE action = 'trigger'`); n != 0 {
+		t.Fatalf("%d trigger rows after a refused run, want none", n)
+	}
+	if _, err := d.QueueJobRun(ctx, "b", pass.Run{}, admin, false); err != nil {
+		t.Fatalf("job not paused: %v", err)
+	}
+	r, err := d.QueueJobRun(ctx, "a", pass.Run{}, admin, true)
+	if err != nil || r.Status != pass.StatusQueued {
+		t.Fatalf("forced run: %+v, %v", r, err)
+	}
+	if !mustJob(t, d, "a").Paused {
+		t.Fatal("a forced run resumed the paused job")
+	}
+	e := audits(t, d)
+	last := e[len(e)-1]
+	if last.Action != AuditTrigger || last.Target != "a" || !strings.Contains(last.Detail, "forced although the job is paused") {
+		t.Fatalf("audit row of the forced run: %+v", last)
+	}
+	for _, row := range e[:len(e)-1] {
+		if strings.Contains(row.Detail, "forced") {
+			t.Fatalf("a run of a job not paused is audited as forced: %+v", row)
+		}
+	}
+}

@@ -31,6 +31,7 @@ var (
 	ErrUnknownJob   = pass.ErrUnknownJob
 	ErrActive       = pass.ErrActive
 	ErrRunEnded     = errors.New("run has already ended")
+	ErrPaused       = errors.New("job is paused")
 	ErrSchemaTooNew = errors.New("state database was written by a newer nightjar; upgrade nightjar")
 )
 
@@ -129,7 +130,7 @@ func open(ctx context.Context, path string, now func() time.Time) (*DB, error) {
 	d := &DB{sql: sdb, path: abs, now: now, ConfigActor: Actor{User: "config", Host: host}}
 	if err := d.init(ctx); err != nil {
 		sdb.Close()
-		return nil, err
+		return nil, d.damaged(err)
 	}
 	return d, nil
 }
@@ -223,17 +224,17 @@ var errRollback = errors.New("rollback")
 func (d *DB) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	tx, err := d.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: begin: %w", op, markBusy(err))
+		return fmt.Errorf("%s: begin: %w", op, d.damaged(markBusy(err)))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		if errors.Is(err, errRollback) {
 			return err
 		}
-		return fmt.Errorf("%s: %w", op, markBusy(err))
+		return fmt.Errorf("%s: %w", op, d.damaged(markBusy(err)))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", op, markBusy(err))
+		return fmt.Errorf("%s: commit: %w", op, d.damaged(markBusy(err)))
 	}
 	return nil
 }

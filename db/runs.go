@@ -17,14 +17,14 @@ const runSelect = `SELECT r.id, r.job_id, j.name, r.kind, r.trigger, r.attempt, 
 	r.scheduled_at, r.not_before, r.queued_at, r.started_at, r.ended_at, r.heartbeat_at,
 	r.status, r.held_reason, r.error_class, r.error_code, r.message,
 	r.bytes_read, r.bytes_added, r.files, r.files_skipped, r.skipped, r.counters, r.missed_slots,
-	r.owner, r.runner, r.output, r.current_item
+	r.owner, r.runner, r.output, r.current_item, r.lease_until
 	FROM runs r JOIN jobs j ON j.id = r.job_id `
 
 func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 	var (
 		r                                            pass.Run
 		scheduled, notBefore, queued, started, ended sql.NullInt64
-		heartbeat                                    sql.NullInt64
+		heartbeat, lease                             sql.NullInt64
 		held, class, code, owner, runner             sql.NullString
 		skipped, counters                            string
 	)
@@ -32,12 +32,13 @@ func scanRun(rows interface{ Scan(...any) error }) (pass.Run, error) {
 		&scheduled, &notBefore, &queued, &started, &ended, &heartbeat,
 		&r.Status, &held, &class, &code, &r.Message,
 		&r.Figures.BytesRead, &r.Figures.BytesAdded, &r.Figures.Files, &r.Figures.FilesSkipped, &skipped, &counters, &r.MissedSlots,
-		&owner, &runner, &r.Output, &r.Current)
+		&owner, &runner, &r.Output, &r.Current, &lease)
 	if err != nil {
 		return pass.Run{}, err
 	}
 	r.ScheduledAt, r.NotBefore, r.QueuedAt = timeOf(scheduled), timeOf(notBefore), timeOf(queued)
 	r.StartedAt, r.EndedAt, r.HeartbeatAt = timeOf(started), timeOf(ended), timeOf(heartbeat)
+	r.LeaseUntil = timeOf(lease)
 	r.HeldReason, r.ErrorClass, r.ErrorCode = held.String, class.String, code.String
 	r.Owner, r.Runner = owner.String, runner.String
 	if err := json.Unmarshal([]byte(skipped), &r.Figures.Skipped); err != nil {
@@ -284,6 +285,29 @@ func (d *DB) Run(ctx context.Context, id int64) (pass.Run, error) {
 // and with ErrActive when the job already has a queued or running run. A
 // paused job stays paused.
 func (d *DB) QueueRun(ctx context.Context, jobName string, run pass.Run, actor Actor) (pass.Run, error) {
+	return d.queueRun(ctx, jobName, run, actor, pausedAllowed)
+}
+
+// How queueRun treats a paused job.
+const (
+	pausedAllowed = iota // queue as for any job (drills, follow-ups)
+	pausedRefused        // ErrPaused
+	pausedForced         // queue, and say in the audit that the pause was overridden
+)
+
+// QueueJobRun queues a run of job jobName by hand, as QueueRun does, but
+// refuses a paused job with ErrPaused unless force is set; a forced run's
+// audit row says that it overrode the pause. The check and the insert are
+// one transaction, so that a pause in between cannot be missed.
+func (d *DB) QueueJobRun(ctx context.Context, jobName string, run pass.Run, actor Actor, force bool) (pass.Run, error) {
+	mode := pausedRefused
+	if force {
+		mode = pausedForced
+	}
+	return d.queueRun(ctx, jobName, run, actor, mode)
+}
+
+func (d *DB) queueRun(ctx context.Context, jobName string, run pass.Run, actor Actor, paused int) (pass.Run, error) {
 	if err := actor.check(); err != nil {
 		return pass.Run{}, fmt.Errorf("queue run for job %s: %w", jobName, err)
 	}
@@ -297,12 +321,22 @@ func (d *DB) QueueRun(ctx context.Context, jobName string, run pass.Run, actor A
 		if err != nil {
 			return err
 		}
+		var isPaused bool
+		if err := tx.QueryRowContext(ctx, `SELECT paused FROM jobs WHERE id = ?`, id).Scan(&isPaused); err != nil {
+			return err
+		}
+		if isPaused && paused == pausedRefused {
+			return ErrPaused
+		}
 		queued, err = insertRun(ctx, tx, id, run, now)
 		if err != nil {
 			return err
 		}
-		return audit(ctx, tx, now, actor, AuditTrigger, jobName, jobName,
-			fmt.Sprintf("%s run %d queued (trigger %s)", queued.Kind, queued.ID, queued.Trigger))
+		detail := fmt.Sprintf("%s run %d queued (trigger %s)", queued.Kind, queued.ID, queued.Trigger)
+		if isPaused && paused == pausedForced {
+			detail += ", forced although the job is paused"
+		}
+		return audit(ctx, tx, now, actor, AuditTrigger, jobName, jobName, detail)
 	})
 	return queued, err
 }

@@ -15,7 +15,8 @@ import (
 const codeOrphaned = "ORPHANED"
 
 // Reclaim ends the orphaned running runs (see pass.Store): those whose
-// heartbeat is before staleBefore, or whose runner dead reports gone (dead
+// lease ran out before now (without a lease: whose heartbeat is before
+// staleBefore), or whose runner dead reports gone (dead
 // may be nil). Each becomes failed, class transient, code ORPHANED, and the
 // run retry returns for it is queued. Two exceptions, both without a call
 // to retry: a run whose cancellation was requested becomes cancelled (code
@@ -32,19 +33,19 @@ func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(
 			message   string
 		}
 		var orphans []orphan
-		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.heartbeat_at, coalesce(r.runner, ''), r.cancel_requested
+		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.heartbeat_at, r.lease_until, coalesce(r.runner, ''), r.cancel_requested
 			FROM runs r WHERE r.status = 'running' ORDER BY r.id`)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var o orphan
-			var heartbeat sql.NullInt64
-			if err := rows.Scan(&o.run.ID, &heartbeat, &o.run.Runner, &o.cancelled); err != nil {
+			var heartbeat, lease sql.NullInt64
+			if err := rows.Scan(&o.run.ID, &heartbeat, &lease, &o.run.Runner, &o.cancelled); err != nil {
 				rows.Close()
 				return err
 			}
-			o.run.HeartbeatAt = timeOf(heartbeat)
+			o.run.HeartbeatAt, o.run.LeaseUntil = timeOf(heartbeat), timeOf(lease)
 			orphans = append(orphans, o)
 		}
 		if err := rows.Close(); err != nil {
@@ -53,9 +54,12 @@ func (d *DB) Reclaim(ctx context.Context, now, staleBefore time.Time, dead func(
 		for _, o := range orphans {
 			var message string
 			switch {
-			case o.run.HeartbeatAt.Before(staleBefore):
+			case pass.LeaseExpired(o.run, now, staleBefore):
 				message = fmt.Sprintf("orphaned: runner %s sent no heartbeat since %s",
 					o.run.Runner, o.run.HeartbeatAt.Format(time.RFC3339))
+				if !o.run.LeaseUntil.IsZero() {
+					message += fmt.Sprintf(" and its lease ran out at %s", o.run.LeaseUntil.Format(time.RFC3339))
+				}
 			case dead != nil && o.run.Runner != "" && dead(o.run.Runner):
 				message = fmt.Sprintf("orphaned: runner %s is gone", o.run.Runner)
 			default:
@@ -238,9 +242,13 @@ func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitSta
 			if a.Owner == "" {
 				return fmt.Errorf("run %d is admitted without an owner token", a.RunID)
 			}
+			var lease, leaseUntil any // NULL: no lease, judged by the heartbeat
+			if a.Lease > 0 {
+				lease, leaseUntil = int64(a.Lease), now.Add(a.Lease).UnixNano()
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'running', owner = ?, runner = ?,
-				started_at = ?, heartbeat_at = ?, held_reason = NULL WHERE id = ? AND status = 'queued'`,
-				a.Owner, nullString(a.Runner), now.UnixNano(), now.UnixNano(), a.RunID); err != nil {
+				started_at = ?, heartbeat_at = ?, lease_ns = ?, lease_until = ?, held_reason = NULL WHERE id = ? AND status = 'queued'`,
+				a.Owner, nullString(a.Runner), now.UnixNano(), now.UnixNano(), lease, leaseUntil, a.RunID); err != nil {
 				return fmt.Errorf("start run %d: %w", a.RunID, err)
 			}
 			run, err := getRun(ctx, tx, a.RunID)
@@ -264,7 +272,7 @@ func (d *DB) Admit(ctx context.Context, now time.Time, decide func(pass.AdmitSta
 // the run's figures so far (not the skipped list) and its current item.
 func (d *DB) Heartbeat(ctx context.Context, runID int64, owner string, now time.Time, progress *pass.Progress) (pass.HeartbeatReply, error) {
 	reply := pass.HeartbeatLost
-	query, args := `UPDATE runs SET heartbeat_at = ?
+	query, args := `UPDATE runs SET heartbeat_at = ?1, lease_until = ?1 + lease_ns
 			WHERE id = ? AND status = 'running' AND owner = ? RETURNING cancel_requested`, []any{now.UnixNano(), runID, owner}
 	if progress != nil {
 		f := progress.Figures
@@ -276,10 +284,10 @@ func (d *DB) Heartbeat(ctx context.Context, runID int64, owner string, now time.
 		if err != nil {
 			return pass.HeartbeatLost, fmt.Errorf("heartbeat of run %d: %w", runID, err)
 		}
-		query = `UPDATE runs SET heartbeat_at = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?,
+		query = `UPDATE runs SET heartbeat_at = ?, lease_until = ? + lease_ns, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?,
 			counters = ?, current_item = ?
 			WHERE id = ? AND status = 'running' AND owner = ? RETURNING cancel_requested`
-		args = []any{now.UnixNano(), f.BytesRead, f.BytesAdded, f.Files, f.FilesSkipped, string(countersJSON), progress.Current, runID, owner}
+		args = []any{now.UnixNano(), now.UnixNano(), f.BytesRead, f.BytesAdded, f.Files, f.FilesSkipped, string(countersJSON), progress.Current, runID, owner}
 	}
 	err := d.write(ctx, fmt.Sprintf("heartbeat of run %d", runID), func(tx *sql.Tx) error {
 		var cancel bool

@@ -122,3 +122,42 @@ func (e *Executor) syncCatalog(ctx context.Context, name string, r *repo.Reposit
 		}
 	}
 }
+
+var _ pass.RunSnapshotFinder = (*Executor)(nil)
+
+// RunSnapshots finds the snapshots that run, a backup run of job that its
+// runner did not record, wrote into the job's repository: one per source
+// (RunSnapshot), with the figures their summaries give. complete is false
+// when a source has none.
+func (e *Executor) RunSnapshots(ctx context.Context, job pass.JobDef, run pass.Run) (pass.Result, bool, error) {
+	var res pass.Result
+	sources, _ := e.Sources(job.Name)
+	if len(sources) == 0 {
+		return res, false, nil
+	}
+	r, err := e.Open(ctx, job.Repository)
+	if err != nil {
+		return res, false, fmt.Errorf("open repository %s: %w", job.Repository, err)
+	}
+	defer r.Close()
+	snaps, err := r.Snapshots(ctx)
+	if err != nil {
+		return res, false, fmt.Errorf("list snapshots of repository %s: %w", job.Repository, err)
+	}
+	for _, src := range sources {
+		s := RunSnapshot(snaps, run, src.Path)
+		if s == nil {
+			return pass.Result{}, false, nil
+		}
+		sum := s.Summary
+		res.Figures.BytesRead += sum.BytesRead
+		res.Figures.BytesAdded += sum.BytesAdded
+		res.Figures.Files += sum.FilesNew + sum.FilesChanged + sum.FilesUnchanged
+		res.Figures.FilesSkipped += sum.FilesSkipped
+		for _, sk := range sum.Skipped {
+			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: sk.Path, Reason: sk.Reason})
+		}
+		res.Snapshots = append(res.Snapshots, pass.SnapshotRef{RepositoryID: r.ID(), SnapshotID: s.ID, Source: src.Path})
+	}
+	return res, true, nil
+}

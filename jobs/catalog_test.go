@@ -3,6 +3,8 @@ package jobs
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -155,5 +157,63 @@ func TestRunSnapshot(t *testing.T) {
 				t.Errorf("RunSnapshot(run %d, %s) = %v, want %v", tc.run.ID, tc.source, got, tc.want)
 			}
 		})
+	}
+}
+
+// The snapshots a backup run wrote are found again by the run they record,
+// one per source, with the figures of their summaries; a source without
+// one makes the finding incomplete, and another run finds nothing.
+func TestRunSnapshotsFindsWhatARunWrote(t *testing.T) {
+	dir := t.TempDir()
+	var sources []string
+	for _, name := range []string{"a", "b"} {
+		src := filepath.Join(dir, name)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, "f"), []byte("content of "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sources = append(sources, src)
+	}
+	r := repotest.New(t, memory.New())
+	executor := func(paths ...string) *Executor {
+		return &Executor{
+			Open: func(context.Context, string) (*repo.Repository, error) { return r, nil },
+			Sources: func(string) ([]SourceSpec, []string) {
+				var specs []SourceSpec
+				for _, p := range paths {
+					specs = append(specs, SourceSpec{Path: p})
+				}
+				return specs, nil
+			},
+		}
+	}
+	job := pass.JobDef{Name: "j", Repository: "r"}
+	run := pass.Run{ID: 21, Kind: pass.KindBackup, StartedAt: time.Now().Add(-time.Minute)}
+	ctx := context.Background()
+	written, err := executor(sources...).Execute(ctx, job, run, func(pass.Progress) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	found, complete, err := executor(sources...).RunSnapshots(ctx, job, run)
+	if err != nil || !complete {
+		t.Fatalf("RunSnapshots: complete %v, %v; want every source found", complete, err)
+	}
+	if len(found.Snapshots) != 2 || found.Snapshots[0] != written.Snapshots[0] || found.Snapshots[1] != written.Snapshots[1] {
+		t.Errorf("found %+v, want what the run wrote %+v", found.Snapshots, written.Snapshots)
+	}
+	if found.Figures.Files != written.Figures.Files || found.Figures.BytesRead != written.Figures.BytesRead {
+		t.Errorf("figures %+v, want the run's %+v", found.Figures, written.Figures)
+	}
+
+	if _, complete, err := executor(append(sources, filepath.Join(dir, "c"))...).RunSnapshots(ctx, job, run); err != nil || complete {
+		t.Errorf("with a source the run wrote nothing for: complete %v, %v; want incomplete", complete, err)
+	}
+	other := run
+	other.ID = 22
+	if _, complete, err := executor(sources...).RunSnapshots(ctx, job, other); err != nil || complete {
+		t.Errorf("another run: complete %v, %v; want nothing found", complete, err)
 	}
 }

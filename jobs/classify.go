@@ -11,6 +11,10 @@ import (
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
+// CodeSourceMissing fails a backup run none of whose sources existed: a
+// configuration error (class config), which is not retried.
+const CodeSourceMissing = "SOURCE_MISSING"
+
 // Classify gives an error the class that decides its retry.
 func Classify(err error) error {
 	var ce *pass.ClassError

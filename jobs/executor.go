@@ -126,6 +126,7 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 		limiter = limit.New(job.Backup.Bandwidth)
 	}
 	var failed []string // "path: reason" of each source that could not be read
+	missing := 0        // of them, the sources that did not exist
 	for _, src := range sources {
 		progress(pass.Progress{Figures: res.Figures.Clone(), Current: "source " + src.Path})
 		if src.Command != nil {
@@ -191,6 +192,9 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 			if errors.As(err, &nothing) && len(nothing.Skipped) == 1 {
 				reason = nothing.Skipped[0].Reason
 			}
+			if nothing != nil && nothing.SourcesMissing() {
+				missing++
+			}
 			failed = append(failed, src.Path+": "+reason)
 			res.Figures.FilesSkipped++
 			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "source " + src.Path, Reason: reason})
@@ -205,6 +209,12 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 			res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: sk.Path, Reason: sk.Reason})
 		}
 		res.Snapshots = append(res.Snapshots, pass.SnapshotRef{RepositoryID: r.ID(), SnapshotID: out.Snapshot.ID, Source: src.Path})
+	}
+	if len(failed) == len(sources) && missing == len(sources) {
+		// No retry finds a path that was not there: the config or a
+		// mount must change first.
+		return res, &pass.ClassError{Class: pass.ClassConfig, Code: CodeSourceMissing,
+			Err: fmt.Errorf("no source exists (%s): nothing was backed up; fix the job's source paths, or mount what holds them", strings.Join(failed, "; "))}
 	}
 	if len(failed) == len(sources) {
 		// Each reason once: backup's own error already says "no source

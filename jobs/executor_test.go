@@ -84,10 +84,25 @@ func TestExecutorBacksUpEachSourceIntoItsOwnSnapshot(t *testing.T) {
 		t.Errorf("second snapshot of run 12 has the first one's ID %s", id)
 	}
 
-	_, err = exec(missing)
-	var ce *pass.ClassError
-	if !errors.As(err, &ce) || ce.Code != "ALL_SOURCES_FAILED" || ce.Class != pass.ClassSource {
-		t.Errorf("only a missing source: err = %v, want ALL_SOURCES_FAILED of class source", err)
+	// A source that does not exist, or whose folder above does not, is a
+	// configuration error, which is not retried; it is not reported as
+	// having vanished while it was read.
+	missingParent := filepath.Join(dir, "never", "there")
+	for _, sources := range [][]string{{missing}, {missingParent}, {missing, missingParent}} {
+		_, err = exec(sources...)
+		var ce *pass.ClassError
+		if !errors.As(err, &ce) || ce.Code != CodeSourceMissing || ce.Class != pass.ClassConfig || pass.Retryable(ce.Class) {
+			t.Errorf("only missing sources %v: err = %v, want SOURCE_MISSING of class config, not retried", sources, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "vanished") || !strings.Contains(msg, "does not exist") || strings.Contains(msg, "\n") {
+			t.Errorf("only missing sources %v: message %q, want one line saying the source does not exist", sources, msg)
+		}
+		for _, src := range sources {
+			if !strings.Contains(err.Error(), src) {
+				t.Errorf("message %q does not name the missing source %s", err, src)
+			}
+		}
 	}
 }
 

@@ -156,9 +156,9 @@ func TestHookOutcomes(t *testing.T) {
 				return Hooks{After: w.logger(t, "after", 1), OnFailure: w.logger(t, "fail", 0)}
 			},
 			missingSrc: true,
-			wantLog:    []string{"after failed ALL_SOURCES_FAILED", "on_failure failed ALL_SOURCES_FAILED"},
+			wantLog:    []string{"after failed SOURCE_MISSING", "on_failure failed SOURCE_MISSING"},
 			wantStatus: pass.StatusFailed,
-			wantCode:   "ALL_SOURCES_FAILED",
+			wantCode:   CodeSourceMissing,
 		},
 		{
 			name: "a failing on_success hook leaves the status and says so",

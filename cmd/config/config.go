@@ -188,6 +188,7 @@ type rawRetry struct {
 	Attempts *int   `toml:"attempts"`
 	Initial  string `toml:"initial"`
 	Max      string `toml:"max"`
+	Jitter   *bool  `toml:"jitter"`
 }
 
 type rawSource struct {
@@ -331,7 +332,7 @@ func allowedKeys(k toml.Key) string {
 		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone", "url", "s3", "upload_bandwidth", "download_bandwidth"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks", "notify"},
-		"job.retry":  {"attempts", "initial", "max"},
+		"job.retry":  {"attempts", "initial", "max", "jitter"},
 		"job.source": {"path", "exclude", "command", "name", "timeout"},
 		"job.hooks":  hookKeys,
 		"job.notify": notifyKeys,
@@ -495,6 +496,7 @@ func (l *loader) jobs(raws []rawJob, cfg *Config, now time.Time) {
 			}
 			def.Retry.Initial = l.duration(key+".retry", raw.Retry.Initial, def.Retry.Initial)
 			def.Retry.Max = l.duration(key+".retry", raw.Retry.Max, def.Retry.Max)
+			def.Retry.NoJitter = raw.Retry.Jitter != nil && !*raw.Retry.Jitter
 			if def.Retry.Initial > def.Retry.Max {
 				l.addf(key+".retry", "initial %s is longer than max %s", def.Retry.Initial, def.Retry.Max)
 			}

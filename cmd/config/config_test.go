@@ -178,3 +178,31 @@ func TestEveryProblemIsReportedOnce(t *testing.T) {
 		t.Errorf("Error() = %q, want it to say how many more problems there are", err.Error())
 	}
 }
+
+// The retry defaults give 3 retries with jitter on; retry.jitter = false
+// turns the jitter off and keeps the other defaults.
+func TestRetryDefaultsAndJitter(t *testing.T) {
+	cases := []struct {
+		name     string
+		retry    string
+		attempts int
+		noJitter bool
+	}{
+		{name: "defaults", retry: "", attempts: 4},
+		{name: "jitter off", retry: "retry = { jitter = false }\n", attempts: 4, noJitter: true},
+		{name: "jitter on, one attempt", retry: "retry = { attempts = 1, jitter = true }\n", attempts: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			text := goodRepo + "[[job]]\nname = \"a\"\nrepository = \"local\"\nschedule = \"daily 02:00\"\n" + tc.retry + "[[job.source]]\npath = \"/x\"\n"
+			cfg, err := Parse("/etc/nightjar/config.toml", text, testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := cfg.Jobs[0].Def.Retry
+			if r.Attempts != tc.attempts || r.NoJitter != tc.noJitter || r.Initial != 30*time.Second || r.Max != 15*time.Minute {
+				t.Errorf("retry = %+v, want %d attempts from 30s to 15m, NoJitter %v", r, tc.attempts, tc.noJitter)
+			}
+		})
+	}
+}

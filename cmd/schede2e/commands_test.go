@@ -111,6 +111,35 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 		t.Errorf("job show of a paused job: paused %v state %s", j.Paused, j.State)
 	}
 
+	// Run by hand, a paused job is refused in one line that says how to
+	// go on, and nothing is queued; --force queues it once, audited as
+	// forced, and the job stays paused.
+	res = w.must(exitConflict, "job", "run", "j")
+	if line := strings.TrimSpace(res.Stderr); strings.Contains(line, "\n") || !strings.Contains(line, "paused") ||
+		!strings.Contains(line, "job resume j") || !strings.Contains(line, "--force") || res.Stdout != "" {
+		t.Errorf("job run of a paused job: want one line saying it is paused and how to resume:\n%s", res)
+	}
+	if n := len(w.runs()); n != 0 {
+		t.Errorf("%d runs after a refused job run, want none", n)
+	}
+	res = w.must(exitOK, "job", "run", "j", "--force")
+	forced := w.runs()
+	if len(forced) != 1 || forced[0].Status != "queued" || forced[0].Trigger != "manual" {
+		t.Fatalf("job run --force of a paused job: runs %+v, want one queued manual run", forced)
+	}
+	var audit []struct {
+		Action string `json:"action"`
+		Detail string `json:"detail"`
+	}
+	decodeWhole(t, w.must(exitOK, "audit", "--json", "--job", "j"), &audit)
+	if len(audit) == 0 || audit[0].Action != "trigger" || !strings.Contains(audit[0].Detail, "forced although the job is paused") {
+		t.Errorf("audit after job run --force: %+v, want the trigger recorded as forced", audit)
+	}
+	if j := w.showJob("j", next.Add(55*time.Second)); !j.Paused {
+		t.Error("job run --force resumed the job; it must stay paused")
+	}
+	w.must(exitOK, "runs", "cancel", strconv.FormatInt(forced[0].ID, 10))
+
 	// Resumed three days and ten hours later: the next run is the next 02:00
 	// after the resume, not the slot missed while paused.
 	resumed := next.Add(3*24*time.Hour + 10*time.Hour)

@@ -163,7 +163,7 @@ func TestNotifyWebhooksAndHealthchecks(t *testing.T) {
 	if a.BytesRead != int64(len("notify me")) || a.Files != 1 || len(a.Snapshots) != 1 || a.Snapshots[0].SnapshotID != finished["a"].Snapshots[0].SnapshotID || a.ErrorCode != "" {
 		t.Errorf("a's success document: %+v, want its figures and snapshot %+v", a, finished["a"].Snapshots)
 	}
-	if b.ErrorClass != "source" || b.ErrorCode != "ALL_SOURCES_FAILED" || b.Message == "" || b.Message != finished["b"].Message || len(b.Snapshots) != 0 {
+	if b.ErrorClass != "config" || b.ErrorCode != "SOURCE_MISSING" || b.Message == "" || b.Message != finished["b"].Message || len(b.Snapshots) != 0 {
 		t.Errorf("b's failure document: %+v, want class source, ALL_SOURCES_FAILED and the run's message %q", b, finished["b"].Message)
 	}
 

@@ -21,7 +21,7 @@ func (p *Pass) admit(ctx context.Context, sum *Summary) error {
 		for i := range decisions {
 			d := &decisions[i]
 			if d.Admit {
-				d.Owner, d.Runner = p.token(), runner
+				d.Owner, d.Runner, d.Lease = p.token(), runner, p.staleAfter()
 				continue
 			}
 			held = append(held, Held{RunID: d.RunID, Job: jobOf(st.Queued, d.RunID), Reason: d.HeldReason})

@@ -19,12 +19,13 @@ type fakeStore struct {
 	jobs      map[string]*storedJob
 	runs      []*Run // by ID
 	lastID    int64
-	cancels   map[int64]bool   // runs a user asked to cancel
-	finishes  map[int64]int    // Finish calls per run
-	beatErr   error            // returned by every Heartbeat while set
-	onBeat    func()           // called by every Heartbeat, outside the store's lock
-	finishErr error            // returned by every Finish while set, nothing written
-	now       func() time.Time // when a user's cancellation ends a queued run
+	cancels   map[int64]bool          // runs a user asked to cancel
+	finishes  map[int64]int           // Finish calls per run
+	leases    map[int64]time.Duration // each running run's lease, renewed by its heartbeats
+	beatErr   error                   // returned by every Heartbeat while set
+	onBeat    func()                  // called by every Heartbeat, outside the store's lock
+	finishErr error                   // returned by every Finish while set, nothing written
+	now       func() time.Time        // when a user's cancellation ends a queued run
 }
 
 type storedJob struct {
@@ -33,7 +34,7 @@ type storedJob struct {
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{jobs: map[string]*storedJob{}, cancels: map[int64]bool{}, finishes: map[int64]int{}, now: time.Now}
+	return &fakeStore{jobs: map[string]*storedJob{}, cancels: map[int64]bool{}, finishes: map[int64]int{}, leases: map[int64]time.Duration{}, now: time.Now}
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -74,7 +75,7 @@ func (s *fakeStore) Reclaim(ctx context.Context, now, staleBefore time.Time, dea
 	defer s.mu.Unlock()
 	var out, retries []Run
 	for _, r := range s.runs {
-		if r.Status != StatusRunning || !(r.HeartbeatAt.Before(staleBefore) || (dead != nil && dead(r.Runner))) {
+		if r.Status != StatusRunning || !(LeaseExpired(*r, now, staleBefore) || (dead != nil && dead(r.Runner))) {
 			continue
 		}
 		s.orphan(r, now)
@@ -215,6 +216,10 @@ func (s *fakeStore) Admit(ctx context.Context, now time.Time, decide func(AdmitS
 		}
 		r.Status, r.Owner, r.Runner, r.HeldReason = StatusRunning, d.Owner, d.Runner, ""
 		r.StartedAt, r.HeartbeatAt = now, now
+		if d.Lease > 0 {
+			s.leases[r.ID] = d.Lease
+			r.LeaseUntil = now.Add(d.Lease)
+		}
 		started = append(started, *r)
 	}
 	return started, nil
@@ -240,6 +245,9 @@ func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, no
 		return HeartbeatLost, nil
 	}
 	r.HeartbeatAt = now
+	if lease := s.leases[r.ID]; lease > 0 {
+		r.LeaseUntil = now.Add(lease)
+	}
 	if progress != nil {
 		skipped := r.Figures.Skipped
 		r.Figures = progress.Figures.Clone()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -27,7 +28,7 @@ const (
 
 // Defaults and limits of a RetryPolicy.
 const (
-	DefaultRetryAttempts = 3
+	DefaultRetryAttempts = 4 // the first and 3 retries, at 30, 60 and 120 s
 	MaxRetryAttempts     = 10
 	DefaultRetryInitial  = 30 * time.Second
 	DefaultRetryMax      = 15 * time.Minute
@@ -67,10 +68,10 @@ type Pass struct {
 	Heartbeat  time.Duration    // 0: DefaultHeartbeat
 	StaleAfter time.Duration    // 0: DefaultStaleAfter; at least StaleHeartbeats × Heartbeat (CheckStaleAfter)
 	Grace      time.Duration    // 0: DefaultGrace
-	Runner     string           // host:pid of this process; empty: found out
+	Runner     string           // this process's identity (cmd: host:pid@boot/pidns/start); empty: host:pid
 	RunnerDead func(runner string) bool
 	NewToken   func() string  // fencing tokens; nil: 128 random bits
-	Jitter     func() float64 // in [0, 1), shortens backoffs; nil: none
+	Jitter     func() float64 // in [0, 1), shortens backoffs (unless a job's NoJitter); called concurrently; nil: math/rand/v2
 	Logger     *slog.Logger   // nil: discard
 	Observers  []Observer     // told of each run event as it happens
 
@@ -173,6 +174,7 @@ func (p *Pass) Run(ctx context.Context) (Summary, error) {
 		do   func(context.Context) error
 	}{
 		{"synchronise jobs", func(ctx context.Context) error { return p.syncJobs(ctx, warn) }},
+		{"record the snapshots of orphaned runs", func(ctx context.Context) error { p.recordOrphansSnapshots(ctx, &sum, warn); return nil }},
 		{"reclaim orphaned runs", func(ctx context.Context) error { return p.reclaim(ctx, &sum) }},
 		{"claim due jobs", func(ctx context.Context) error { return p.claim(ctx, &sum, warn) }},
 		{"admit queued runs", func(ctx context.Context) error { return p.admit(ctx, &sum) }},
@@ -237,9 +239,23 @@ func (p *Pass) runnerGone(runner string) bool {
 }
 
 // Orphaned reports whether the next pass's reclaim would end run, a
-// running run: its heartbeat is stale or its runner is gone.
+// running run: its lease ran out (without a lease: its heartbeat is
+// stale) or its runner is gone.
 func (p *Pass) Orphaned(run Run) bool {
-	return run.HeartbeatAt.Before(p.staleBefore(p.Now())) || p.runnerGone(run.Runner)
+	return LeaseExpired(run, p.Now(), p.staleBefore(p.Now())) || p.runnerGone(run.Runner)
+}
+
+// LeaseExpired reports whether a running run's lease ran out before now.
+// A run without a lease (admitted by an older nightjar) is judged by its
+// heartbeat: expired when it is before staleBefore. The lease, which the
+// owner sets from its own stale_after, is what counts otherwise: a
+// reclaimer with a shorter stale_after, or whose clock stepped ahead by
+// less than the lease has left, leaves the run alone.
+func LeaseExpired(run Run, now, staleBefore time.Time) bool {
+	if run.LeaseUntil.IsZero() {
+		return run.HeartbeatAt.Before(staleBefore)
+	}
+	return run.LeaseUntil.Before(now)
 }
 func (p *Pass) grace() time.Duration        { return orDefault(p.Grace, DefaultGrace) }
 func (p *Pass) shutdownWait() time.Duration { return orDefault(p.ShutdownWait, DefaultShutdownWait) }
@@ -280,7 +296,7 @@ func (p *Pass) token() string {
 
 func (p *Pass) jitter() float64 {
 	if p.Jitter == nil {
-		return 0
+		return mathrand.Float64()
 	}
 	return p.Jitter()
 }
@@ -368,6 +384,70 @@ func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 	return nil
 }
 
+// RunSnapshotFinder is what an Executor may offer besides: the snapshots
+// that an orphaned backup run wrote into its repository (found by the run
+// they record), so that a run whose result could not be recorded (its
+// runner died after the last snapshot, the state database's disk was full)
+// is recorded with them instead of being retried.
+type RunSnapshotFinder interface {
+	// RunSnapshots returns the result of run as its snapshots tell it, and
+	// complete = true when every source of job has one; complete = false
+	// when some source has none (the run did not get to its end), or err.
+	RunSnapshots(ctx context.Context, job JobDef, run Run) (res Result, complete bool, err error)
+}
+
+// recordedLater is the message of a run whose end a later pass recorded
+// from its snapshots.
+const recordedLater = "recorded by a later pass from the snapshots it wrote: its runner stopped before it could record its end"
+
+// recordOrphansSnapshots records as succeeded every orphaned backup run
+// (one that reclaim is about to end) whose snapshots are all in the
+// repository: the run did its work, and only its record is missing. A
+// history never loses a snapshot, and the run is not retried. Fenced by
+// the run's owner token, as its runner's own Finish would be.
+func (p *Pass) recordOrphansSnapshots(ctx context.Context, sum *Summary, warn func(string, ...any)) {
+	finder, ok := p.Executor.(RunSnapshotFinder)
+	if !ok {
+		return
+	}
+	st, err := p.Store.AdmitState(ctx)
+	if err != nil {
+		return // reclaim reads the store next and reports
+	}
+	for _, r := range st.Running {
+		if (r.Kind != KindBackup && r.Kind != "") || !p.Orphaned(r) {
+			continue
+		}
+		def, ok := p.def(r.Job)
+		if !ok {
+			continue
+		}
+		res, complete, err := finder.RunSnapshots(ctx, def, r)
+		if err != nil {
+			warn("run %d of job %s: its snapshots could not be looked for, it is reclaimed as orphaned: %v", r.ID, r.Job, err)
+			continue
+		}
+		if !complete {
+			continue
+		}
+		ended := r
+		ended.Status, ended.EndedAt, ended.Message = StatusSucceeded, p.Now(), recordedLater
+		ended.Figures, ended.Snapshots = res.Figures, res.Snapshots
+		if ended.Figures.FilesSkipped > 0 {
+			ended.Status, ended.ErrorCode = StatusPartialFailure, CodeObjectsSkipped
+		}
+		recorded, err := p.Store.Finish(ctx, ended, r.Owner, nil)
+		if err != nil || !recorded {
+			continue // reclaim decides
+		}
+		stored := ended
+		stored.Owner = ""
+		p.log().Warn("orphaned run recorded from its snapshots", "run", r.ID, "job", r.Job, "snapshots", len(res.Snapshots))
+		sum.Finished = append(sum.Finished, stored)
+		p.observeFinished(stored)
+	}
+}
+
 // retryOf returns the retry of a run that failed with class, or nil when
 // the class is not retried, the job is gone or its attempts are used up.
 func (p *Pass) retryOf(r Run, class string, now time.Time) *Run {
@@ -383,7 +463,11 @@ func (p *Pass) retryOf(r Run, class string, now time.Time) *Run {
 	if attempt >= policy.Attempts {
 		return nil
 	}
-	notBefore := now.Add(schedule.Backoff(attempt, policy.Initial, policy.Max, p.jitter()))
+	jitter := 0.0
+	if !policy.NoJitter {
+		jitter = p.jitter()
+	}
+	notBefore := now.Add(schedule.Backoff(attempt, policy.Initial, policy.Max, jitter))
 	if at, err := schedule.FirstAllowed(def.Name, notBefore, p.Windows); err == nil {
 		notBefore = at
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,7 @@ func newFixture(t *testing.T, jobs ...JobDef) *fixture {
 		StaleAfter: 5 * time.Minute,
 		Grace:      5 * time.Minute,
 		Runner:     "host-a:100",
+		Jitter:     func() float64 { return 0 }, // backoffs exact; jitter has tests of its own
 		NewToken: func() string {
 			mu.Lock()
 			defer mu.Unlock()
@@ -422,7 +424,7 @@ func TestRetryWithBackoff(t *testing.T) {
 	f.run(at(h))
 	wantRun(t, f.store.get(first.ID), StatusFailed, ClassTransient, "TIMEOUT")
 
-	waits := []time.Duration{30 * time.Second, 60 * time.Second}
+	waits := []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second}
 	now := at(h)
 	for i, wait := range waits {
 		runs := f.store.runsOf("daten")
@@ -431,7 +433,7 @@ func TestRetryWithBackoff(t *testing.T) {
 			!retry.NotBefore.Equal(now.Add(wait)) || !retry.ScheduledAt.Equal(at(h)) {
 			t.Fatalf("retry %d: %+v; want attempt %d not before %s", i+1, retry, i+2, now.Add(wait))
 		}
-		if !strings.HasPrefix(retry.HeldReason, fmt.Sprintf("waiting: retry %d of 3 after a transient error", i+2)) {
+		if !strings.HasPrefix(retry.HeldReason, fmt.Sprintf("waiting: retry %d of 4 after a transient error", i+2)) {
 			t.Errorf("retry reason %q", retry.HeldReason)
 		}
 		if sum := f.run(now.Add(wait - time.Second)); len(sum.Started) != 0 {
@@ -441,8 +443,60 @@ func TestRetryWithBackoff(t *testing.T) {
 		f.run(now)
 	}
 	runs := f.store.runsOf("daten")
-	if len(runs) != 3 || runs[2].Status != StatusFailed || len(f.exec.ran()) != 3 {
-		t.Errorf("after 3 attempts: %d runs, the last %s, %d executions; want 3 failed attempts and no fourth", len(runs), runs[len(runs)-1].Status, len(f.exec.ran()))
+	if len(runs) != 4 || runs[3].Status != StatusFailed || len(f.exec.ran()) != 4 {
+		t.Errorf("after 4 attempts: %d runs, the last %s, %d executions; want 4 failed attempts (3 retries) and no fifth", len(runs), runs[len(runs)-1].Status, len(f.exec.ran()))
+	}
+}
+
+// After one outage shared by many jobs, the default policy's jitter spreads
+// their retries over the last fifth of the backoff instead of starting them
+// all at once; a job with NoJitter keeps the exact backoff.
+func TestRetriesOfASharedOutageAreSpread(t *testing.T) {
+	var defs []JobDef
+	for i := range 40 {
+		defs = append(defs, manual(t, fmt.Sprintf("job%02d", i)))
+	}
+	defs = append(defs, manual(t, "exact", func(d *JobDef) { d.Retry.NoJitter = true }))
+	f := newFixture(t, defs...)
+	f.pass.Limits = Limits{}
+	// Seeded, and locked: the pass records its runs' results at once.
+	rng := rand.New(rand.NewPCG(16, 16))
+	var rngMu sync.Mutex
+	f.pass.Jitter = func() float64 {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return rng.Float64()
+	}
+	f.run(at(0))
+	f.exec.do = func(context.Context, JobDef, Run) (Result, error) {
+		return Result{}, &ClassError{Class: ClassNetwork, Err: errors.New("connection refused")}
+	}
+	for _, d := range defs {
+		f.queued(d.Name, "normal", at(h))
+	}
+	f.run(at(h))
+	distinct := map[time.Time]bool{}
+	for _, d := range defs {
+		runs := f.store.runsOf(d.Name)
+		retry := runs[len(runs)-1]
+		if retry.Trigger != TriggerRetry || retry.Status != StatusQueued {
+			t.Fatalf("job %s: last run %+v, want a queued retry", d.Name, retry)
+		}
+		wait := retry.NotBefore.Sub(at(h))
+		if d.Name == "exact" {
+			if wait != DefaultRetryInitial {
+				t.Errorf("job with NoJitter: retry after %s, want exactly %s", wait, DefaultRetryInitial)
+			}
+			continue
+		}
+		if wait > DefaultRetryInitial || wait < DefaultRetryInitial*4/5 {
+			t.Errorf("job %s: retry after %s, want within the last fifth of %s", d.Name, wait, DefaultRetryInitial)
+		}
+		distinct[retry.NotBefore] = true
+	}
+	t.Logf("40 retries after one outage: %d distinct start instants", len(distinct))
+	if len(distinct) < 35 {
+		t.Errorf("40 retries after one outage start at %d distinct instants, want them spread (at least 35)", len(distinct))
 	}
 }
 

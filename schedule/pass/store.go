@@ -24,8 +24,9 @@ type Store interface {
 	// soft-deleted and keeps its runs.
 	SyncJobs(ctx context.Context, defs []JobDef, spec func(JobDef) string, next func(JobDef) time.Time) error
 
-	// Reclaim ends every running run whose heartbeat is before staleBefore,
-	// or whose runner dead reports as gone, as failed with class transient
+	// Reclaim ends every running run whose lease ran out before now (a
+	// run without a lease: whose heartbeat is before staleBefore), or
+	// whose runner dead reports as gone, as failed with class transient
 	// and code ORPHANED, and queues the run retry returns for it (nil: none;
 	// a job removed from the configuration gets none). It returns the ended
 	// runs and the retries it queued, as stored.
@@ -46,11 +47,12 @@ type Store interface {
 	// Admit hands decide the admission state with only the queued runs
 	// whose NotBefore is not after now (oldest first); it starts each
 	// admitted run (status running, Owner, Runner, StartedAt and
-	// HeartbeatAt = now) and stores the HeldReason of every other. It
+	// HeartbeatAt = now, LeaseUntil = now + Lease) and stores the HeldReason of every other. It
 	// returns the started runs.
 	Admit(ctx context.Context, now time.Time, decide func(AdmitState) []Admission) ([]Run, error)
 
-	// Heartbeat renews a running run's heartbeat if owner still holds it.
+	// Heartbeat renews a running run's heartbeat, and its lease to now +
+	// the Lease it was admitted with, if owner still holds it.
 	// With progress (nil: none reported yet) it also stores how far the
 	// run got: its Figures but the skipped list (BytesRead, BytesAdded,
 	// Files, FilesSkipped, Counters) and Current as the run's Current,
@@ -108,7 +110,8 @@ func (s AdmitState) Eligible(now time.Time) AdmitState {
 type Admission struct {
 	RunID      int64
 	Admit      bool
-	Owner      string // fencing token, for admitted runs
-	Runner     string // host:pid, for admitted runs
-	HeldReason string // why it waits, for runs not admitted
+	Owner      string        // fencing token, for admitted runs
+	Runner     string        // the runner's identity, for admitted runs
+	Lease      time.Duration // for admitted runs: how long the lease lasts from now and from each heartbeat
+	HeldReason string        // why it waits, for runs not admitted
 }

@@ -59,6 +59,10 @@ type RetryPolicy struct {
 	Attempts int           // most attempts in all, including the first (DefaultRetryAttempts, at most MaxRetryAttempts)
 	Initial  time.Duration // first backoff (DefaultRetryInitial)
 	Max      time.Duration // cap of the backoff (DefaultRetryMax)
+	// NoJitter turns off the downward jitter of the backoffs (on by
+	// default, so that the retries of many jobs after one shared outage
+	// do not all start at the same instant).
+	NoJitter bool
 }
 
 // JobDef is a job as the config declares it. The fields before Backup are
@@ -162,6 +166,10 @@ type Run struct {
 	StartedAt   time.Time
 	EndedAt     time.Time
 	HeartbeatAt time.Time
+	// LeaseUntil is when a running run's lease runs out unless its
+	// runner renews it (zero: a run of an older nightjar, without one,
+	// judged by HeartbeatAt and the reclaimer's stale_after).
+	LeaseUntil  time.Time
 	Status      string
 	HeldReason  string
 	ErrorClass  string
@@ -169,7 +177,7 @@ type Run struct {
 	Message     string
 	MissedSlots int
 	Owner       string // fencing token of the runner that holds it
-	Runner      string // host:pid of that runner
+	Runner      string // that runner's identity: host:pid@boot/pidns/start (see Pass.Runner)
 	Figures     Figures
 	Snapshots   []SnapshotRef
 	Output      string // what the run's hooks and command sources printed, bounded (see Result.Output)

@@ -48,6 +48,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"CancelRun", testCancel},
 		{"FinishRecordsTheResultAndQueuesTheNextRun", testFinish},
 		{"Reclaim", testReclaim},
+		{"ReclaimHonoursTheOwnersLease", testReclaimHonoursLease},
 		{"ARemovedJobGetsNoNextRunOrRetry", testRemovedJobGetsNoNextRun},
 		{"RunsKeepTheirKind", testKinds},
 		{"ScheduledWorkIsClaimedAsItsKind", testScheduledWork},
@@ -782,5 +783,66 @@ func testScheduledWork(t *testing.T, s Store) {
 	started := start(t, s, t0, "tok")
 	if len(started) != 3 {
 		t.Errorf("started %d runs, want 3: the work of one job is a job of its own, beside it", len(started))
+	}
+}
+
+// A run admitted with a lease is reclaimed when its lease runs out, not by
+// the reclaimer's staleBefore: a reclaimer whose stale_after is shorter,
+// or whose clock is ahead by less than the lease has left, leaves it
+// alone; each heartbeat renews the lease by the length it was admitted
+// with; a runner that dead reports gone is reclaimed at once.
+func testReclaimHonoursLease(t *testing.T, s Store) {
+	ctx := context.Background()
+	syncManual(t, s, map[string][]string{"leased": nil, "gone": nil})
+	leased, gone := queue(t, s, "leased", t0), queue(t, s, "gone", t0)
+	const lease = 10 * time.Minute
+	started, err := s.Admit(ctx, t0, func(st pass.AdmitState) []pass.Admission {
+		var a []pass.Admission
+		for _, r := range st.Queued {
+			a = append(a, pass.Admission{RunID: r.ID, Admit: true, Owner: "tok-" + r.Job, Runner: "host:" + r.Job, Lease: lease})
+		}
+		return a
+	})
+	if err != nil || len(started) != 2 {
+		t.Fatal(started, err)
+	}
+	if r := mustRun(t, s, leased.ID); !r.LeaseUntil.Equal(t0.Add(lease)) {
+		t.Fatalf("admitted run's lease until %s, want %s", r.LeaseUntil, t0.Add(lease))
+	}
+	// A heartbeat at 4 min renews the lease to 14 min.
+	if reply, err := s.Heartbeat(ctx, leased.ID, "tok-leased", t0.Add(4*time.Minute), nil); err != nil || reply != pass.HeartbeatOK {
+		t.Fatal(reply, err)
+	}
+	if r := mustRun(t, s, leased.ID); !r.LeaseUntil.Equal(t0.Add(14 * time.Minute)) {
+		t.Fatalf("lease after a heartbeat at 4 min: until %s, want 14 min", r.LeaseUntil)
+	}
+	noRetry := func(pass.Run) *pass.Run { return nil }
+	// At 6 min (or 13 min: a clock stepped 7 min ahead) a reclaimer whose
+	// stale_after is 1 min would call the heartbeat stale; the lease holds.
+	for i, now := range []time.Time{t0.Add(6 * time.Minute), t0.Add(13 * time.Minute)} {
+		reclaimed, _, err := s.Reclaim(ctx, now, now.Add(-time.Minute), func(r string) bool { return r == "host:gone" }, noRetry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{gone.ID} // within its lease, but its runner is gone
+		if i > 0 {
+			want = []int64{}
+		}
+		if got := ids(reclaimed); !slices.Equal(got, want) {
+			t.Fatalf("reclaim at %s: reclaimed %v, want %v", now.Sub(t0), got, want)
+		}
+		if r := mustRun(t, s, leased.ID); r.Status != pass.StatusRunning {
+			t.Fatalf("the leased run was reclaimed at %s, within its lease: %+v", now.Sub(t0), r)
+		}
+	}
+	// Once the lease ran out (a reclaimer with a long stale_after does not
+	// keep it alive either), the run is reclaimed.
+	after := t0.Add(14*time.Minute + time.Second)
+	reclaimed, _, err := s.Reclaim(ctx, after, after.Add(-time.Hour), nil, noRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(reclaimed); len(got) != 1 || got[0] != leased.ID {
+		t.Fatalf("reclaim after the lease ran out: %v, want run %d", got, leased.ID)
 	}
 }

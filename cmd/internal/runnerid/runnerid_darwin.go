@@ -1,0 +1,26 @@
+package runnerid
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+func bootID() string {
+	id, err := unix.Sysctl("kern.bootsessionuuid")
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// pidNamespace is empty: macOS has no PID namespaces.
+func pidNamespace() string { return "" }
+
+// startTime is the process's start, in microseconds since the epoch.
+func startTime(pid int) uint64 {
+	p, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil || p.Proc.P_pid != int32(pid) {
+		return 0
+	}
+	t := p.Proc.P_starttime
+	return uint64(t.Sec)*1_000_000 + uint64(t.Usec)
+}
