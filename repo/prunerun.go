@@ -279,6 +279,13 @@ func (p *pruneRun) loadSnapshots(ctx context.Context, skip map[string]bool) ([]*
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if unreadableSnapshot(err) {
+				// What it refers to is unknown: pruning could delete data
+				// it uses.
+				return nil, fmt.Errorf("snapshot file %s/%s cannot be read, so prune does not know what data it uses and deletes nothing: "+
+					"remove the file with nightjar forget %s, or rewrite it with nightjar repair snapshots, then prune again: %w: %w",
+					SnapshotFile, id, id, ErrInvalidManifest, err)
+			}
 			return nil, fmt.Errorf("snapshot %s: %w: %w", id, ErrInvalidManifest, err)
 		}
 		snaps = append(snaps, s)

@@ -38,6 +38,8 @@ type Repository struct {
 
 	// sessionMu lets one write session run at a time (WriteSession).
 	sessionMu sync.Mutex
+
+	unreadable unreadableSnapshots // the snapshot files reads of the list skipped
 }
 
 // InitOptions are the choices made when a repository is created.
