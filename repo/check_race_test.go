@@ -164,4 +164,3 @@ func (l *lateIndex) List(ctx context.Context, t repo.FileType, fn func(string, i
 }
 
 func (l *lateIndex) Unwrap() repo.Backend { return l.Backend }
-
