@@ -16,7 +16,7 @@ func checkCommand() *cli.Command {
 		Name:      "check",
 		Usage:     "verify the repository's structure and, optionally, its data",
 		ArgsUsage: " ",
-		Flags: append(repoFlags(),
+		Flags: append(readRepoFlags(),
 			&cli.BoolFlag{Name: "read-data", Usage: "also read, decrypt and hash every blob"},
 			&cli.StringFlag{Name: "read-data-subset", Usage: "read slice `n/m` of the packs (1/30 each day reads all in a month), or a random PERCENT of them, such as 10%"},
 			jsonFlag(),
@@ -66,7 +66,7 @@ func runCheck(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	lock, err := lockRepo(c.Context, r, false, "check")
+	lock, err := readLockRepo(c, p, r, "check")
 	if err != nil {
 		return err
 	}
