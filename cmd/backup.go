@@ -67,6 +67,8 @@ type backupJSON struct {
 	Skipped       []repo.Skip `json:"skipped"` // each with its reason
 	ChangedDuring []string    `json:"changed_during_read"`
 	AdoptedPacks  int         `json:"adopted_packs"`
+
+	TempSwept *repo.TempSweep `json:"temp_swept,omitempty"` // temporary files of interrupted writes, swept before the backup
 }
 
 // newBackupSummary is the summary of the backup that made res, with the
@@ -150,6 +152,7 @@ func runBackup(c *cli.Context) error {
 		return err
 	}
 	defer lock.Unlock()
+	swept := sweepTemp(c.Context, p, r)
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
@@ -173,7 +176,9 @@ func runBackup(c *cli.Context) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	s := res.Snapshot.Summary
-	if err := p.JSONLine(newBackupSummary(res, prog.Read())); err != nil {
+	summary := newBackupSummary(res, prog.Read())
+	summary.TempSwept = swept
+	if err := p.JSONLine(summary); err != nil {
 		return err
 	}
 	if res.Parent != "" {

@@ -71,6 +71,11 @@ func runCheck(c *cli.Context) error {
 		return err
 	}
 	defer lock.Unlock()
+	var swept *repo.TempSweep
+	if _, locked := lock.(*repo.Lock); locked {
+		// Only under a lock: without one the repository may be read-only.
+		swept = sweepTemp(c.Context, p, r)
+	}
 	opts.Progress = &repo.CheckProgress{}
 	progress := startLine(c, p, checkFigures(opts.Progress, sinceStart()))
 	report, err := r.Check(c.Context, opts)
@@ -82,7 +87,8 @@ func runCheck(c *cli.Context) error {
 		out := struct {
 			OK bool `json:"ok"`
 			*repo.CheckReport
-		}{report.OK(), report}
+			TempSwept *repo.TempSweep `json:"temp_swept,omitempty"` // temporary files of interrupted writes, swept first
+		}{report.OK(), report, swept}
 		if out.Problems == nil {
 			out.Problems = []repo.Problem{}
 		}

@@ -121,6 +121,7 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 	}
 	defer release()
 	defer func() { reportUnreadable(r, &res.Figures) }()
+	sweepTemp(ctx, r, &res.Figures)
 	var limiter *limit.Limiter
 	if job.Backup.Bandwidth > 0 {
 		limiter = limit.New(job.Backup.Bandwidth)
