@@ -22,6 +22,7 @@ import (
 // its packs.
 type pausedRun struct {
 	t    *testing.T
+	pid  int
 	done chan struct{}
 	kill func()
 	conn net.Conn
@@ -52,7 +53,7 @@ func (e *env) pauseAtFirstCommit(bin string, args ...string) *pausedRun {
 		cancel()
 		e.t.Fatalf("start nightjar %q: %v", args, err)
 	}
-	p := &pausedRun{t: e.t, done: make(chan struct{}), kill: func() { _ = cmd.Process.Signal(syscall.SIGKILL) }}
+	p := &pausedRun{t: e.t, pid: cmd.Process.Pid, done: make(chan struct{}), kill: func() { _ = cmd.Process.Signal(syscall.SIGKILL) }}
 	go func() {
 		_ = cmd.Wait()
 		ln.Close()
@@ -76,6 +77,25 @@ func (e *env) pauseAtFirstCommit(bin string, args ...string) *pausedRun {
 	}
 	e.t.Fatalf("nightjar %q ended before its first pack commit:\n%s", args, stderr.String())
 	return nil
+}
+
+// openIn returns the names of the files in folder dir that the paused
+// process has open, as the kernel tells (/proc/PID/fd): the oracle of
+// which temporary files are a live writer's.
+func (p *pausedRun) openIn(dir string) map[string]bool {
+	p.t.Helper()
+	fds, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(p.pid), "fd"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	open := map[string]bool{}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(p.pid), "fd", fd.Name()))
+		if err == nil && filepath.Dir(target) == dir {
+			open[filepath.Base(target)] = true
+		}
+	}
+	return open
 }
 
 // sigkill kills the paused run and waits for its end.
@@ -122,33 +142,48 @@ func TestTempSweep(t *testing.T) {
 	mkdirAll(t, src, 0o755)
 	writeRandom(t, filepath.Join(src, "big.bin"), 41, 40<<20)
 
+	// A backup that stays alive, in the middle of its packs, beside all
+	// that follows.
+	live := e.pauseAtFirstCommit(bin, "backup", src)
+	tmp := filepath.Join(e.repo, "tmp")
+	liveFiles := live.openIn(tmp)
+	if len(liveFiles) == 0 {
+		t.Fatal("the live backup has no temporary file open")
+	}
+	stillThere := func(when string, files map[string]bool) {
+		t.Helper()
+		now := e.tmpFiles()
+		for name := range files {
+			if _, ok := now[name]; !ok {
+				t.Fatalf("%s: the live backup's %s was removed", when, name)
+			}
+		}
+	}
+	// Backups killed in the middle of their packs; each one's start
+	// sweeps what the one before left.
 	const kills = 3
-	left := map[string]int64{}
-	for range kills {
+	var left map[string]int64
+	for i := range kills {
 		e.pauseAtFirstCommit(bin, "backup", src).sigkill()
-		for name, size := range e.tmpFiles() {
-			left[name] = size
+		stillThere("after a killed backup's sweep", liveFiles)
+		files := e.tmpFiles()
+		liveFiles = live.openIn(tmp)
+		left = map[string]int64{}
+		for name, size := range files {
+			if !liveFiles[name] {
+				left[name] = size
+			}
+		}
+		if len(left) == 0 {
+			t.Fatalf("killed backup %d left no temporary files: nothing to sweep", i+1)
 		}
 	}
 	var leftBytes int64
 	for _, size := range left {
 		leftBytes += size
 	}
-	if len(left) == 0 {
-		t.Fatal("the killed backups left no temporary files: nothing to sweep")
-	}
-	t.Logf("%d SIGKILLs of backup left %d temporary files, %d bytes", kills, len(left), leftBytes)
+	t.Logf("%d SIGKILLs of backup beside a live one; the last left %d temporary files, %d bytes", kills, len(left), leftBytes)
 
-	live := e.pauseAtFirstCommit(bin, "backup", src)
-	var liveFiles []string
-	for name := range e.tmpFiles() {
-		if _, old := left[name]; !old {
-			liveFiles = append(liveFiles, name)
-		}
-	}
-	if len(liveFiles) == 0 {
-		t.Fatal("the live backup has no temporary file")
-	}
 	res := e.expect(exitOK, "check", "--json")
 	var out struct {
 		TempSwept struct {
@@ -163,22 +198,19 @@ func TestTempSweep(t *testing.T) {
 	if out.TempSwept.Removed != len(left) || out.TempSwept.BytesRemoved != leftBytes || out.TempSwept.Live < len(liveFiles) {
 		t.Errorf("check swept %+v, want %d files of %d bytes removed and at least %d live kept", out.TempSwept, len(left), leftBytes, len(liveFiles))
 	}
+	stillThere("after check", liveFiles)
 	after := e.tmpFiles()
 	for name := range left {
 		if _, ok := after[name]; ok {
 			t.Errorf("check left %s of a killed backup", name)
 		}
 	}
-	for _, name := range liveFiles {
-		if _, ok := after[name]; !ok {
-			t.Errorf("check removed %s of the live backup", name)
-		}
-	}
 
 	live.sigkill()
+	killedLive := e.tmpFiles()
 	res = e.expect(exitOK, "backup", src)
-	if !strings.Contains(res.Stdout, "removed "+strconv.Itoa(len(after))+" temporary files") {
-		t.Errorf("backup does not report the temporary files it removed:\n%s", res)
+	if !strings.Contains(res.Stdout, "removed "+strconv.Itoa(len(killedLive))+" temporary files") {
+		t.Errorf("backup does not report the %d temporary files it removed:\n%s", len(killedLive), res)
 	}
 	if got := e.tmpFiles(); len(got) != 0 {
 		t.Errorf("after a backup tmp holds %v", got)
