@@ -8,7 +8,7 @@ import (
 )
 
 // CounterSnapshotFilesUnreadable counts the snapshot files of the
-// repository that a backup run skipped because they cannot be read.
+// repository that a backup or verify run skipped because they cannot be read.
 const CounterSnapshotFilesUnreadable = "snapshot_files_unreadable"
 
 // Counters of a backup run's sweep of temporary files (repo.SweepTemp).
