@@ -33,6 +33,6 @@ func reportUnreadable(c *cli.Context, p *printer, list []repo.UnreadableSnapshot
 	if len(list) > 1 {
 		noun = "files"
 	}
-	p.Warnf("%d snapshot %s unreadable, skipped: %s (nightjar check reports it; nightjar forget ID removes it)",
+	p.Warnf("%d snapshot %s unreadable, skipped: %s (nightjar check reports the damage; nightjar forget ID removes such a file)",
 		len(list), noun, strings.Join(files, "; "))
 }

@@ -175,6 +175,7 @@ func TestSweepRacesWriters(t *testing.T) {
 	var sweeps sync.WaitGroup
 	sweepErr := make(chan error, 1)
 	sweeps.Add(1)
+	swept := 0
 	go func() {
 		defer sweeps.Done()
 		for ctx.Err() == nil {
@@ -182,6 +183,7 @@ func TestSweepRacesWriters(t *testing.T) {
 				sweepErr <- err
 				return
 			}
+			swept++
 		}
 	}()
 	var g sync.WaitGroup
@@ -231,6 +233,7 @@ func TestSweepRacesWriters(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d of %d writes failed beside sweeps", failed, writers*saves)
 	}
+	t.Logf("%d writes beside %d sweeps", writers*saves, swept)
 	for w := range writers {
 		for i := range saves {
 			name := fmt.Sprintf("%060x%04x", w, i)
