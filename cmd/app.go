@@ -101,10 +101,12 @@ both places, the one after the command counts.`,
 
 // globalFlags are the flags the program takes before its command as well
 // as after it (commandLine carries them to the command): the repository
-// and password flags, the config and state files, --verbose and --quiet.
+// and password flags, the config and state files, --verbose and --quiet,
+// and --no-lock.
 // A command that does not take one refuses it as an unknown option.
 func globalFlags() []cli.Flag {
-	return slices.Concat(repoFlags(), configFlags(), verbosityFlags())
+	return slices.Concat(repoFlags(), configFlags(), verbosityFlags(),
+		[]cli.Flag{noLockFlag()}) // read-only commands only (readRepoFlags)
 }
 
 // prepareCommands makes every command answer the same way: a bad flag or

@@ -68,6 +68,8 @@ type backupJSON struct {
 	ChangedDuring []string    `json:"changed_during_read"`
 	AdoptedPacks  int         `json:"adopted_packs"`
 	LostPacks     int         `json:"lost_packs"` // indexed packs found missing or cut short; their data was stored again where met
+
+	TempSwept *repo.TempSweep `json:"temp_swept,omitempty"` // temporary files of interrupted writes, swept before the backup
 }
 
 // newBackupSummary is the summary of the backup that made res, with the
@@ -151,6 +153,7 @@ func runBackup(c *cli.Context) error {
 		return err
 	}
 	defer lock.Unlock()
+	swept := sweepTemp(c.Context, p, r)
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}
@@ -175,7 +178,9 @@ func runBackup(c *cli.Context) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	s := res.Snapshot.Summary
-	if err := p.JSONLine(newBackupSummary(res, prog.Read())); err != nil {
+	summary := newBackupSummary(res, prog.Read())
+	summary.TempSwept = swept
+	if err := p.JSONLine(summary); err != nil {
 		return err
 	}
 	if res.Parent != "" {

@@ -22,7 +22,7 @@ func catCommand() *cli.Command {
 		Description: "ID may be a unique prefix; a snapshot may also be latest. " +
 			"cat key prints a key file's public parameters, never the master key it wraps; " +
 			"cat pack prints the pack's decrypted header (its blobs), not its bytes.",
-		Flags:  repoFlags(),
+		Flags:  readRepoFlags(),
 		Action: runCat,
 	}
 }

@@ -16,7 +16,7 @@ func checkCommand() *cli.Command {
 		Name:      "check",
 		Usage:     "verify the repository's structure and, optionally, its data",
 		ArgsUsage: " ",
-		Flags: append(repoFlags(),
+		Flags: append(readRepoFlags(),
 			&cli.BoolFlag{Name: "read-data", Usage: "also read, decrypt and hash every blob"},
 			&cli.StringFlag{Name: "read-data-subset", Usage: "read slice `n/m` of the packs (1/30 each day reads all in a month), or a random PERCENT of them, such as 10%"},
 			jsonFlag(),
@@ -66,11 +66,16 @@ func runCheck(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	lock, err := lockRepo(c.Context, r, false, "check")
+	lock, err := readLockRepo(c, p, r, "check")
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
+	var swept *repo.TempSweep
+	if _, locked := lock.(*repo.Lock); locked {
+		// Only under a lock: without one the repository may be read-only.
+		swept = sweepTemp(c.Context, p, r)
+	}
 	opts.Progress = &repo.CheckProgress{}
 	progress := startLine(c, p, checkFigures(opts.Progress, sinceStart()))
 	report, err := r.Check(c.Context, opts)
@@ -82,7 +87,8 @@ func runCheck(c *cli.Context) error {
 		out := struct {
 			OK bool `json:"ok"`
 			*repo.CheckReport
-		}{report.OK(), report}
+			TempSwept *repo.TempSweep `json:"temp_swept,omitempty"` // temporary files of interrupted writes, swept first
+		}{report.OK(), report, swept}
 		if out.Problems == nil {
 			out.Problems = []repo.Problem{}
 		}

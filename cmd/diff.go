@@ -19,7 +19,7 @@ func diffCommand() *cli.Command {
 			"  U  metadata only (mode, owner, times, xattrs)    T  type changed\n" +
 			"Folders end with a slash.",
 		ArgsUsage: "SNAPSHOT1 SNAPSHOT2",
-		Flags:     append(repoFlags(), jsonFlag()),
+		Flags:     append(readRepoFlags(), jsonFlag()),
 		Action:    runDiff,
 	}
 }

@@ -25,7 +25,7 @@ func dumpCommand() *cli.Command {
 			"(tar by default) whose entries are named by their paths in the snapshot, without\n" +
 			"the leading slash; an archive is never written to a terminal.",
 		ArgsUsage: "SNAPSHOT PATH",
-		Flags: append(append(repoFlags(),
+		Flags: append(append(readRepoFlags(),
 			&cli.StringFlag{Name: "archive", Value: "tar", Usage: "archive `FORMAT` of a folder: tar or zip"},
 			&cli.StringFlag{Name: "target", Usage: "write to `FILE` instead of stdout"},
 		), snapshotFilterFlags()...),
@@ -47,7 +47,7 @@ func runDump(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	lock, err := lockRepo(c.Context, r, false, "dump")
+	lock, err := readLockRepo(c, p, r, "dump")
 	if err != nil {
 		return err
 	}

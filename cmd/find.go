@@ -22,7 +22,7 @@ func findEntriesCommand() *cli.Command {
 			"with one, its whole path in the snapshot (/home/*/notes.txt). Every snapshot is\n" +
 			"searched, or those --snapshot names, or those --path/--tag/--host select.",
 		ArgsUsage: "PATTERN...",
-		Flags: append(append(repoFlags(),
+		Flags: append(append(readRepoFlags(),
 			&cli.StringSliceFlag{Name: "snapshot", Aliases: []string{"s"}, Usage: "search only snapshot `ID` (repeatable)"},
 			&cli.BoolFlag{Name: "ignore-case", Aliases: []string{"i"}, Usage: "match names regardless of case"},
 			jsonFlag(),

@@ -218,7 +218,7 @@ func forget(ctx context.Context, r *repo.Repository, opts forgetOptions) (*forge
 	out := &forgetJSON{DryRun: opts.dryRun, GroupBy: opts.groupBy.String(), Groups: []forgetGroupJSON{}, zone: opts.zone}
 	plan := opts.retentionPlan(ctx, r, out)
 	if len(opts.ids) > 0 {
-		plan = opts.namedPlan(out)
+		plan = opts.namedPlan(r, out)
 	} else {
 		out.Policy = opts.policy.String()
 	}
@@ -271,14 +271,24 @@ func (o forgetOptions) retentionPlan(ctx context.Context, r *repo.Repository, ou
 }
 
 // namedPlan forgets exactly the snapshots named by ID or unique prefix; a
-// pinned one refuses the whole forget.
-func (o forgetOptions) namedPlan(out *forgetJSON) repo.ForgetPlan {
+// pinned one refuses the whole forget. A snapshot file that cannot be read
+// may be named too (this is how one is removed: its record says nothing a
+// policy could decide on); it is listed in the group "unreadable".
+func (o forgetOptions) namedPlan(r *repo.Repository, out *forgetJSON) repo.ForgetPlan {
 	return func(snaps []*repo.Snapshot, pinned map[string]bool) ([]string, error) {
 		byGroup := map[string]int{}
 		var victims, pinnedNamed []string
+		// The files the plan's caller skipped just now, as records with
+		// nothing but their ID.
+		unreadable := map[string]bool{}
+		candidates := snaps
+		for _, u := range r.UnreadableSnapshots() {
+			unreadable[u.ID] = true
+			candidates = append(slices.Clip(candidates), &repo.Snapshot{ID: u.ID})
+		}
 		for _, ref := range o.ids {
 			var match []*repo.Snapshot
-			for _, s := range snaps {
+			for _, s := range candidates {
 				if s.ID == ref {
 					match = []*repo.Snapshot{s}
 					break
@@ -303,7 +313,10 @@ func (o forgetOptions) namedPlan(out *forgetJSON) repo.ForgetPlan {
 				continue
 			}
 			victims = append(victims, s.ID)
-			key := o.plan().GroupKey(s)
+			key := unreadableGroup
+			if !unreadable[s.ID] {
+				key = o.plan().GroupKey(s)
+			}
 			i, ok := byGroup[key]
 			if !ok {
 				i = len(out.Groups)
@@ -318,6 +331,10 @@ func (o forgetOptions) namedPlan(out *forgetJSON) repo.ForgetPlan {
 		return victims, nil
 	}
 }
+
+// unreadableGroup is the group forget lists the unreadable snapshot files
+// named to it in.
+const unreadableGroup = "unreadable"
 
 func forgetSnapshot(s schedule.RetentionSnapshot) forgetSnapshotJSON {
 	return forgetSnapshotJSON{ID: s.ID, Time: s.Time, Host: s.Host, Paths: nonNil(s.Paths), Tags: nonNil(s.Tags), Reasons: []string{}}

@@ -176,7 +176,7 @@ func printPrune(p *printer, out *pruneJSON) {
 			res.LeftoversKept, bytesText(res.LeftoverBytesKept), out.LeftoverAge)
 	}
 	if res.TempFilesDeleted > 0 || res.TempFilesKept > 0 {
-		p.Printf("temporary files of killed writes: %s %d (%s), kept %d younger than %s\n",
+		p.Printf("temporary files of killed writes: %s %d (%s), kept %d of live writers or younger than %s\n",
 			verb("deleted", "would delete"), res.TempFilesDeleted, bytesText(res.TempBytesDeleted), res.TempFilesKept, out.LeftoverAge)
 	}
 	p.Printf("%s %s in %d packs\n", verb("freed:      ", "would free: "), bytesText(res.BytesFreed), res.PacksDeleted+res.PacksRepacked+res.LeftoversDeleted)

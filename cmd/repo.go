@@ -184,6 +184,7 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", be.Location(), err)
 	}
+	r.ReportUnreadableSnapshots(func(list []repo.UnreadableSnapshot) { reportUnreadable(c, p, list) })
 	if r.Insecure() {
 		p.Warnf("repository %s is NOT ENCRYPTED: anyone who can read it can read your data", be.Location())
 	}

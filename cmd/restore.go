@@ -18,7 +18,7 @@ func restoreCommand() *cli.Command {
 		Name:      "restore",
 		Usage:     "bring back a snapshot, or part of it, into a folder",
 		ArgsUsage: "SNAPSHOT",
-		Flags: append(append(repoFlags(),
+		Flags: append(append(readRepoFlags(),
 			&cli.StringFlag{Name: "target", Usage: "restore into `DIR`", Required: true},
 			&cli.StringSliceFlag{Name: "include", Usage: "restore only paths matching `PATTERN` (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out paths matching `PATTERN` (repeatable)"},
@@ -57,7 +57,7 @@ func runRestore(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	lock, err := lockRepo(c.Context, r, false, "restore")
+	lock, err := readLockRepo(c, p, r, "restore")
 	if err != nil {
 		return err
 	}

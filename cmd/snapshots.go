@@ -23,7 +23,7 @@ func snapshotsCommand() *cli.Command {
 		Name:      "snapshots",
 		Usage:     "list snapshots",
 		ArgsUsage: " ",
-		Flags: append(repoFlags(),
+		Flags: append(readRepoFlags(),
 			&cli.StringSliceFlag{Name: "tag", Usage: "only snapshots with `TAG[,TAG...]` (all of a list; repeatable: any of the lists)"},
 			&cli.StringSliceFlag{Name: "path", Usage: "only snapshots of `PATH` (repeatable: any of them)"},
 			&cli.StringSliceFlag{Name: "host", Usage: "only snapshots taken on `HOST` (repeatable: any of them)"},
@@ -216,7 +216,7 @@ func lsCommand() *cli.Command {
 		Name:      "ls",
 		Usage:     "list the files in a snapshot",
 		ArgsUsage: "SNAPSHOT [SUBPATH]",
-		Flags:     append(append(repoFlags(), jsonFlag()), snapshotFilterFlags()...),
+		Flags:     append(append(readRepoFlags(), jsonFlag()), snapshotFilterFlags()...),
 		Action:    runLs,
 	}
 }

@@ -17,7 +17,7 @@ func statsCommand() *cli.Command {
 			"summed over the snapshots. --mode raw-data: the distinct blobs the snapshots use, each\n" +
 			"counted once, as the repository stores them (after deduplication and compression).",
 		ArgsUsage: "[SNAPSHOT...]",
-		Flags: append(append(repoFlags(),
+		Flags: append(append(readRepoFlags(),
 			&cli.StringFlag{Name: "mode", Value: "restore-size", Usage: "what to count: `MODE` restore-size or raw-data"},
 			jsonFlag(),
 		), snapshotSelectFlags()...),

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,36 +18,14 @@ import (
 type CatalogSync func(ctx context.Context, name string, r *repo.Repository)
 
 // UnreadableSnapshot is a snapshot record that is in the repository but
-// cannot be read: damaged, or written by a newer nightjar.
-type UnreadableSnapshot struct {
-	ID  string
-	Err error
-}
+// cannot be read: damaged, stray, or written by a newer nightjar.
+type UnreadableSnapshot = repo.UnreadableSnapshot
 
-// ReadSnapshots reads every snapshot record of r, oldest first. A record
-// that is damaged or of a newer format is returned in unreadable, not as an
-// error; one that vanished since it was listed (a forget completed) is left
-// out; any other failure, such as storage that cannot be read, is the error,
-// so that an unreachable repository never passes for damaged records.
+// ReadSnapshots reads every snapshot record of r, oldest first, by the
+// repository's one rule (repo.Repository.ReadSnapshots): an unreadable one
+// is returned in unreadable, not as an error.
 func ReadSnapshots(ctx context.Context, r *repo.Repository) (snaps []*repo.Snapshot, unreadable []UnreadableSnapshot, err error) {
-	ids, err := r.ListSnapshotIDs(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list snapshots: %w", err)
-	}
-	for _, id := range ids {
-		s, err := r.LoadSnapshot(ctx, id)
-		switch {
-		case err == nil:
-			snaps = append(snaps, s)
-		case errors.Is(err, repo.ErrSnapshotNotFound):
-		case errors.Is(err, repo.ErrIntegrity), errors.Is(err, repo.ErrUnsupportedVersion):
-			unreadable = append(unreadable, UnreadableSnapshot{ID: id, Err: err})
-		default:
-			return nil, nil, fmt.Errorf("read snapshot %s: %w", id, err)
-		}
-	}
-	repo.SortSnapshots(snaps)
-	return snaps, unreadable, nil
+	return r.ReadSnapshots(ctx)
 }
 
 // JobOf returns the job whose backups made a snapshot with these tags (the

@@ -110,8 +110,7 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 // that fails is a skipped object and does
 // not stop the others; all sources failing is a failure with code
 // ALL_SOURCES_FAILED.
-func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress), h *hookRun) (pass.Result, error) {
-	var res pass.Result
+func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.Run, progress func(pass.Progress), h *hookRun) (res pass.Result, err error) {
 	sources, tags := e.Sources(job.Name)
 	if len(sources) == 0 {
 		return res, &pass.ClassError{Class: pass.ClassConfig, Code: "NO_SOURCES", Err: fmt.Errorf("job %s has no sources", job.Name)}
@@ -121,6 +120,8 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 		return res, err
 	}
 	defer release()
+	defer func() { reportUnreadable(r, &res.Figures) }()
+	sweepTemp(ctx, r, &res.Figures)
 	var limiter *limit.Limiter
 	if job.Backup.Bandwidth > 0 {
 		limiter = limit.New(job.Backup.Bandwidth)

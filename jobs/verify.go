@@ -94,6 +94,7 @@ func (e *Executor) verifyRun(ctx context.Context, job pass.JobDef, progress func
 	counters := map[string]int64{CounterSnapshotsVerified: 0, CounterSnapshotsFailed: 0, CounterTreesChecked: 0,
 		CounterBlobsChecked: 0, CounterBytesRead: 0, CounterDeep: 0}
 	res.Figures.Counters = counters
+	reportUnreadable(r, &res.Figures) // met while planning: not verified, named
 	var failed []string
 	var firstProblem string
 	verify := func(id string, deep bool) error {

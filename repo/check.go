@@ -116,10 +116,14 @@ type checker struct {
 	problems map[string]*Problem
 	treeMemo map[ID][]brokenRef
 	blobRefs int // the references to data blobs the walks checked
+
+	indexFiles map[string]bool // the index files read
+	reread     sync.Mutex      // held while the index is read again
+	rereadDone bool            // the index was read again (rereadIndex)
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}}
+	return &checker{r: r, broken: map[ID]string{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -140,14 +144,24 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	c.progress = opts.Progress
 	c.progress.enter(CheckPhaseIndex)
 
+	// A consistent view beside a running backup, which writes its packs,
+	// then their index file, then its snapshot: the snapshots first, then
+	// the index, then the packs. Every snapshot read then has its index
+	// entries read, and every pack they name listed; what the backup adds
+	// after a step is at most a pack no index read lists yet (counted as
+	// unindexed) or an index file no snapshot read needs.
+	snaps, err := c.loadSnapshots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.readIndex(ctx); err != nil {
+		return nil, err
+	}
 	packSizes, err := c.listPacks(ctx)
 	if err != nil {
 		return nil, err
 	}
-
-	if err := c.checkIndex(ctx, packSizes); err != nil {
-		return nil, err
-	}
+	c.checkEntries(packSizes)
 	if selected := selectPacks(packSizes, c.r.idx, opts); len(selected) > 0 {
 		c.progress.selected(packSizes, selected)
 		c.progress.enter(CheckPhaseReadData)
@@ -156,7 +170,7 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 		}
 	}
 	c.progress.enter(CheckPhaseSnapshots)
-	if err := c.checkSnapshots(ctx); err != nil {
+	if err := c.checkSnapshots(ctx, snaps); err != nil {
 		return nil, err
 	}
 	if err := c.checkPins(ctx); err != nil {
@@ -215,15 +229,31 @@ func (c *checker) markBroken(id ID, typ BlobType, why string) {
 	c.problem(typ.String()+" blob "+id.String(), why)
 }
 
-func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error {
+// readIndex reads every index file into the index, reporting damaged
+// ones.
+func (c *checker) readIndex(ctx context.Context) error {
 	names, err := c.r.ListIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("list index: %w", err)
 	}
 	c.report.IndexFiles = len(names)
+	if _, err := c.readIndexFiles(ctx, names); err != nil {
+		return err
+	}
+	c.report.Blobs = c.r.idx.Len()
+	return nil
+}
+
+// readIndexFiles reads the index files names into the index, reporting
+// damaged ones, and returns the blobs they list.
+func (c *checker) readIndexFiles(ctx context.Context, names []string) ([]IndexedBlob, error) {
+	var read []IndexedBlob
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, name := range names {
+		c.mu.Lock()
+		c.indexFiles[name] = true
+		c.mu.Unlock()
 		g.Go(func() error {
 			blobs, _, err := c.r.ReadIndexFile(gctx, name)
 			if err != nil {
@@ -234,33 +264,85 @@ func (c *checker) checkIndex(ctx context.Context, packSizes map[ID]int64) error 
 				return nil
 			}
 			c.r.idx.add(blobs)
+			c.mu.Lock()
+			read = append(read, blobs...)
+			c.mu.Unlock()
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	return read, g.Wait()
+}
+
+// rereadIndex reads, once per check, the index files that appeared since
+// the index was read, with their packs: the last chance for a blob that a
+// snapshot needs before it is reported missing. Snapshots are read before
+// the index, so a backup running beside check cannot cause that; storage
+// that lists new files late could.
+func (c *checker) rereadIndex(ctx context.Context) error {
+	c.reread.Lock()
+	defer c.reread.Unlock()
+	if c.rereadDone {
+		return nil
+	}
+	c.rereadDone = true
+	names, err := c.r.ListIndexFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("list index: %w", err)
+	}
+	var fresh []string
+	c.mu.Lock()
+	for _, name := range names {
+		if !c.indexFiles[name] {
+			fresh = append(fresh, name)
+		}
+	}
+	c.mu.Unlock()
+	if len(fresh) == 0 {
+		return nil
+	}
+	blobs, err := c.readIndexFiles(ctx, fresh)
+	if err != nil {
 		return err
 	}
+	packSizes := map[ID]int64{}
+	if err := c.r.be.List(ctx, PackFile, func(name string, size int64) error {
+		if id, err := ParseID(name); err == nil {
+			packSizes[id] = size
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list packs: %w", err)
+	}
+	c.mu.Lock()
+	c.report.IndexFiles += len(fresh)
 	c.report.Blobs = c.r.idx.Len()
-	c.checkEntries(packSizes)
+	c.mu.Unlock()
+	for _, b := range blobs {
+		c.checkEntry(b, packSizes)
+	}
 	return nil
 }
 
 // checkEntries marks the indexed blobs whose pack is missing or too short
 // as broken, and counts the packs no index names.
 func (c *checker) checkEntries(packSizes map[ID]int64) {
-	c.r.idx.Each(func(b IndexedBlob) {
-		size, ok := packSizes[b.Pack]
-		switch {
-		case !ok:
-			c.markBroken(b.ID, b.Type, "pack "+b.Pack.String()+" that holds it is missing")
-		case int64(b.Offset)+int64(b.Length) > size-packTrailerSize:
-			c.markBroken(b.ID, b.Type, fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()))
-		}
-	})
+	c.r.idx.Each(func(b IndexedBlob) { c.checkEntry(b, packSizes) })
 	for id := range packSizes {
 		if !c.r.idx.HasPack(id) {
 			c.report.UnindexedPacks++
 		}
+	}
+}
+
+// checkEntry marks an indexed blob whose pack is missing or too short as
+// broken.
+func (c *checker) checkEntry(b IndexedBlob, packSizes map[ID]int64) {
+	size, ok := packSizes[b.Pack]
+	switch {
+	case !ok:
+		c.markBroken(b.ID, b.Type, "pack "+b.Pack.String()+" that holds it is missing")
+	case int64(b.Offset)+int64(b.Length) > size-packTrailerSize:
+		c.markBroken(b.ID, b.Type, fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()))
 	}
 }
 
@@ -366,27 +448,38 @@ func (c *checker) packBroken(id ID, blobs []IndexedBlob, err error) {
 	}
 }
 
-func (c *checker) checkSnapshots(ctx context.Context) error {
+// loadSnapshots reads every snapshot record; one that cannot be read is
+// a problem.
+func (c *checker) loadSnapshots(ctx context.Context) ([]*Snapshot, error) {
 	ids, err := c.r.ListSnapshotIDs(ctx)
 	if err != nil {
-		return fmt.Errorf("list snapshots: %w", err)
+		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
 	c.report.Snapshots = len(ids)
+	var snaps []*Snapshot
 	for _, id := range ids {
 		s, err := c.r.LoadSnapshot(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
 			c.problem("snapshot "+id, err.Error())
 			continue
 		}
+		snaps = append(snaps, s)
+	}
+	return snaps, nil
+}
+
+// checkSnapshots walks the trees of every snapshot read.
+func (c *checker) checkSnapshots(ctx context.Context, snaps []*Snapshot) error {
+	for _, s := range snaps {
 		refs, err := c.walkSnapshot(ctx, s.Tree)
 		if err != nil {
 			return err
 		}
 		for _, ref := range refs {
-			c.affect(ref.object, "", id, "/"+ref.path)
+			c.affect(ref.object, "", s.ID, "/"+ref.path)
 		}
 	}
 	return nil
@@ -394,17 +487,28 @@ func (c *checker) checkSnapshots(ctx context.Context) error {
 
 // blobState reports the problem object for a blob that is missing or
 // broken.
-func (c *checker) blobState(id ID) (string, bool) {
+func (c *checker) blobState(ctx context.Context, id ID) (string, bool, error) {
 	c.mu.Lock()
 	obj, broken := c.broken[id]
 	c.mu.Unlock()
 	if broken {
-		return obj, true
+		return obj, true, nil
 	}
 	if !c.r.idx.Has(id) {
-		return "blob " + id.String(), true
+		if err := c.rereadIndex(ctx); err != nil {
+			return "", false, err
+		}
+		c.mu.Lock()
+		obj, broken := c.broken[id]
+		c.mu.Unlock()
+		if broken {
+			return obj, true, nil
+		}
+		if !c.r.idx.Has(id) {
+			return "blob " + id.String(), true, nil
+		}
 	}
-	return "", false
+	return "", false, nil
 }
 
 func (c *checker) affect(object, msg, snapshot, p string) {
@@ -458,7 +562,11 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 				add(dir.Path, refs)
 				return SkipTree
 			}
-			if obj, bad := c.blobState(id); bad {
+			obj, bad, err := c.blobState(ctx, id)
+			if err != nil {
+				return err
+			}
+			if bad {
 				done(dir.Path, id, []brokenRef{{path: "", object: obj}})
 				return SkipTree
 			}
@@ -494,7 +602,11 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 				c.blobRefs += len(n.Content)
 				seen := map[string]bool{}
 				for _, blob := range n.Content {
-					if obj, bad := c.blobState(blob); bad && !seen[obj] {
+					obj, bad, err := c.blobState(ctx, blob)
+					if err != nil {
+						return err
+					}
+					if bad && !seen[obj] {
 						seen[obj] = true
 						top.refs = append(top.refs, brokenRef{path: n.Name, object: obj})
 					}

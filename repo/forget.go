@@ -154,9 +154,12 @@ func (r *Repository) ForgettingIDs(ctx context.Context) ([]string, error) {
 
 // planForget loads the snapshots (without those in skip), asks the plan
 // for its victims and checks them: each exists, none is given twice, and
-// none is the newest of its group. It returns them sorted.
+// none is the newest of its group. It returns them sorted. The plan sees
+// only the readable snapshots; an unreadable snapshot file (reported by
+// ReadSnapshots, so UnreadableSnapshots lists it) may be a victim, named by
+// its ID: forgetting it removes only the file.
 func (r *Repository) planForget(ctx context.Context, opts ForgetOptions, skip map[string]bool) ([]string, error) {
-	all, err := r.Snapshots(ctx)
+	all, unreadable, err := r.ReadSnapshots(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +179,9 @@ func (r *Repository) planForget(ctx context.Context, opts ForgetOptions, skip ma
 	for _, s := range snaps { // oldest first: the last one of a group is its newest
 		newest[opts.GroupKey(s)] = s.ID
 		known[s.ID] = true
+	}
+	for _, u := range unreadable {
+		known[u.ID] = !skip[u.ID]
 	}
 	newestOf := map[string]string{}
 	for key, id := range newest {

@@ -182,9 +182,9 @@ type PruneResult struct {
 	LeftoverBytesDeleted int64 `json:"leftover_bytes_deleted"` // their sizes
 	LeftoversKept        int   `json:"leftovers_kept"`         // packs no index listed, too young (or of unknown age): kept
 	LeftoverBytesKept    int64 `json:"leftover_bytes_kept"`    // their sizes
-	TempFilesDeleted     int   `json:"temp_files_deleted"`     // temporary files of killed writes, old enough: deleted
+	TempFilesDeleted     int   `json:"temp_files_deleted"`     // temporary files of killed writes, whose writer is provably gone or old enough: deleted
 	TempBytesDeleted     int64 `json:"temp_bytes_deleted"`     // their sizes
-	TempFilesKept        int   `json:"temp_files_kept"`        // temporary files too young: kept
+	TempFilesKept        int   `json:"temp_files_kept"`        // temporary files of live writers, or too young: kept
 	TempFilesForeign     int   `json:"temp_files_foreign"`     // files in the temporary folder with names nightjar never gives: left alone
 
 	BytesFreed         int64 `json:"bytes_freed"`          // sizes of all packs deleted (wholly unused, repacked, leftovers)

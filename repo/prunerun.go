@@ -24,6 +24,32 @@ type ObjectTimer interface {
 	ModTime(ctx context.Context, h Handle) (time.Time, error)
 }
 
+// TempSweeper is implemented by backends whose temporary files prove
+// whether their writer lives (the local folder: a lock its writer holds).
+type TempSweeper interface {
+	// SweepTemp removes the temporary files whose writer is provably
+	// gone and counts the live ones; it never removes a live writer's.
+	SweepTemp(ctx context.Context) (TempSweep, error)
+}
+
+// TempSweep is what a sweep of temporary files did.
+type TempSweep struct {
+	Removed      int   `json:"removed"`       // files of writers that are gone: removed
+	BytesRemoved int64 `json:"bytes_removed"` // their size
+	Live         int   `json:"live"`          // files of live writers: kept
+}
+
+// SweepTemp removes the temporary files of interrupted writes whose writer
+// is provably gone, where the backend can tell (TempSweeper); elsewhere it
+// does nothing. A backup, check or prune calls it at its start.
+func (r *Repository) SweepTemp(ctx context.Context) (TempSweep, error) {
+	ts, ok := Capability[TempSweeper](r.be)
+	if !ok {
+		return TempSweep{}, nil
+	}
+	return ts.SweepTemp(ctx)
+}
+
 // TempFiles is implemented by backends that keep the files of writes in
 // progress apart from the objects (a local folder's tmp/). A write that
 // was killed leaves its file behind; prune removes those older than
@@ -216,11 +242,24 @@ func (p *pruneRun) run(ctx context.Context, skip map[string]bool) error {
 	return p.tempFiles(ctx)
 }
 
-// tempFiles removes (or, in a dry run, counts) the temporary files of
-// killed writes that are older than the leftover age; younger ones are
+// tempFiles removes the temporary files of killed writes whose writer is
+// provably gone (SweepTemp; not in a dry run), and removes (or, in a dry
+// run, counts) those that give no such proof when they are older than the
+// leftover age; younger ones are
 // counted as kept, and files whose names nightjar never gives (another
 // program's, such as NFS's ".nfs..." files) as foreign, and left alone.
 func (p *pruneRun) tempFiles(ctx context.Context) error {
+	if !p.opts.DryRun {
+		// The files that prove whether their writer lives go by that
+		// proof, whatever their age.
+		sw, err := p.r.SweepTemp(ctx)
+		if err != nil {
+			return err
+		}
+		p.res.TempFilesDeleted += sw.Removed
+		p.res.TempBytesDeleted += sw.BytesRemoved
+		p.res.TempFilesKept += sw.Live
+	}
 	tf, ok := Capability[TempFiles](p.r.be)
 	if !ok {
 		return nil
@@ -278,6 +317,13 @@ func (p *pruneRun) loadSnapshots(ctx context.Context, skip map[string]bool) ([]*
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if unreadableSnapshot(err) {
+				// What it refers to is unknown: pruning could delete data
+				// it uses.
+				return nil, fmt.Errorf("snapshot file %s/%s cannot be read, so prune does not know what data it uses and deletes nothing: "+
+					"remove the file with nightjar forget %s, or rewrite it with nightjar repair snapshots, then prune again: %w: %w",
+					SnapshotFile, id, id, ErrInvalidManifest, err)
 			}
 			return nil, fmt.Errorf("snapshot %s: %w: %w", id, ErrInvalidManifest, err)
 		}

@@ -44,6 +44,7 @@ type Repository struct {
 	// instead (repair.go).
 	indexDamage        []IndexDamage
 	indexedFromHeaders int
+	unreadable         unreadableSnapshots // the snapshot files reads of the list skipped
 }
 
 // InitOptions are the choices made when a repository is created.

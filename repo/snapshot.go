@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -147,23 +149,114 @@ func (r *Repository) ListSnapshotIDs(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// Snapshots loads every snapshot record, oldest first. A record that
-// cannot be read fails the call.
-func (r *Repository) Snapshots(ctx context.Context) ([]*Snapshot, error) {
+// UnreadableSnapshot is a snapshot file that is in the repository but
+// cannot be read: damaged, stray (another repository's, garbage) or written
+// by a newer nightjar.
+type UnreadableSnapshot struct {
+	ID  string
+	Err error
+}
+
+// File is the unreadable file's path in the repository: snapshots/ID.
+func (u UnreadableSnapshot) File() string { return string(SnapshotFile) + "/" + u.ID }
+
+// unreadableSnapshots remembers the unreadable snapshot files a Repository
+// met, so that each is reported once however often the list is read.
+type unreadableSnapshots struct {
+	mu     sync.Mutex
+	met    map[string]UnreadableSnapshot
+	report func([]UnreadableSnapshot)
+}
+
+// ReportUnreadableSnapshots makes every later read of the snapshot list
+// (Snapshots, ReadSnapshots, FindSnapshot's "latest") call report with the
+// unreadable snapshot files it skipped that were not reported before.
+func (r *Repository) ReportUnreadableSnapshots(report func([]UnreadableSnapshot)) {
+	r.unreadable.mu.Lock()
+	r.unreadable.report = report
+	r.unreadable.mu.Unlock()
+}
+
+// UnreadableSnapshots returns every unreadable snapshot file that a read of
+// the snapshot list skipped so far, by ID.
+func (r *Repository) UnreadableSnapshots() []UnreadableSnapshot {
+	r.unreadable.mu.Lock()
+	defer r.unreadable.mu.Unlock()
+	out := make([]UnreadableSnapshot, 0, len(r.unreadable.met))
+	for _, u := range r.unreadable.met {
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// metUnreadable records the unreadable snapshot files of one listing and
+// reports those not reported before.
+func (r *Repository) metUnreadable(list []UnreadableSnapshot) {
+	if len(list) == 0 {
+		return
+	}
+	u := &r.unreadable
+	u.mu.Lock()
+	var fresh []UnreadableSnapshot
+	for _, s := range list {
+		if _, ok := u.met[s.ID]; !ok {
+			if u.met == nil {
+				u.met = map[string]UnreadableSnapshot{}
+			}
+			u.met[s.ID] = s
+			fresh = append(fresh, s)
+		}
+	}
+	report := u.report
+	u.mu.Unlock()
+	if report != nil && len(fresh) > 0 {
+		report(fresh)
+	}
+}
+
+// unreadableSnapshot reports whether err, of loading one snapshot file,
+// says that the file itself is bad (damaged, stray, of a newer format, or
+// refused by the file system) rather than that the storage failed.
+func unreadableSnapshot(err error) bool {
+	return errors.Is(err, ErrIntegrity) || errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, fs.ErrPermission)
+}
+
+// ReadSnapshots reads every snapshot record, oldest first. This is the one
+// rule for a list of snapshots: a file that cannot be read (damaged, stray,
+// of a newer format) is returned in unreadable, not as an error, and
+// reported (ReportUnreadableSnapshots); one that vanished since it was
+// listed (a forget completed) is left out; any other failure, such as
+// storage that cannot be read, is the error, so that an unreachable
+// repository never passes for damaged records.
+func (r *Repository) ReadSnapshots(ctx context.Context) (snaps []*Snapshot, unreadable []UnreadableSnapshot, err error) {
 	ids, err := r.ListSnapshotIDs(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", err)
+		return nil, nil, fmt.Errorf("list snapshots: %w", err)
 	}
-	snaps := make([]*Snapshot, 0, len(ids))
+	snaps = make([]*Snapshot, 0, len(ids))
 	for _, id := range ids {
 		s, err := r.LoadSnapshot(ctx, id)
-		if err != nil {
-			return nil, err
+		switch {
+		case err == nil:
+			snaps = append(snaps, s)
+		case errors.Is(err, ErrSnapshotNotFound):
+		case unreadableSnapshot(err) && ctx.Err() == nil:
+			unreadable = append(unreadable, UnreadableSnapshot{ID: id, Err: err})
+		default:
+			return nil, nil, fmt.Errorf("read snapshot %s: %w", id, err)
 		}
-		snaps = append(snaps, s)
 	}
 	SortSnapshots(snaps)
-	return snaps, nil
+	r.metUnreadable(unreadable)
+	return snaps, unreadable, nil
+}
+
+// Snapshots loads every readable snapshot record, oldest first; the
+// unreadable ones are skipped and reported, as ReadSnapshots does.
+func (r *Repository) Snapshots(ctx context.Context) ([]*Snapshot, error) {
+	snaps, _, err := r.ReadSnapshots(ctx)
+	return snaps, err
 }
 
 // SortSnapshots orders snapshots by time, then ID.

@@ -67,6 +67,7 @@ func (r *Repository) VerifySnapshot(ctx context.Context, id string, deep bool) (
 		return nil, fmt.Errorf("verify snapshot %s: %w", id, err)
 	}
 	c := newChecker(r)
+	c.rereadDone = true // the caller loaded the index: there are no index files read here to compare with
 	packSizes, err := c.listPacks(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify snapshot %s: %w", id, err)

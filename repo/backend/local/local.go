@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -42,6 +43,7 @@ var (
 	_ repo.ProcessLocker = (*Backend)(nil)
 	_ repo.ObjectTimer   = (*Backend)(nil)
 	_ repo.TempFiles     = (*Backend)(nil)
+	_ repo.TempSweeper   = (*Backend)(nil)
 )
 
 // Create prepares an empty or missing folder to hold a new repository. It
@@ -123,13 +125,37 @@ func (b *Backend) path(h repo.Handle) (string, error) {
 	return "", fmt.Errorf("unknown object type %q", h.Type)
 }
 
-// createTemp creates a new, empty temporary file.
+// heldTempPrefix begins the name of every temporary file this version
+// writes: its writer holds a lock on it (tryLock) from its creation until
+// it is renamed into place or removed, so that a file whose lock can be
+// taken is provably a dead writer's (SweepTemp). Files without the prefix
+// are older versions' and give no such proof: prune removes them by age.
+const heldTempPrefix = "held-"
+
+// tempAttempts bounds how often createTemp makes a new file when a sweep
+// took the one it made before it could lock it.
+const tempAttempts = 8
+
+// createTemp creates a new, empty temporary file, locked by this process
+// until it is closed.
 func (b *Backend) createTemp() (*os.File, error) {
+	for range tempAttempts {
+		f, err := b.createTempOnce()
+		if err != nil || f != nil {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("create temporary file: taken by a sweep %d times", tempAttempts)
+}
+
+// createTempOnce creates and locks a temporary file; nil and no error when
+// a sweep took it between its creation and its lock (the sweep removes it).
+func (b *Backend) createTempOnce() (*os.File, error) {
 	var rnd [12]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	name := filepath.Join(b.root, tmpDir, hex.EncodeToString(rnd[:]))
+	name := filepath.Join(b.root, tmpDir, heldTempPrefix+hex.EncodeToString(rnd[:]))
 	f, err := createExclusive(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Copies of a repository may lose empty folders (git, some sync
@@ -138,7 +164,35 @@ func (b *Backend) createTemp() (*os.File, error) {
 			f, err = createExclusive(name)
 		}
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	switch err := tryLock(f); {
+	case errors.Is(err, errLocked):
+		f.Close()
+		return nil, nil
+	case err != nil:
+		f.Close()
+		os.Remove(name)
+		return nil, fmt.Errorf("lock temporary file: %w", err)
+	}
+	// A sweep that locked the file before this process did removed it
+	// before letting go: the name must still be this file.
+	if !sameFile(f, name) {
+		f.Close()
+		return nil, nil
+	}
+	return f, nil
+}
+
+// sameFile reports whether name is still the file f has open.
+func sameFile(f *os.File, name string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	ni, err := os.Lstat(name)
+	return err == nil && os.SameFile(fi, ni)
 }
 
 // writeTemp writes data to a new synced temporary file and returns it open.
@@ -192,12 +246,13 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
 	}
+	// Renamed while open, and so locked: a sweep never takes it.
 	tmp := f.Name()
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
+	if err := publish(tmp, final); err != nil {
+		f.Close()
 		return fmt.Errorf("save %s: %w", h, err)
 	}
-	if err := publish(tmp, final); err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
 	}
 	if h.Type == repo.PackFile {
@@ -251,11 +306,12 @@ func (s *packStream) Commit(ctx context.Context, name string) error {
 	if err := s.f.Sync(); err != nil {
 		return fail(err)
 	}
-	if err := s.f.Close(); err != nil {
-		os.Remove(tmp)
+	// Renamed while open, and so locked: a sweep never takes it.
+	if err := publish(tmp, final); err != nil {
+		s.f.Close()
 		return fmt.Errorf("save %s: %w", h, err)
 	}
-	if err := publish(tmp, final); err != nil {
+	if err := s.f.Close(); err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
 	}
 	s.b.packs.forget(final)
@@ -361,8 +417,84 @@ func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error)
 	return fi.ModTime(), nil
 }
 
-// ListTemp calls fn for each temporary file in tmp/ (repo.TempFiles): a
-// write that was killed leaves its file there.
+// SweepTemp removes the temporary files whose writer is provably gone
+// (repo.TempSweeper): those this version names and locks (heldTempPrefix)
+// whose lock can be taken. A file is removed while its lock is held, and
+// only while its name still is that file, so a writer that locks it later
+// sees it gone and makes another. Live writers' files are counted.
+func (b *Backend) SweepTemp(ctx context.Context) (repo.TempSweep, error) {
+	var sw repo.TempSweep
+	dir := filepath.Join(b.root, tmpDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return sw, nil
+	}
+	if err != nil {
+		return sw, fmt.Errorf("sweep temporary files: %w", err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return sw, err
+		}
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), heldTempPrefix) {
+			continue
+		}
+		removed, size, err := sweepOne(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return sw, fmt.Errorf("sweep temporary files: %w", err)
+		}
+		if removed {
+			sw.Removed++
+			sw.BytesRemoved += size
+		} else if size >= 0 {
+			sw.Live++
+		}
+	}
+	if sw.Removed > 0 {
+		if err := syncDir(dir); err != nil {
+			return sw, fmt.Errorf("sweep temporary files: %w", err)
+		}
+	}
+	return sw, nil
+}
+
+// sweepOne removes the temporary file name if no writer holds it; size
+// is its size, or -1 when it was gone already.
+func sweepOne(name string) (removed bool, size int64, err error) {
+	f, err := openNoFollow(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, -1, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, 0, err
+	}
+	switch err := tryLock(f); {
+	case errors.Is(err, errLocked):
+		return false, fi.Size(), nil // a live writer's
+	case err != nil:
+		return false, 0, err
+	}
+	defer unlockFile(f)
+	if !sameFile(f, name) {
+		return false, -1, nil // renamed into place or removed by its writer meanwhile
+	}
+	if err := os.Remove(name); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, -1, nil
+		}
+		return false, 0, err
+	}
+	return true, fi.Size(), nil
+}
+
+// ListTemp calls fn for each temporary file in tmp/ (repo.TempFiles) that
+// gives no proof of its writer's life: a write that was killed leaves its
+// file there. The files SweepTemp judges are not listed.
 func (b *Backend) ListTemp(ctx context.Context, fn func(name string, size int64, modTime time.Time) error) error {
 	entries, err := os.ReadDir(filepath.Join(b.root, tmpDir))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -374,6 +506,9 @@ func (b *Backend) ListTemp(ctx context.Context, fn func(name string, size int64,
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if strings.HasPrefix(e.Name(), heldTempPrefix) {
+			continue
 		}
 		fi, err := e.Info()
 		if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.Mode().IsRegular() {
@@ -464,14 +599,11 @@ func (b *Backend) SaveHeld(ctx context.Context, h repo.Handle, data []byte) (fun
 	if err != nil {
 		return nil, err
 	}
+	// The temporary file is locked from its creation (createTemp): the
+	// lock object is held before it becomes visible.
 	f, err := b.writeTemp(data)
 	if err != nil {
 		return nil, fmt.Errorf("save %s: %w", h, err)
-	}
-	if err := tryLock(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("hold %s: %w", h, err)
 	}
 	if err := publish(f.Name(), final); err != nil {
 		f.Close()

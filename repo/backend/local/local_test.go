@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(holderEnv); spec != "" {
 		os.Exit(holdLock(spec))
 	}
+	if folder := os.Getenv(writerEnv); folder != "" {
+		os.Exit(writePack(folder))
+	}
 	os.Exit(m.Run())
 }
 
