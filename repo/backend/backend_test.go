@@ -10,8 +10,8 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
-	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
 // inDir runs the test in a new temporary folder, for relative locations.

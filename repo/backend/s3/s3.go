@@ -40,8 +40,8 @@ type Backend struct {
 	client    *minio.Client
 	core      minio.Core
 	transport *http.Transport
-	loc    Location
-	region string // the region asked for, "" when the server is asked
+	loc       Location
+	region    string // the region asked for, "" when the server is asked
 	// createConfig is set on a backend made by Create until its first
 	// config is saved: that save is conditional (If-None-Match), so that of
 	// two hosts creating a repository at once only one config stands.
