@@ -50,7 +50,8 @@ func mapError(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, repo.ErrNotFound)
 	case "NoSuchBucket":
 		return fmt.Errorf("%s: %w %q", what, ErrNoBucket, resp.BucketName)
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "Forbidden":
+	// versitygw answers an unknown key with XAdminUserNotFound.
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "Forbidden", "XAdminUserNotFound":
 		return fmt.Errorf("%s: %w: %s", what, ErrAccessDenied, resp.Code)
 	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException", "InvalidRegion":
 		if resp.Region != "" {
