@@ -57,18 +57,31 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	_, err = b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
-	if errors.Is(err, repo.ErrNotFound) {
-		// A HEAD answers a bare 404 also for a missing bucket (and, on
-		// some servers, for an unknown key): a listing says which.
-		if _, err := b.firstKey(ctx); err != nil {
-			return nil, fmt.Errorf("open %s: %w", b.Location(), err)
+	if err == nil {
+		return b, nil
+	}
+	if errors.Is(err, repo.ErrNotFound) || !isNamed(err) {
+		// A HEAD's answer has no body: a 404 stands also for a missing
+		// bucket (and, on some servers, for an unknown key), a 400 for a
+		// wrong region. A listing's answer names the refusal.
+		if _, perr := b.firstKey(ctx); perr != nil {
+			return nil, fmt.Errorf("open %s: %w", b.Location(), perr)
 		}
+	}
+	if errors.Is(err, repo.ErrNotFound) {
 		return nil, fmt.Errorf("open %s: %w", b.Location(), repo.ErrNoRepository)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", b.Location(), err)
+	return nil, fmt.Errorf("open %s: %w", b.Location(), err)
+}
+
+// isNamed reports whether err wraps one of the package's sentinels.
+func isNamed(err error) bool {
+	for _, s := range []error{ErrAccessDenied, ErrNoBucket, ErrWrongRegion, ErrExpiredToken, ErrClockSkew, ErrNetwork} {
+		if errors.Is(err, s) {
+			return true
+		}
 	}
-	return b, nil
+	return false
 }
 
 // Create prepares the bucket for a new repository: it makes the bucket
