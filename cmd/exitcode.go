@@ -7,6 +7,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
 // Exit codes. They are part of nightjar's interface and documented in the
@@ -55,6 +56,15 @@ var domainExitCodes = []struct {
 	{repo.ErrInvalidManifest, ExitInvalidManifest},
 	{backend.ErrUnknownScheme, ExitUsage},
 	{backend.ErrNoPath, ExitUsage},
+	// S3: a refused or expired credential is the storage's wrong password;
+	// a missing bucket is a missing repository; a bad location, a wrong
+	// region and an unreadable CA file are settings to correct.
+	{s3.ErrAccessDenied, ExitWrongPassword},
+	{s3.ErrExpiredToken, ExitWrongPassword},
+	{s3.ErrNoBucket, ExitNoRepository},
+	{s3.ErrBadLocation, ExitUsage},
+	{s3.ErrWrongRegion, ExitUsage},
+	{s3.ErrBadCAFile, ExitUsage},
 }
 
 func exitCode(err error) int {

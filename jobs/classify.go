@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
@@ -31,6 +32,21 @@ func Classify(err error) error {
 		class, code = pass.ClassBusy, "REPOSITORY_BUSY"
 	case errors.Is(err, repo.ErrNoRepository):
 		class, code = pass.ClassRepository, "NO_REPOSITORY"
+	case errors.Is(err, s3.ErrAccessDenied):
+		class, code = pass.ClassAuth, "S3_ACCESS_DENIED"
+	case errors.Is(err, s3.ErrExpiredToken):
+		class, code = pass.ClassAuth, "S3_EXPIRED_TOKEN"
+	case errors.Is(err, s3.ErrNoBucket):
+		class, code = pass.ClassRepository, "S3_NO_BUCKET"
+	case errors.Is(err, s3.ErrWrongRegion):
+		class, code = pass.ClassRepository, "S3_WRONG_REGION"
+	case errors.Is(err, s3.ErrBadLocation), errors.Is(err, s3.ErrBadCAFile):
+		class, code = pass.ClassConfig, "S3_BAD_SETTINGS"
+	case errors.Is(err, s3.ErrClockSkew):
+		// The host's clock may be set right by the next try (NTP).
+		class, code = pass.ClassNetwork, "S3_CLOCK_SKEW"
+	case errors.Is(err, s3.ErrNetwork):
+		class, code = pass.ClassNetwork, "S3_UNREACHABLE"
 	case errors.Is(err, fs.ErrPermission):
 		class, code = pass.ClassSecurity, "PERMISSION_DENIED"
 	case errors.Is(err, syscall.ENOSPC):

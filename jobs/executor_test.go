@@ -13,6 +13,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/repo/repotest"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
@@ -29,6 +30,13 @@ func TestClassify(t *testing.T) {
 		{context.Canceled, pass.ClassCancelled},
 		{&fs.PathError{Op: "write", Path: "/r/data/x", Err: errors.New("input/output error")}, pass.ClassRepository},
 		{errors.New("something else"), pass.ClassUnknown},
+		{fmt.Errorf("save data/ab/abcd: %w: SignatureDoesNotMatch", s3.ErrAccessDenied), pass.ClassAuth},
+		{fmt.Errorf("open: %w", s3.ErrExpiredToken), pass.ClassAuth},
+		{fmt.Errorf("open: %w %q", s3.ErrNoBucket, "b"), pass.ClassRepository},
+		{fmt.Errorf("open: %w: it is in eu-west-1", s3.ErrWrongRegion), pass.ClassRepository},
+		{fmt.Errorf("save: %w", s3.ErrClockSkew), pass.ClassNetwork},
+		{fmt.Errorf("load: %w: %w", s3.ErrNetwork, errors.New("connection refused")), pass.ClassNetwork},
+		{fmt.Errorf("%w s3:h: no bucket", s3.ErrBadLocation), pass.ClassConfig},
 		{&pass.ClassError{Class: pass.ClassNetwork, Code: "X", Err: errors.New("kept")}, pass.ClassNetwork},
 	} {
 		var ce *pass.ClassError

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
 // ErrUnknownScheme is the error of a location whose scheme no backend has.
@@ -54,6 +55,43 @@ var schemes = []scheme{
 			return local.LockFolder(path)
 		},
 	},
+	{
+		name: "s3",
+		open: func(ctx context.Context, path string, opts Options) (repo.Backend, error) {
+			cfg, err := s3Config(path, opts)
+			if err != nil {
+				return nil, err
+			}
+			return s3.Open(ctx, cfg)
+		},
+		create: func(ctx context.Context, path string, opts Options) (repo.Backend, error) {
+			cfg, err := s3Config(path, opts)
+			if err != nil {
+				return nil, err
+			}
+			return s3.Create(ctx, cfg)
+		},
+		// No lock spans hosts on S3. Creating stays safe without one: Create
+		// refuses a prefix that holds a config (repo.ErrAlreadyExists), and
+		// the first config is saved only if none exists (a conditional
+		// PUT), so of two hosts creating at once one gets ErrAlreadyExists
+		// and then opens the other's repository.
+		lockCreation: func(_ context.Context, path string, opts Options) (func(), error) {
+			if _, err := s3Config(path, opts); err != nil {
+				return nil, err
+			}
+			return func() {}, nil
+		},
+	},
+}
+
+// s3Config is the s3 package's Config of what follows "s3:" and opts.
+func s3Config(path string, opts Options) (s3.Config, error) {
+	loc, err := s3.ParseLocation(path)
+	if err != nil {
+		return s3.Config{}, err
+	}
+	return s3.Config{Location: loc, BucketLookup: opts.BucketLookup, Region: opts.Region, CAFile: opts.CAFile}, nil
 }
 
 // Open opens the storage of the existing repository at location. Where no

@@ -11,6 +11,7 @@ import (
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
 // inDir runs the test in a new temporary folder, for relative locations.
@@ -54,7 +55,8 @@ func TestOpen(t *testing.T) {
 		{"one letter before the colon is no scheme", "C:x", filepath.Join(dir, "C:x"), nil},
 		{"no repository there", "missing", "", repo.ErrNoRepository},
 		{"unknown scheme", "with:colon", "", backend.ErrUnknownScheme},
-		{"s3 is not known yet", "s3:https://host/bucket", "", backend.ErrUnknownScheme},
+		{"sftp is not known", "sftp:host:/srv", "", backend.ErrUnknownScheme},
+		{"s3 without a bucket", "s3:https://host", "", s3.ErrBadLocation},
 		{"scheme without a path", "local:", "", backend.ErrNoPath},
 	}
 	for _, tt := range tests {
@@ -81,12 +83,12 @@ func TestOpen(t *testing.T) {
 
 // An unknown scheme is one line that names it and the schemes known.
 func TestUnknownSchemeMessage(t *testing.T) {
-	_, err := backend.Open(context.Background(), "s3:https://host/bucket")
+	_, err := backend.Open(context.Background(), "sftp:host:/srv")
 	if err == nil {
 		t.Fatal("no error")
 	}
 	msg := err.Error()
-	for _, want := range []string{`unknown scheme "s3"`, "known: local", "s3:https://host/bucket"} {
+	for _, want := range []string{`unknown scheme "sftp"`, "known: local, s3", "sftp:host:/srv"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q does not say %q", msg, want)
 		}
@@ -149,7 +151,8 @@ func TestLockCreation(t *testing.T) {
 	}{
 		{"path", "new", filepath.Join(dir, "new"), nil},
 		{"local scheme", "local:" + filepath.Join(dir, "new2"), filepath.Join(dir, "new2"), nil},
-		{"unknown scheme", "s3:https://host/bucket", "", backend.ErrUnknownScheme},
+		{"unknown scheme", "sftp:host:/srv", "", backend.ErrUnknownScheme},
+		{"bad s3 location", "s3:https://host:99999/bucket", "", s3.ErrBadLocation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

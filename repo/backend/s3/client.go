@@ -1,0 +1,176 @@
+package s3
+
+import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Timeouts of the connections to the server. A request is bounded by
+// these, not by a deadline on the whole request: a large upload on a slow
+// line may take long, but never waits long for a byte.
+const (
+	dialTimeout           = 30 * time.Second
+	tlsHandshakeTimeout   = 15 * time.Second
+	responseHeaderTimeout = 2 * time.Minute // after the request is sent: a server assembling a multipart upload is slow to answer
+	idleConnTimeout       = 90 * time.Second
+)
+
+// maxRetries is how many times the client tries a request that failed in a
+// way worth trying again (5xx, 503 SlowDown and other throttling, a
+// refused or broken connection), waiting between tries with full jitter
+// from 200 ms doubling to at most 1 s: about 10 s in all, enough to ride
+// out a server's restart or a short throttling without stalling a backup
+// for minutes on a server that is down.
+const maxRetries = 10
+
+// newBackend makes the client of cfg; it asks the server nothing.
+func newBackend(cfg Config) (*Backend, error) {
+	lookup, err := bucketLookup(cfg.BucketLookup)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := newTransport(cfg.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	region := cfg.Region
+	if region == "" {
+		region = envRegion()
+	}
+	client, err := minio.New(cfg.Endpoint, &minio.Options{
+		Creds:        credentialChain(),
+		Secure:       cfg.Secure,
+		Transport:    transport,
+		Region:       region,
+		BucketLookup: lookup,
+		MaxRetries:   maxRetries,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Location, err)
+	}
+	return &Backend{client: client, core: minio.Core{Client: client}, transport: transport, loc: cfg.Location, region: region}, nil
+}
+
+// bucketLookup returns the client's setting for the bucket_lookup value s.
+func bucketLookup(s string) (minio.BucketLookupType, error) {
+	switch s {
+	case "", "auto":
+		return minio.BucketLookupAuto, nil
+	case "path":
+		return minio.BucketLookupPath, nil
+	case "dns":
+		return minio.BucketLookupDNS, nil
+	}
+	return 0, fmt.Errorf("bad s3 bucket lookup %q (use auto, path or dns)", s)
+}
+
+// credentialChain takes the credentials from the standard AWS places in
+// their usual order: the environment (AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the shared credentials file
+// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials, profile AWS_PROFILE
+// or default), then an instance's or a container's role.
+func credentialChain() *credentials.Credentials {
+	return credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvAWS{},
+		&credentials.FileAWSCredentials{},
+		&credentials.IAM{},
+	})
+}
+
+// envRegion returns the region the environment names: AWS_REGION,
+// AWS_DEFAULT_REGION, else the region of the profile (AWS_PROFILE or
+// default) in the shared config file (AWS_CONFIG_FILE or ~/.aws/config).
+func envRegion() string {
+	for _, v := range []string{"AWS_REGION", "AWS_DEFAULT_REGION"} {
+		if r := os.Getenv(v); r != "" {
+			return r
+		}
+	}
+	file := os.Getenv("AWS_CONFIG_FILE")
+	if file == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		file = filepath.Join(home, ".aws", "config")
+	}
+	profile := os.Getenv("AWS_PROFILE")
+	if profile == "" {
+		profile = "default"
+	}
+	return profileRegion(file, profile)
+}
+
+// profileRegion returns the region key of profile in the AWS config file
+// (whose sections are [default] and [profile NAME]), or "".
+func profileRegion(file, profile string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	want := "profile " + profile
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
+			section := strings.Join(strings.Fields(line[1:len(line)-1]), " ")
+			in = section == want || profile == "default" && section == "default"
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); in && ok && strings.TrimSpace(k) == "region" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// newTransport returns the HTTP transport: the system's roots plus those of
+// caFile, and timeouts on every step of a connection.
+func newTransport(caFile string) (*http.Transport, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: %v", ErrBadCAFile, caFile, err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w %s: no PEM certificate in it", ErrBadCAFile, caFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       tlsConfig,
+		TLSHandshakeTimeout:   tlsHandshakeTimeout,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+		IdleConnTimeout:       idleConnTimeout,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		// S3 sends objects as they are stored; asking for gzip would make
+		// Go undo an encoding the server did not apply.
+		DisableCompression: true,
+	}, nil
+}

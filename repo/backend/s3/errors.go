@@ -1,0 +1,93 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"syscall"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+// The errors an S3 server's refusals map to; callers test them with
+// errors.Is.
+var (
+	// ErrAccessDenied: the server refused the credentials (an unknown
+	// key, a wrong secret) or they do not allow the request.
+	ErrAccessDenied = errors.New("s3 access denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE and its credentials)")
+	// ErrNoBucket: the bucket does not exist.
+	ErrNoBucket = errors.New("s3 bucket does not exist")
+	// ErrWrongRegion: the bucket is in another region than the one asked.
+	ErrWrongRegion = errors.New("s3 bucket is in another region")
+	// ErrExpiredToken: the session token has expired.
+	ErrExpiredToken = errors.New("s3 session token has expired (renew AWS_SESSION_TOKEN)")
+	// ErrClockSkew: the server refused a request because this host's
+	// clock is too far from its own.
+	ErrClockSkew = errors.New("s3 refused the request: this host's clock is too far off (sync it with NTP)")
+	// ErrNetwork: the server could not be reached or stopped answering.
+	ErrNetwork = errors.New("s3 server unreachable")
+	// ErrBadCAFile: the CA file cannot be read or holds no PEM certificate.
+	ErrBadCAFile = errors.New("bad CA file")
+)
+
+// mapError turns an error of the S3 client into one that wraps the
+// matching sentinel (or repo.ErrNotFound), keeping the server's message.
+// what names the request ("load data/ab/abcd").
+func mapError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	resp := minio.ToErrorResponse(err)
+	switch resp.Code {
+	case "NoSuchKey", "NotFound":
+		return fmt.Errorf("%s: %w", what, repo.ErrNotFound)
+	case "NoSuchBucket":
+		return fmt.Errorf("%s: %w %q", what, ErrNoBucket, resp.BucketName)
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "Forbidden":
+		return fmt.Errorf("%s: %w: %s", what, ErrAccessDenied, resp.Code)
+	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException", "InvalidRegion":
+		if resp.Region != "" {
+			return fmt.Errorf("%s: %w: it is in %s (set region = %q or AWS_REGION)", what, ErrWrongRegion, resp.Region, resp.Region)
+		}
+		return fmt.Errorf("%s: %w (%s: %s)", what, ErrWrongRegion, resp.Code, resp.Message)
+	case "ExpiredToken", "ExpiredTokenException", "TokenRefreshRequired":
+		return fmt.Errorf("%s: %w", what, ErrExpiredToken)
+	case "RequestTimeTooSkewed":
+		return fmt.Errorf("%s: %w", what, ErrClockSkew)
+	}
+	if resp.Code == "" && resp.StatusCode == 0 && isNetwork(err) {
+		return fmt.Errorf("%s: %w: %w", what, ErrNetwork, err)
+	}
+	if resp.Code != "" {
+		return fmt.Errorf("%s: s3 answered %s: %s", what, resp.Code, firstLine(resp.Message))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// isNetwork reports whether err is a failure to reach or to hear from the
+// server: refused or reset connections, DNS failures, timeouts.
+func isNetwork(err error) bool {
+	var ne net.Error
+	var ue *url.Error
+	var oe *net.OpError
+	var de *net.DNSError
+	return errors.As(err, &ne) || errors.As(err, &ue) || errors.As(err, &oe) || errors.As(err, &de) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, context.DeadlineExceeded)
+}
+
+func firstLine(s string) string {
+	for i := range len(s) {
+		if s[i] == '\n' || s[i] == '\r' {
+			return s[:i]
+		}
+	}
+	return s
+}

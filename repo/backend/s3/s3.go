@@ -1,0 +1,373 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"sync/atomic"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+// Config is what opening a bucket needs besides the credentials, which
+// come from the environment.
+type Config struct {
+	Location
+	// BucketLookup is "auto" (also ""), "path" or "dns".
+	BucketLookup string
+	// Region; "" takes AWS_REGION, AWS_DEFAULT_REGION or the profile's,
+	// else asks the server.
+	Region string
+	// CAFile names a PEM file of roots trusted besides the system's.
+	CAFile string
+}
+
+// partSize is the size of the parts of a multipart upload: an object larger
+// than that goes up in parts, which S3 makes visible only when the last is
+// in, so that a failed upload leaves nothing. Four times the default pack
+// size, so that a pack (16 MiB and the blob that crossed it) is one PUT.
+const partSize = 64 << 20
+
+// Backend is a repository in a bucket. Safe for concurrent use.
+type Backend struct {
+	client    *minio.Client
+	core      minio.Core
+	transport *http.Transport
+	loc       Location
+	region    string // the region asked for, "" when the server is asked
+	// createConfig is set on a backend made by Create until its first
+	// config is saved: that save is conditional (If-None-Match), so that of
+	// two hosts creating a repository at once only one config stands.
+	createConfig atomic.Bool
+	tempDir      string // where streamed packs wait for their Commit; "" is os.TempDir()
+}
+
+// Open opens the repository at cfg. Without a config object the error wraps
+// repo.ErrNoRepository; without the bucket, ErrNoBucket.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
+	b, err := newBackend(cfg)
+	if err != nil {
+		return nil, err
+	}
+	_, err = b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
+	if errors.Is(err, repo.ErrNotFound) {
+		// A HEAD of an object in a missing bucket answers a bare 404 too.
+		if err := b.checkBucket(ctx); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open %s: %w", b.Location(), repo.ErrNoRepository)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", b.Location(), err)
+	}
+	return b, nil
+}
+
+// Create prepares the bucket for a new repository: it makes the bucket
+// when missing, and refuses a prefix that holds a repository (an error
+// wrapping repo.ErrAlreadyExists) or anything else (repo.ErrNotEmpty).
+func Create(ctx context.Context, cfg Config) (*Backend, error) {
+	b, err := newBackend(cfg)
+	if err != nil {
+		return nil, err
+	}
+	exists, err := b.client.BucketExists(ctx, b.loc.Bucket)
+	if err != nil {
+		return nil, mapError("create "+b.Location(), err)
+	}
+	if !exists {
+		err := b.client.MakeBucket(ctx, b.loc.Bucket, minio.MakeBucketOptions{Region: b.region})
+		if err != nil && !isOwnBucket(err) {
+			return nil, mapError(fmt.Sprintf("create bucket %q", b.loc.Bucket), err)
+		}
+	}
+	_, err = b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
+	switch {
+	case err == nil:
+		return nil, fmt.Errorf("create %s: %w", b.Location(), repo.ErrAlreadyExists)
+	case !errors.Is(err, repo.ErrNotFound):
+		return nil, fmt.Errorf("create %s: %w", b.Location(), err)
+	}
+	for obj := range b.client.ListObjectsIter(ctx, b.loc.Bucket, minio.ListObjectsOptions{Prefix: b.dir(""), Recursive: true, MaxKeys: 1}) {
+		if obj.Err != nil {
+			return nil, mapError("create "+b.Location(), obj.Err)
+		}
+		return nil, fmt.Errorf("create %s: %w (it holds %s)", b.Location(), repo.ErrNotEmpty, obj.Key)
+	}
+	b.createConfig.Store(true)
+	return b, nil
+}
+
+// isOwnBucket reports whether MakeBucket failed because the bucket exists
+// already and is ours (another host made it meanwhile).
+func isOwnBucket(err error) bool {
+	return minio.ToErrorResponse(err).Code == "BucketAlreadyOwnedByYou"
+}
+
+// checkBucket returns an error wrapping ErrNoBucket when the bucket does not
+// exist.
+func (b *Backend) checkBucket(ctx context.Context) error {
+	exists, err := b.client.BucketExists(ctx, b.loc.Bucket)
+	if err != nil {
+		return mapError("open "+b.Location(), err)
+	}
+	if !exists {
+		return fmt.Errorf("open %s: %w %q", b.Location(), ErrNoBucket, b.loc.Bucket)
+	}
+	return nil
+}
+
+// Close closes the idle connections to the server.
+func (b *Backend) Close() error {
+	b.transport.CloseIdleConnections()
+	return nil
+}
+
+// Location returns the repository's location in its s3: form.
+func (b *Backend) Location() string { return b.loc.String() }
+
+// dir returns the key prefix of the objects of type t ("" for the
+// repository's own prefix), ending in '/' unless it is the bucket's root.
+func (b *Backend) dir(t repo.FileType) string {
+	return joinKey(b.loc.Prefix, string(t)) + "/"
+}
+
+func joinKey(parts ...string) string {
+	var nonEmpty []string
+	for _, p := range parts {
+		if p != "" {
+			nonEmpty = append(nonEmpty, p)
+		}
+	}
+	if len(nonEmpty) == 0 {
+		return ""
+	}
+	return path.Join(nonEmpty...)
+}
+
+// key returns the object key of h: the folder layout of a local
+// repository, packs in a subfolder named by their first two hex digits.
+func (b *Backend) key(h repo.Handle) (string, error) {
+	if h.Type == repo.ConfigFile {
+		return joinKey(b.loc.Prefix, "config"), nil
+	}
+	if !repo.ValidObjectName(h.Name) {
+		return "", fmt.Errorf("invalid object name %q", h.Name)
+	}
+	switch h.Type {
+	case repo.PackFile:
+		if len(h.Name) < 2 {
+			return "", fmt.Errorf("invalid pack name %q", h.Name)
+		}
+		return joinKey(b.loc.Prefix, string(h.Type), h.Name[:2], h.Name), nil
+	case repo.KeyFile, repo.IndexFile, repo.SnapshotFile, repo.LockFile, repo.PinFile, repo.ForgetFile, repo.VerifyFile:
+		return joinKey(b.loc.Prefix, string(h.Type), h.Name), nil
+	}
+	return "", fmt.Errorf("unknown object type %q", h.Type)
+}
+
+// Save stores data as h with one PUT (multipart past partSize): S3 makes
+// an object visible only whole.
+func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	return b.put(ctx, h, bytes.NewReader(data), int64(len(data)))
+}
+
+func (b *Backend) put(ctx context.Context, h repo.Handle, r io.Reader, size int64) error {
+	key, err := b.key(h)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", h, err)
+	}
+	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", PartSize: partSize}
+	conditional := h.Type == repo.ConfigFile && b.createConfig.Load()
+	if conditional {
+		opts.SetMatchETagExcept("") // If-None-Match: *
+	}
+	_, err = b.client.PutObject(ctx, b.loc.Bucket, key, r, size, opts)
+	if conditional {
+		if code := minio.ToErrorResponse(err).Code; code == "PreconditionFailed" || code == "ConditionalRequestConflict" {
+			return fmt.Errorf("save config: %w (another host created it meanwhile)", repo.ErrAlreadyExists)
+		}
+		if err == nil {
+			b.createConfig.Store(false)
+		}
+	}
+	return mapError("save "+h.String(), err)
+}
+
+// Load reads length bytes of h from offset (length < 0: to the end).
+func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("load %s: negative offset %d", h, offset)
+	}
+	if length >= 0 {
+		buf := make([]byte, length)
+		if err := b.LoadInto(ctx, h, offset, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	key, err := b.key(h)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", h, err)
+	}
+	body, size, err := b.get(ctx, key, offset, -1)
+	if err != nil {
+		return nil, mapError("load "+h.String(), err)
+	}
+	buf := make([]byte, size)
+	n, err := io.ReadFull(body, buf)
+	body.Close()
+	if err != nil {
+		if err := b.resume(ctx, key, offset, buf, n, err); err != nil {
+			return nil, fmt.Errorf("load %s: %w", h, err)
+		}
+	}
+	return buf, nil
+}
+
+// bodyRetries is how many times a read whose body broke off (a dropped
+// connection, a truncated answer) is resumed from where it stopped. The
+// client retries failed requests itself, but not a body that breaks.
+const bodyRetries = 3
+
+// LoadInto fills buf with the len(buf) bytes of h at offset, with one
+// ranged GET.
+func (b *Backend) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf []byte) error {
+	key, err := b.key(h)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", h, err)
+	}
+	if offset < 0 {
+		return fmt.Errorf("load %s: negative offset %d", h, offset)
+	}
+	if len(buf) == 0 {
+		_, err := b.Stat(ctx, h)
+		return err
+	}
+	body, size, err := b.get(ctx, key, offset, int64(len(buf)))
+	if err != nil {
+		return mapError("load "+h.String(), err)
+	}
+	if size != int64(len(buf)) {
+		body.Close()
+		return fmt.Errorf("load %s: %d bytes at %d asked for, %d there", h, len(buf), offset, size)
+	}
+	n, err := io.ReadFull(body, buf)
+	body.Close()
+	if err != nil {
+		if err := b.resume(ctx, key, offset, buf, n, err); err != nil {
+			return fmt.Errorf("load %s: %w", h, err)
+		}
+	}
+	return nil
+}
+
+// resume fills buf[n:] after a body broke off with err, asking again for
+// the rest up to bodyRetries times.
+func (b *Backend) resume(ctx context.Context, key string, offset int64, buf []byte, n int, err error) error {
+	for range bodyRetries {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		body, size, gerr := b.get(ctx, key, offset+int64(n), int64(len(buf)-n))
+		if gerr != nil {
+			return mapError("read again", gerr)
+		}
+		if size != int64(len(buf)-n) {
+			body.Close()
+			return fmt.Errorf("object changed while read: %d bytes left, %d expected", size, len(buf)-n)
+		}
+		var m int
+		m, err = io.ReadFull(body, buf[n:])
+		body.Close()
+		n += m
+		if err == nil {
+			return nil
+		}
+	}
+	return mapError(fmt.Sprintf("read (%d tries)", bodyRetries+1), err)
+}
+
+// get starts a GET of length bytes at offset (length < 0: to the end) and
+// returns the body and how many bytes it holds. A range past the end fails.
+func (b *Backend) get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, int64, error) {
+	var opts minio.GetObjectOptions
+	switch {
+	case length > 0:
+		if err := opts.SetRange(offset, offset+length-1); err != nil {
+			return nil, 0, err
+		}
+	case offset > 0:
+		if err := opts.SetRange(offset, 0); err != nil {
+			return nil, 0, err
+		}
+	}
+	body, info, _, err := b.core.GetObject(ctx, b.loc.Bucket, key, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	return body, info.Size, nil
+}
+
+// Stat returns the size of h.
+func (b *Backend) Stat(ctx context.Context, h repo.Handle) (int64, error) {
+	key, err := b.key(h)
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", h, err)
+	}
+	info, err := b.client.StatObject(ctx, b.loc.Bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return 0, mapError("stat "+h.String(), err)
+	}
+	return info.Size, nil
+}
+
+// List calls fn for each object of type t. Keys that do not fit the layout
+// (other tools' objects, bad names) are not the repository's and are left
+// out, as a local folder's stray files are.
+func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string, size int64) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir := b.dir(t)
+	for obj := range b.client.ListObjectsIter(ctx, b.loc.Bucket, minio.ListObjectsOptions{Prefix: dir, Recursive: true}) {
+		if obj.Err != nil {
+			return mapError("list "+string(t), obj.Err)
+		}
+		rel := strings.TrimPrefix(obj.Key, dir)
+		name := rel
+		if t == repo.PackFile {
+			sub, n, ok := strings.Cut(rel, "/")
+			if !ok || len(n) < 2 || sub != n[:2] {
+				continue
+			}
+			name = n
+		}
+		if !repo.ValidObjectName(name) {
+			continue
+		}
+		if err := fn(name, obj.Size); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// Remove deletes h. S3's DELETE succeeds on a missing key, so Remove asks
+// first, to report a missing object as repo.ErrNotFound.
+func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
+	key, err := b.key(h)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", h, err)
+	}
+	if _, err := b.Stat(ctx, h); err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return mapError("remove "+h.String(), b.client.RemoveObject(ctx, b.loc.Bucket, key, minio.RemoveObjectOptions{}))
+}
