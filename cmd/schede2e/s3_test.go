@@ -135,11 +135,10 @@ func TestS3TwoHostsBackUpIntoOneBucket(t *testing.T) {
 		t.Errorf("check --read-data of both hosts' snapshots:\n%s", res)
 	}
 	for _, h := range []struct {
-		w    *world
 		run  runRec
 		src  string
 		want map[string]entry
-	}{{hostA, passA.Finished[0], srcA, wantA}, {hostB, runB.Finished[0], srcB, wantB}} {
+	}{{passA.Finished[0], srcA, wantA}, {runB.Finished[0], srcB, wantB}} {
 		if len(h.run.Snapshots) != 1 {
 			t.Fatalf("a run recorded %d snapshots: %+v", len(h.run.Snapshots), h.run)
 		}
