@@ -20,6 +20,31 @@ type LockInfo struct {
 	PID       int       `json:"pid"`
 	Time      time.Time `json:"time"`
 	Purpose   string    `json:"purpose"` // the command that holds it: backup, check, ...
+	// Refreshed is when a lease protocol (object stores, repo/backend/lease)
+	// last saved the lock; a lock held by a process (a local folder's flock)
+	// leaves it zero and ignores it.
+	Refreshed time.Time `json:"refreshed,omitzero"`
+	// LeaseSeconds is how long the lock protects its holder after
+	// Refreshed without another refresh (0: the reader's default).
+	LeaseSeconds int `json:"lease_seconds,omitempty"`
+	// BootID tells two boots of one host apart (Linux's
+	// /proc/sys/kernel/random/boot_id), so that a lock's PID is only ever
+	// looked up on the boot that took it; "" where the host has none.
+	BootID string `json:"boot_id,omitempty"`
+}
+
+// ErrLockLost is the error of a lock that stopped protecting its holder
+// while held (a lease that could not be refreshed in time, or whose object
+// another process removed): the holder's work may have run beside a
+// conflicting one.
+var ErrLockLost = errors.New("lock lost")
+
+// LockLoser is implemented by a LockKeeper whose locks can be lost while
+// held (a lease).
+type LockLoser interface {
+	// Lost returns a channel that is closed when the lock object h, kept by
+	// KeepLock and not yet released, has been lost; nil for an unknown h.
+	Lost(h Handle) <-chan struct{}
 }
 
 func (l LockInfo) String() string {
@@ -34,10 +59,17 @@ func (l LockInfo) String() string {
 // Lock is a lock this process holds on the repository.
 type Lock struct {
 	release func() error
+	lost    <-chan struct{}
 }
 
-// Unlock releases the lock.
+// Unlock releases the lock. Its error wraps ErrLockLost when the lock
+// stopped protecting its holder before.
 func (l *Lock) Unlock() error { return l.release() }
+
+// Lost returns a channel that is closed when the lock is lost while held
+// (see ErrLockLost), so that its holder can stop its work; it is never
+// closed for a protocol whose locks cannot be lost (a local folder's).
+func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
 // Lock takes a shared lock (backups, checks, restores) or an exclusive lock
 // (destructive maintenance). It never waits: a conflicting lock of a live
@@ -61,7 +93,8 @@ func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (
 		}
 		return sealObject(r.seal, "lock", name, plain), nil
 	}
-	release, err := keeper.KeepLock(ctx, Handle{Type: LockFile, Name: name}, info, seal)
+	h := Handle{Type: LockFile, Name: name}
+	release, err := keeper.KeepLock(ctx, h, info, seal)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return nil, r.cannotLock()
 	}
@@ -76,7 +109,11 @@ func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (
 		}
 		return nil, fmt.Errorf("%w: %s", ErrBusy, conflict)
 	}
-	return &Lock{release: release}, nil
+	l := &Lock{release: release}
+	if loser, ok := keeper.(LockLoser); ok {
+		l.lost = loser.Lost(h)
+	}
+	return l, nil
 }
 
 // lockKeeper returns the backend's lock protocol: its own LockKeeper, or
