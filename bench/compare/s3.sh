@@ -197,7 +197,8 @@ record meta date "$(date -u +%Y-%m-%dT%H:%MZ)"
 record meta cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1) x $(nproc)"
 record meta loadavg "$(cut -d' ' -f1-3 /proc/loadavg)"
 record meta dataset "$DATASET"
-record meta versitygw "$("$VERSITYGW" --version 2>/dev/null | head -1 || echo unknown)"
+# go install stamps no version into versitygw; its module's is in the binary.
+record meta versitygw "$(go version -m "$(command -v "$VERSITYGW")" 2>/dev/null | awk '$1 == "mod" { print $3; exit }')"
 for t in "${tools[@]}"; do
 	case $t in
 	nightjar) record meta "version.$t" "$NIGHTJAR_VERSION" ;;
