@@ -74,6 +74,7 @@ func TestS3ExclusiveLockRace(t *testing.T) {
 			}
 		}
 		close(release)
+		proxy.SetRules()
 		for _, bg := range racers {
 			<-bg.done
 		}
