@@ -54,6 +54,12 @@ type Repository struct {
 	// DeepVerifyEvery is the longest a job's snapshots go without a deep
 	// verification (deep_verify_every): 0 "always", negative "never".
 	DeepVerifyEvery time.Duration
+	// URL is the location of a repository on other storage than a local
+	// folder ("s3:https://host/bucket"), set instead of Path.
+	URL string
+	// Options are the settings of its storage that its location cannot
+	// carry (the s3 table, upload_bandwidth, download_bandwidth).
+	Options backend.Options
 }
 
 // PasswordSource says where a repository's password comes from: exactly one
@@ -141,6 +147,10 @@ type rawRepository struct {
 	MaxConcurrentRuns *int   `toml:"max_concurrent_runs"`
 	Compression       string `toml:"compression"`
 	DeepVerifyEvery   string `toml:"deep_verify_every"`
+	URL               string `toml:"url"`
+	S3                *rawS3 `toml:"s3"`
+	UploadBandwidth   string `toml:"upload_bandwidth"`
+	DownloadBandwidth string `toml:"download_bandwidth"`
 }
 
 type rawWindow struct {
@@ -318,7 +328,7 @@ func firstLine(s string) string {
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "offline_after", "probe_every", "keep_runs", "keep_audit"},
-		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone"},
+		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone", "url", "s3", "upload_bandwidth", "download_bandwidth"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks", "notify"},
 		"job.retry":  {"attempts", "initial", "max"},
@@ -335,6 +345,8 @@ func allowedKeys(k toml.Key) string {
 		table = "top"
 	case k[0] == "job" && len(k) >= 3 && (k[1] == "retry" || k[1] == "source" || k[1] == "hooks" || k[1] == "notify"):
 		table = "job." + k[1]
+	case k[0] == "repository" && len(k) >= 4 && k[2] == "s3":
+		return strings.Join(s3Keys, ", ")
 	default:
 		table = k[0]
 	}
@@ -382,14 +394,7 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 			l.addf(key, "repository name %q: want letters, digits, '.', '-' or '_' (at most 64)", name)
 		}
 		r := Repository{Name: name, Path: l.abs(raw.Path), CreateIfMissing: raw.CreateIfMissing, MaxConcurrentRuns: DefaultRunsPerRepository}
-		if raw.Path == "" {
-			l.addf(key+".path", "missing: every repository needs a path")
-		} else if scheme, ok := backend.SchemeOf(raw.Path); ok {
-			// Taken as a folder, it would be a local repository that
-			// looks like a remote one: refused, as -r refuses it.
-			l.addf(key+".path", "%q starts with the scheme %q: path is a local folder, and nightjar has only local repositories (for a folder of that name write ./%s)",
-				raw.Path, scheme, raw.Path)
-		}
+		l.storage(key, raw, &r)
 		r.Password = PasswordSource{File: l.abs(raw.PasswordFile), Command: raw.PasswordCommand, Env: raw.PasswordEnv}
 		set := 0
 		for _, v := range []string{raw.PasswordFile, raw.PasswordCommand, raw.PasswordEnv} {

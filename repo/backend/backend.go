@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/limit"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
@@ -106,7 +107,11 @@ func OpenWith(ctx context.Context, location string, opts Options) (repo.Backend,
 	if err != nil {
 		return nil, err
 	}
-	return s.open(ctx, path, opts)
+	be, err := s.open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return limit.Wrap(be, opts.UploadLimit, opts.DownloadLimit), nil
 }
 
 // Create prepares storage for a new repository at location; it refuses a
@@ -122,7 +127,11 @@ func CreateWith(ctx context.Context, location string, opts Options) (repo.Backen
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, path, opts)
+	be, err := s.create(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return limit.Wrap(be, opts.UploadLimit, opts.DownloadLimit), nil
 }
 
 // LockCreation holds a lock that makes the processes that may create a
