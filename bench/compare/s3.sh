@@ -188,6 +188,8 @@ for m, n in sorted(c["requests"].items()):
     print(f"{tool}\t{step}.req.{m}\t{n}")
 print(f"{tool}\t{step}.bytes_in\t{c['bytes_in']}")
 print(f"{tool}\t{step}.bytes_out\t{c['bytes_out']}")
+for k, n in sorted(c["by_folder"].items()):
+    print(f"{tool}\t{step}.folder.{k.replace(' ', '_')}\t{n}")
 PY
 	log "$tool $step: ${wall}s, CPU ${cpu}%, peak RSS $((rss / 1024)) MiB, $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$base.counts") requests"
 }

@@ -88,9 +88,13 @@ def main(paths):
     print()
     print("Restored trees identical to the data: " + ", ".join(f"{t} {'yes' if ok else 'NO'}" for t, ok in same.items()) + ".")
     print()
-    print("Requests by method (first run): " + "; ".join(
-        f"{t} {step}: " + " ".join(f"{k.split('.')[-1]} {v}" for k, v in sorted(runs[0][1][t].items()) if k.startswith(step + ".req."))
-        for t in tools for step, _ in STEPS))
+    print("Requests by method and folder (first run):")
+    print()
+    for t in tools:
+        for step, name in STEPS:
+            folders = sorted(((k[len(step) + 8:].replace("_", " "), v) for k, v in runs[0][1][t].items()
+                              if k.startswith(step + ".folder.")), key=lambda kv: -int(kv[1]))
+            print(f"- {t}, {name}: " + ", ".join(f"{k} {v}" for k, v in folders))
 
 
 if __name__ == "__main__":

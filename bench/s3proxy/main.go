@@ -6,8 +6,9 @@
 //
 // FILE gets two lines once both listen: the proxy's host:port, then the
 // control's. GET http://CONTROL/counts answers the counts so far as JSON
-// (requests by method, bytes in and out); ?reset=1 sets them to zero after
-// answering. It runs until it gets SIGINT or SIGTERM.
+// (requests by method, and by method and folder; bytes in and out);
+// ?reset=1 sets them to zero after answering. It runs until it gets SIGINT
+// or SIGTERM.
 package main
 
 import (
@@ -60,6 +61,7 @@ func run() error {
 			"total":     c.Total(),
 			"bytes_in":  c.BytesIn,
 			"bytes_out": c.BytesOut,
+			"by_folder": c.ByFolder,
 		})
 	})
 	server := &http.Server{Handler: mux}

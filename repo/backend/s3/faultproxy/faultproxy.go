@@ -94,6 +94,10 @@ type Counts struct {
 	BytesOut int64
 	// Faults are the faults done, by kind.
 	Faults map[string]int64
+	// ByFolder are the requests by method and the folder of the object
+	// ("GET data", "PUT locks"; "GET ?list" for listings, "HEAD /" for
+	// the bucket), to see which of a tool's requests there are many of.
+	ByFolder map[string]int64
 }
 
 // Total is the number of requests of every method.
@@ -117,6 +121,7 @@ type Proxy struct {
 	rng      *rand.Rand
 	requests map[string]int64
 	faults   map[string]int64
+	byFolder map[string]int64
 
 	bytesIn, bytesOut atomic.Int64
 }
@@ -157,6 +162,7 @@ func Listen(addr, target string, seed uint64, rules ...Rule) (*Proxy, error) {
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		requests: make(map[string]int64),
 		faults:   make(map[string]int64),
+		byFolder: make(map[string]int64),
 	}
 	p.SetRules(rules...)
 	p.server = &http.Server{Handler: p, ReadHeaderTimeout: time.Minute}
@@ -189,6 +195,7 @@ func (p *Proxy) Counts() Counts {
 	c := Counts{
 		Requests: make(map[string]int64, len(p.requests)),
 		Faults:   make(map[string]int64, len(p.faults)),
+		ByFolder: make(map[string]int64, len(p.byFolder)),
 		BytesIn:  p.bytesIn.Load(),
 		BytesOut: p.bytesOut.Load(),
 	}
@@ -197,6 +204,9 @@ func (p *Proxy) Counts() Counts {
 	}
 	for k, v := range p.faults {
 		c.Faults[k] = v
+	}
+	for k, v := range p.byFolder {
+		c.ByFolder[k] = v
 	}
 	return c
 }
@@ -207,6 +217,7 @@ func (p *Proxy) ResetCounts() {
 	defer p.mu.Unlock()
 	clear(p.requests)
 	clear(p.faults)
+	clear(p.byFolder)
 	p.bytesIn.Store(0)
 	p.bytesOut.Store(0)
 }
@@ -229,6 +240,7 @@ func (p *Proxy) pick(r *http.Request) *Rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests[r.Method]++
+	p.byFolder[r.Method+" "+folderOf(r)]++
 	var fired *Rule
 	for _, rule := range p.rules {
 		if rule.Method != "" && rule.Method != r.Method {
@@ -365,6 +377,31 @@ func (p *Proxy) forward(r *http.Request) (*http.Response, error) {
 		out.Header[k] = vs
 	}
 	return p.client.Do(out)
+}
+
+// folderOf names the folder of the object a request is about: the last
+// folder of its path that is not a fan-out folder of two hex digits
+// (data/ab/abcd... is in data); "?list" for a listing of the bucket and "/"
+// for the bucket itself.
+func folderOf(r *http.Request) string {
+	q := r.URL.Query()
+	if r.Method == http.MethodGet && (q.Has("list-type") || q.Has("prefix") || q.Has("delimiter")) {
+		return "?list"
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) < 2 {
+		return "/"
+	}
+	for i := len(parts) - 2; i >= 1; i-- {
+		if !isFanOut(parts[i]) {
+			return parts[i]
+		}
+	}
+	return "/"
+}
+
+func isFanOut(s string) bool {
+	return len(s) == 2 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // writeError answers with an S3 error document.

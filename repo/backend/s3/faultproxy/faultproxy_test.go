@@ -88,6 +88,15 @@ func TestPassesThroughWithHostAndCounts(t *testing.T) {
 	if c.Requests["PUT"] != 1 || c.Requests["GET"] != 1 || c.Total() != 2 || c.BytesIn != 5 || c.BytesOut != 2000 {
 		t.Errorf("counts %+v, want 1 PUT, 1 GET, 5 bytes in, 2000 out", c)
 	}
+	if _, _, err := do(t, http.MethodGet, p.URL()+"/bucket/repo/data/ab/abcdef", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := do(t, http.MethodGet, p.URL()+"/bucket/?list-type=2&prefix=repo%2Flocks%2F", ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Counts(); c.ByFolder["PUT /"] != 1 || c.ByFolder["GET /"] != 1 || c.ByFolder["GET data"] != 1 || c.ByFolder["GET ?list"] != 1 {
+		t.Errorf("requests by folder %v, want PUT / (bucket/key), GET /, GET data and GET ?list once each", c.ByFolder)
+	}
 	p.ResetCounts()
 	if c := p.Counts(); c.Total() != 0 || c.BytesIn != 0 || c.BytesOut != 0 {
 		t.Errorf("counts after reset %+v, want zero", c)
