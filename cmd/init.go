@@ -36,7 +36,11 @@ func runInit(c *cli.Context) error {
 			return err
 		}
 	}
-	be, err := backend.Create(c.Context, location)
+	opts, err := flagOptions(c)
+	if err != nil {
+		return err
+	}
+	be, err := backend.CreateWith(c.Context, location, opts)
 	if errors.Is(err, repo.ErrNotEmpty) {
 		return usageError{err}
 	}

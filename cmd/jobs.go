@@ -433,7 +433,7 @@ func deepEveryString(d time.Duration) string {
 // it), with its configured password.
 func openJobRepository(ctx context.Context, cfg *config.Config, name string) (*repo.Repository, error) {
 	rc := cfg.Repositories[name]
-	be, err := backend.Open(ctx, configLocation(rc))
+	be, err := backend.OpenWith(ctx, configLocation(rc), rc.Options)
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", name, err)
 	}

@@ -129,7 +129,7 @@ func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 		}
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
 		var r *repo.Repository
-		be, err := backend.Open(ctx, configLocation(rc))
+		be, err := backend.OpenWith(ctx, configLocation(rc), rc.Options)
 		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
 			creating.Lock()
 			r, err = createRepository(ctx, rc, password)
@@ -156,15 +156,15 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := backend.LockCreation(ctx, configLocation(rc), backend.Options{})
+	unlock, err := backend.LockCreation(ctx, configLocation(rc), rc.Options)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if be, err := backend.Open(ctx, configLocation(rc)); err == nil {
+	if be, err := backend.OpenWith(ctx, configLocation(rc), rc.Options); err == nil {
 		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return pw, nil }})
 	}
-	be, err := backend.Create(ctx, configLocation(rc))
+	be, err := backend.CreateWith(ctx, configLocation(rc), rc.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -23,11 +23,11 @@ import (
 // repoFlags are taken by every command that works on a repository. They
 // follow restic's names. There is deliberately no flag for the password.
 func repoFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `LOCATION`: a folder, or local:PATH"},
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `LOCATION`: a folder, local:PATH or s3:https://HOST/BUCKET[/PREFIX]"},
 		&cli.StringFlag{Name: "password-file", EnvVars: []string{"NIGHTJAR_PASSWORD_FILE"}, Usage: "read the password from `FILE`"},
 		&cli.StringFlag{Name: "password-command", EnvVars: []string{"NIGHTJAR_PASSWORD_COMMAND"}, Usage: "run `COMMAND` and take the password from its output"},
-	}
+	}, storageFlags()...)
 }
 
 func jsonFlag() cli.Flag {
@@ -169,7 +169,11 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	be, err := backend.Open(c.Context, location)
+	opts, err := flagOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	be, err := backend.OpenWith(c.Context, location, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -189,10 +193,6 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 	}
 	return r, nil
 }
-
-// configLocation is the location of a configured repository: its path is
-// a local folder whatever it looks like (a colon in it names no scheme).
-func configLocation(rc config.Repository) string { return "local:" + rc.Path }
 
 // rememberRepo records which repository ID lives at a path, in the user's
 // cache, and returns the ID recorded there before if it differs. Failing to

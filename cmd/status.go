@@ -151,7 +151,7 @@ func statusState(cfg *config.Config, facts db.StatusFacts, now time.Time) status
 		probes[p.Name] = p
 	}
 	for _, name := range sortedKeys(cfg.Repositories) {
-		r := status.Repository{Name: name, Location: cfg.Repositories[name].Path, LastBackupAdded: facts.LastBackupAdded[name]}
+		r := status.Repository{Name: name, Location: cfg.Repositories[name].Location(), LastBackupAdded: facts.LastBackupAdded[name]}
 		if p, ok := probes[name]; ok {
 			r.Probe = &status.Probe{At: p.At, Reachable: p.Reachable, Error: p.Error, Encrypted: p.Encrypted,
 				SpaceKnown: p.SpaceKnown, FreeBytes: p.FreeBytes, TotalBytes: p.TotalBytes}

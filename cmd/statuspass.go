@@ -104,7 +104,7 @@ func probeDue(ctx context.Context, cfg *config.Config, state *db.DB, now func() 
 // and is gone is unavailable: a disk not mounted), and a probe cut short
 // by a shutdown.
 func probeRepository(ctx context.Context, rc config.Repository, state *db.DB, now func() time.Time) (db.RepositoryProbe, bool) {
-	found := jobs.ProbeRepository(ctx, configLocation(rc), func() ([]byte, error) { return repositoryPassword(ctx, rc) })
+	found := jobs.ProbeRepository(ctx, configLocation(rc), rc.Options, func() ([]byte, error) { return repositoryPassword(ctx, rc) })
 	if ctx.Err() != nil {
 		return db.RepositoryProbe{}, false
 	}
@@ -114,7 +114,7 @@ func probeRepository(ctx context.Context, rc config.Repository, state *db.DB, no
 		}
 	}
 	return db.RepositoryProbe{
-		Name: rc.Name, Location: rc.Path, At: now(), Reachable: found.Reachable, Error: found.Error,
+		Name: rc.Name, Location: rc.Location(), At: now(), Reachable: found.Reachable, Error: found.Error,
 		EncryptionKnown: found.EncryptionKnown, Encrypted: found.Encrypted,
 		SpaceKnown: found.SpaceKnown, FreeBytes: found.FreeBytes, TotalBytes: found.TotalBytes,
 		SizeKnown: found.SizeKnown, SizeBytes: found.SizeBytes,

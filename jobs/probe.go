@@ -52,15 +52,16 @@ type spaceReader interface {
 	Space(ctx context.Context) (free, total int64, err error)
 }
 
-// ProbeRepository opens the repository at location with password, writes
+// ProbeRepository opens the repository at location (with the settings
+// opts) with password, writes
 // and removes a small file in its storage and reads the free space there.
 // It returns by ProbeTimeout whatever the storage does, leaving a probe
 // that hangs to end on its own.
-func ProbeRepository(ctx context.Context, location string, password func() ([]byte, error)) Probe {
+func ProbeRepository(ctx context.Context, location string, opts backend.Options, password func() ([]byte, error)) Probe {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	done := make(chan Probe, 1)
-	go func() { done <- probe(ctx, location, password) }()
+	go func() { done <- probe(ctx, location, opts, password) }()
 	select {
 	case p := <-done:
 		return p
@@ -69,9 +70,9 @@ func ProbeRepository(ctx context.Context, location string, password func() ([]by
 	}
 }
 
-func probe(ctx context.Context, location string, password func() ([]byte, error)) Probe {
+func probe(ctx context.Context, location string, opts backend.Options, password func() ([]byte, error)) Probe {
 	var p Probe
-	be, err := backend.Open(ctx, location)
+	be, err := backend.OpenWith(ctx, location, opts)
 	if err != nil {
 		p.Error, p.Missing = redact.OneLine(err.Error(), 0), errors.Is(err, repo.ErrNoRepository)
 		return p

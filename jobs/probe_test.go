@@ -85,7 +85,7 @@ func TestProbeRepository(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			location := tt.setup(t)
-			p := ProbeRepository(context.Background(), location, tt.password)
+			p := ProbeRepository(context.Background(), location, backend.Options{}, tt.password)
 			if p.Reachable != tt.reachable {
 				t.Errorf("reachable = %v, want %v (error %q)", p.Reachable, tt.reachable, p.Error)
 			}
@@ -174,11 +174,11 @@ func TestProbeRepositorySize(t *testing.T) {
 	if objectsOnly != 5000+123+700+300 {
 		t.Fatalf("the test's objects hold %d bytes, want %d", objectsOnly, 5000+123+700+300)
 	}
-	p := ProbeRepository(ctx, dir, func() ([]byte, error) { return []byte("right"), nil })
+	p := ProbeRepository(ctx, dir, backend.Options{}, func() ([]byte, error) { return []byte("right"), nil })
 	if !p.Reachable || !p.SizeKnown || p.SizeBytes != want {
 		t.Errorf("probe: reachable %v, size known %v, %d bytes; want %d (the files but tmp/ and locks/)", p.Reachable, p.SizeKnown, p.SizeBytes, want)
 	}
-	wrong := ProbeRepository(ctx, dir, func() ([]byte, error) { return []byte("wrong"), nil })
+	wrong := ProbeRepository(ctx, dir, backend.Options{}, func() ([]byte, error) { return []byte("wrong"), nil })
 	if wrong.SizeKnown {
 		t.Errorf("a repository that did not open has a size: %d", wrong.SizeBytes)
 	}
