@@ -50,11 +50,12 @@ func mapError(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, repo.ErrNotFound)
 	case "NoSuchBucket":
 		return fmt.Errorf("%s: %w %q", what, ErrNoBucket, resp.BucketName)
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "Forbidden":
+	// versitygw answers an unknown key with XAdminUserNotFound.
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "Forbidden", "XAdminUserNotFound":
 		return fmt.Errorf("%s: %w: %s", what, ErrAccessDenied, resp.Code)
 	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException", "InvalidRegion":
 		if resp.Region != "" {
-			return fmt.Errorf("%s: %w: it is in %s (set region = %q or AWS_REGION)", what, ErrWrongRegion, resp.Region, resp.Region)
+			return fmt.Errorf("%s: %w: it is in %s (set the repository's region or AWS_REGION to it)", what, ErrWrongRegion, resp.Region)
 		}
 		return fmt.Errorf("%s: %w (%s: %s)", what, ErrWrongRegion, resp.Code, resp.Message)
 	case "ExpiredToken", "ExpiredTokenException", "TokenRefreshRequired":

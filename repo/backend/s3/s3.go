@@ -57,17 +57,31 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	_, err = b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
-	if errors.Is(err, repo.ErrNotFound) {
-		// A HEAD of an object in a missing bucket answers a bare 404 too.
-		if err := b.checkBucket(ctx); err != nil {
-			return nil, err
+	if err == nil {
+		return b, nil
+	}
+	if errors.Is(err, repo.ErrNotFound) || !isNamed(err) {
+		// A HEAD's answer has no body: a 404 stands also for a missing
+		// bucket (and, on some servers, for an unknown key), a 400 for a
+		// wrong region. A listing's answer names the refusal.
+		if _, perr := b.firstKey(ctx); perr != nil {
+			return nil, fmt.Errorf("open %s: %w", b.Location(), perr)
 		}
+	}
+	if errors.Is(err, repo.ErrNotFound) {
 		return nil, fmt.Errorf("open %s: %w", b.Location(), repo.ErrNoRepository)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", b.Location(), err)
+	return nil, fmt.Errorf("open %s: %w", b.Location(), err)
+}
+
+// isNamed reports whether err wraps one of the package's sentinels.
+func isNamed(err error) bool {
+	for _, s := range []error{ErrAccessDenied, ErrNoBucket, ErrWrongRegion, ErrExpiredToken, ErrClockSkew, ErrNetwork} {
+		if errors.Is(err, s) {
+			return true
+		}
 	}
-	return b, nil
+	return false
 }
 
 // Create prepares the bucket for a new repository: it makes the bucket
@@ -78,50 +92,50 @@ func Create(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	exists, err := b.client.BucketExists(ctx, b.loc.Bucket)
-	if err != nil {
-		return nil, mapError("create "+b.Location(), err)
-	}
-	if !exists {
-		err := b.client.MakeBucket(ctx, b.loc.Bucket, minio.MakeBucketOptions{Region: b.region})
+	first, err := b.firstKey(ctx)
+	if errors.Is(err, ErrNoBucket) {
+		err = b.client.MakeBucket(ctx, b.loc.Bucket, minio.MakeBucketOptions{Region: b.region})
 		if err != nil && !isOwnBucket(err) {
-			return nil, mapError(fmt.Sprintf("create bucket %q", b.loc.Bucket), err)
+			return nil, mapError(fmt.Sprintf("create %s: create bucket %q", b.Location(), b.loc.Bucket), err)
 		}
+		first, err = "", nil
 	}
-	_, err = b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
-	switch {
-	case err == nil:
-		return nil, fmt.Errorf("create %s: %w", b.Location(), repo.ErrAlreadyExists)
-	case !errors.Is(err, repo.ErrNotFound):
+	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", b.Location(), err)
 	}
-	for obj := range b.client.ListObjectsIter(ctx, b.loc.Bucket, minio.ListObjectsOptions{Prefix: b.dir(""), Recursive: true, MaxKeys: 1}) {
-		if obj.Err != nil {
-			return nil, mapError("create "+b.Location(), obj.Err)
+	if first != "" {
+		if first == joinKey(b.loc.Prefix, "config") {
+			return nil, fmt.Errorf("create %s: %w", b.Location(), repo.ErrAlreadyExists)
 		}
-		return nil, fmt.Errorf("create %s: %w (it holds %s)", b.Location(), repo.ErrNotEmpty, obj.Key)
+		if _, err := b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"}); err == nil {
+			return nil, fmt.Errorf("create %s: %w", b.Location(), repo.ErrAlreadyExists)
+		}
+		return nil, fmt.Errorf("create %s: %w (it holds %s)", b.Location(), repo.ErrNotEmpty, first)
 	}
 	b.createConfig.Store(true)
 	return b, nil
+}
+
+// firstKey returns the first key under the repository's prefix, or "" when
+// there is none; an error wrapping ErrNoBucket when the bucket is missing.
+// A listing answers with a body that names the refusal, where a HEAD
+// cannot.
+func (b *Backend) firstKey(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range b.client.ListObjectsIter(ctx, b.loc.Bucket, minio.ListObjectsOptions{Prefix: b.dir(""), Recursive: true, MaxKeys: 1}) {
+		if obj.Err != nil {
+			return "", mapError("list", obj.Err)
+		}
+		return obj.Key, nil
+	}
+	return "", nil
 }
 
 // isOwnBucket reports whether MakeBucket failed because the bucket exists
 // already and is ours (another host made it meanwhile).
 func isOwnBucket(err error) bool {
 	return minio.ToErrorResponse(err).Code == "BucketAlreadyOwnedByYou"
-}
-
-// checkBucket returns an error wrapping ErrNoBucket when the bucket does not
-// exist.
-func (b *Backend) checkBucket(ctx context.Context) error {
-	exists, err := b.client.BucketExists(ctx, b.loc.Bucket)
-	if err != nil {
-		return mapError("open "+b.Location(), err)
-	}
-	if !exists {
-		return fmt.Errorf("open %s: %w %q", b.Location(), ErrNoBucket, b.loc.Bucket)
-	}
-	return nil
 }
 
 // Close closes the idle connections to the server.
@@ -136,7 +150,11 @@ func (b *Backend) Location() string { return b.loc.String() }
 // dir returns the key prefix of the objects of type t ("" for the
 // repository's own prefix), ending in '/' unless it is the bucket's root.
 func (b *Backend) dir(t repo.FileType) string {
-	return joinKey(b.loc.Prefix, string(t)) + "/"
+	d := joinKey(b.loc.Prefix, string(t))
+	if d == "" {
+		return ""
+	}
+	return d + "/"
 }
 
 func joinKey(parts ...string) string {
@@ -187,7 +205,7 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, r io.Reader, size int6
 	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", PartSize: partSize}
 	conditional := h.Type == repo.ConfigFile && b.createConfig.Load()
 	if conditional {
-		opts.SetMatchETagExcept("") // If-None-Match: *
+		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}
 	_, err = b.client.PutObject(ctx, b.loc.Bucket, key, r, size, opts)
 	if conditional {
