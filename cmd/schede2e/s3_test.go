@@ -48,8 +48,9 @@ func (w *world) dueTick() runRec {
 }
 
 // TestS3ScheduledJob: a job whose repository is an s3: url in the config
-// runs from tick, creates the repository in a new bucket, and its snapshot
-// is listed and restores identical.
+// runs from tick, creates the repository and its bucket (create_if_missing,
+// as init makes a missing bucket), and its snapshot is listed and restores
+// identical.
 func TestS3ScheduledJob(t *testing.T) {
 	srv := s3test.Start(t)
 	w := s3World(t, srv, srv.Location("scheduled", "repo"))
@@ -91,6 +92,9 @@ func TestS3TwoHostsBackUpIntoOneBucket(t *testing.T) {
 	t.Cleanup(func() { _ = proxy.Close() })
 
 	const bucket, prefix = "shared", "repo"
+	// The bucket exists, as it does where hosts share one; making it is
+	// TestS3ScheduledJob's.
+	srv.MakeBucket(t, bucket)
 	hostA := s3World(t, srv, "s3:"+proxy.URL()+"/"+bucket+"/"+prefix)
 	hostB := s3World(t, srv, srv.Location(bucket, prefix))
 	// One repository, one password, two machines.
