@@ -88,7 +88,7 @@ def main(paths):
     print()
     print("Restored trees identical to the data: " + ", ".join(f"{t} {'yes' if ok else 'NO'}" for t, ok in same.items()) + ".")
     print()
-    print("Requests by method and folder (first run):")
+    print("Requests by method and folder (of the first results file):")
     print()
     for t in tools:
         for step, name in STEPS:
