@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -34,6 +35,13 @@ type Config struct {
 // in, so that a failed upload leaves nothing. Four times the default pack
 // size, so that a pack (16 MiB and the blob that crossed it) is one PUT.
 const partSize = 64 << 20
+
+// The capabilities of a Backend besides repo.Backend.
+var (
+	_ repo.BufferLoader = (*Backend)(nil)
+	_ repo.PackStreamer = (*Backend)(nil)
+	_ repo.ObjectTimer  = (*Backend)(nil)
+)
 
 // Backend is a repository in a bucket. Safe for concurrent use.
 type Backend struct {
@@ -345,6 +353,20 @@ func (b *Backend) Stat(ctx context.Context, h repo.Handle) (int64, error) {
 		return 0, mapError("stat "+h.String(), err)
 	}
 	return info.Size, nil
+}
+
+// ModTime returns when h was stored, by the server's clock (prune keeps
+// young unindexed packs by it).
+func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error) {
+	key, err := b.key(h)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stat %s: %w", h, err)
+	}
+	info, err := b.client.StatObject(ctx, b.loc.Bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return time.Time{}, mapError("stat "+h.String(), err)
+	}
+	return info.LastModified, nil
 }
 
 // List calls fn for each object of type t. Keys that do not fit the layout

@@ -273,3 +273,33 @@ func TestBadBucketLookup(t *testing.T) {
 		t.Errorf("bucket lookup virtual: %v", err)
 	}
 }
+
+// ModTime is when the server stored the object, and ErrNotFound once it is
+// removed.
+func TestModTime(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	be, err := s3.Create(ctx, config(t, srv, "modtime", "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := repo.Handle{Type: repo.PackFile, Name: strings.Repeat("cd", 32)}
+	if err := be.Save(ctx, h, []byte("pack")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := be.ModTime(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := srv.Client(t).StatObject(ctx, "modtime", "repo/data/cd/"+h.Name, minio.StatObjectOptions{})
+	if err != nil || !got.Equal(info.LastModified) || got.IsZero() {
+		t.Errorf("ModTime = %v; the server says %v, %v", got, info.LastModified, err)
+	}
+	if err := be.Remove(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.ModTime(ctx, h); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("ModTime of a removed object: %v, want ErrNotFound", err)
+	}
+}
