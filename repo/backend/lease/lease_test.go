@@ -456,15 +456,130 @@ func bootOfThisHost(t *testing.T, be *lease.Backend) string {
 // holderEnv names the repository folder a helper process locks.
 const holderEnv = "NIGHTJAR_LEASE_TEST_HOLDER"
 
+// racerEnv names the repository folder a racing helper process locks.
+const racerEnv = "NIGHTJAR_LEASE_TEST_RACER"
+
 // TestMain runs as a lock holder when started by a test: it takes an
 // exclusive lock on the folder's repository, says so, and waits to be
-// killed.
+// killed; or as a racer (see race).
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(holderEnv); dir != "" {
 		holdLock(dir)
 		return
 	}
+	if dir := os.Getenv(racerEnv); dir != "" {
+		race(dir)
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// race opens the folder's repository, says "ready", waits for a line on
+// stdin, tries to take an exclusive lock and says "locked" or "busy", holds
+// what it got until stdin ends, and releases it.
+func race(dir string) {
+	ctx := context.Background()
+	fail := func(err error) {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	be, err := local.Open(dir)
+	if err != nil {
+		fail(err)
+	}
+	r, err := repo.Open(ctx, lease.Wrap(be), repo.OpenOptions{Password: func() ([]byte, error) { return []byte(password), nil }})
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println("ready")
+	in := bufio.NewReader(os.Stdin)
+	if _, err := in.ReadString('\n'); err != nil {
+		fail(err)
+	}
+	l, err := r.Lock(ctx, true, "prune")
+	switch {
+	case errors.Is(err, repo.ErrBusy):
+		fmt.Println("busy")
+	case err != nil:
+		fail(err)
+	default:
+		fmt.Println("locked")
+	}
+	_, _ = io.Copy(io.Discard, in)
+	if l != nil {
+		if err := l.Unlock(); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// Several processes that try to take the exclusive lock of one repository
+// at once never both hold it, and leave no lock behind.
+func TestRacingProcessesNeverBothHoldTheExclusiveLock(t *testing.T) {
+	const racers, rounds = 4, 3
+	dir := filepath.Join(t.TempDir(), "repo")
+	be, err := local.Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	initRepo(t, be)
+	for round := range rounds {
+		type racer struct {
+			cmd   *exec.Cmd
+			stdin io.WriteCloser
+			out   *bufio.Reader
+		}
+		var all []racer
+		for range racers {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), racerEnv+"="+dir)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+			all = append(all, racer{cmd, stdin, bufio.NewReader(out)})
+		}
+		for i, r := range all {
+			if line, _ := r.out.ReadString('\n'); line != "ready\n" {
+				t.Fatalf("round %d: racer %d said %q, want ready", round, i, line)
+			}
+		}
+		for _, r := range all {
+			if _, err := io.WriteString(r.stdin, "go\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var locked int
+		for i, r := range all {
+			switch line, _ := r.out.ReadString('\n'); line {
+			case "locked\n":
+				locked++
+			case "busy\n":
+			default:
+				t.Fatalf("round %d: racer %d said %q, want locked or busy", round, i, line)
+			}
+		}
+		if locked > 1 {
+			t.Fatalf("round %d: %d processes held the exclusive lock at once", round, locked)
+		}
+		for i, r := range all {
+			r.stdin.Close()
+			if err := r.cmd.Wait(); err != nil {
+				t.Fatalf("round %d: racer %d: %v", round, i, err)
+			}
+		}
+		if names := lockNames(t, be); len(names) != 0 {
+			t.Fatalf("round %d: lock objects %v left", round, names)
+		}
+	}
 }
 
 func holdLock(dir string) {
