@@ -8,7 +8,6 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/limit"
-	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
@@ -64,22 +63,14 @@ var schemes = []scheme{
 			if err != nil {
 				return nil, err
 			}
-			be, err := s3.Open(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			return lease.Wrap(be), nil
+			return s3.Open(ctx, cfg)
 		},
 		create: func(ctx context.Context, path string, opts Options) (repo.Backend, error) {
 			cfg, err := s3Config(path, opts)
 			if err != nil {
 				return nil, err
 			}
-			be, err := s3.Create(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			return lease.Wrap(be), nil
+			return s3.Create(ctx, cfg)
 		},
 		// No lock spans hosts on S3. Creating stays safe without one: Create
 		// refuses a prefix that holds a config (repo.ErrAlreadyExists), and
