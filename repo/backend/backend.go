@@ -8,6 +8,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/limit"
+	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
@@ -63,14 +64,22 @@ var schemes = []scheme{
 			if err != nil {
 				return nil, err
 			}
-			return s3.Open(ctx, cfg)
+			be, err := s3.Open(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return lease.Wrap(be), nil
 		},
 		create: func(ctx context.Context, path string, opts Options) (repo.Backend, error) {
 			cfg, err := s3Config(path, opts)
 			if err != nil {
 				return nil, err
 			}
-			return s3.Create(ctx, cfg)
+			be, err := s3.Create(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return lease.Wrap(be), nil
 		},
 		// No lock spans hosts on S3. Creating stays safe without one: Create
 		// refuses a prefix that holds a config (repo.ErrAlreadyExists), and
