@@ -55,11 +55,13 @@ func TestS3Faults(t *testing.T) {
 
 	proxy.SetRules(
 		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Times: 2, Fault: faultproxy.SlowDown},
-		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Nth: 4, Fault: faultproxy.InternalError},
-		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Nth: 6, Fault: faultproxy.Drop},
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Nth: 3, Fault: faultproxy.InternalError},
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Nth: 4, Fault: faultproxy.Drop},
 		faultproxy.Rule{Method: http.MethodPut, PathContains: "/index/", Nth: 1, Fault: faultproxy.DropAfter},
 		faultproxy.Rule{Method: http.MethodPut, PathContains: "/snapshots/", Nth: 1, Fault: faultproxy.SlowDown},
 	)
+	// Every rule fires whatever the number of packs: the first four
+	// uploads of a pack fail, so a fifth is made.
 	proxy.ResetCounts()
 	b := e.backup(exitOK, src)
 	if b.Partial || b.FilesNew != 6 {
@@ -73,6 +75,8 @@ func TestS3Faults(t *testing.T) {
 		t.Fatalf("check --read-data after a backup through faults:\n%s", res)
 	}
 
+	// As for the uploads, the first five reads of pack data fail, so every
+	// rule fires.
 	readFaults := []faultproxy.Rule{
 		{Method: http.MethodGet, PathContains: "/data/", Times: 2, Fault: faultproxy.Truncate},
 		{Method: http.MethodGet, PathContains: "/data/", Nth: 4, Fault: faultproxy.SlowDown},

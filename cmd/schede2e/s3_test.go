@@ -4,7 +4,6 @@ package schede2e
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -97,10 +96,7 @@ func TestS3TwoHostsBackUpIntoOneBucket(t *testing.T) {
 	srv.MakeBucket(t, bucket)
 	hostA := s3World(t, srv, "s3:"+proxy.URL()+"/"+bucket+"/"+prefix)
 	hostB := s3World(t, srv, srv.Location(bucket, prefix))
-	// One repository, one password, two machines.
-	if err := os.WriteFile(hostB.pw, []byte(testPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// One repository, two machines: newWorld gives both the same password.
 	srcA, srcB := hostA.path("src"), hostB.path("src")
 	makeTree(t, srcA, 1)
 	makeTree(t, srcB, 2)
