@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"github.com/nightjar-backup/nightjar/repo/backend/limit"
 	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"

@@ -55,7 +55,7 @@ func mapError(what string, err error) error {
 		return fmt.Errorf("%s: %w: %s", what, ErrAccessDenied, resp.Code)
 	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException", "InvalidRegion":
 		if resp.Region != "" {
-			return fmt.Errorf("%s: %w: it is in %s (set the repository's region or AWS_REGION to it)", what, ErrWrongRegion, resp.Region)
+			return fmt.Errorf("%s: %w: it is in %s (set AWS_REGION or the repository's s3.region to it)", what, ErrWrongRegion, resp.Region)
 		}
 		return fmt.Errorf("%s: %w (%s: %s)", what, ErrWrongRegion, resp.Code, resp.Message)
 	case "ExpiredToken", "ExpiredTokenException", "TokenRefreshRequired":

@@ -11,8 +11,10 @@ import (
 // ErrBadLocation is the error of an s3: location that cannot be parsed.
 var ErrBadLocation = errors.New("bad s3 location")
 
-// locationForms are the forms an s3: location takes, for messages.
-const locationForms = "s3:https://host[:port]/bucket[/prefix], s3:http://host[:port]/bucket[/prefix] or s3:host[:port]/bucket[/prefix]"
+// locationForms are the forms an s3: location takes, for messages. It
+// holds no "://" followed by a host: the command line cuts every URL in a
+// message to its host.
+const locationForms = "s3:host[:port]/bucket[/prefix], with https:// or http:// (a test server) before the host, https when neither"
 
 // Location is where a repository lives on S3: the endpoint, the bucket and
 // the prefix of its objects in it.

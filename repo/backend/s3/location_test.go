@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
@@ -73,10 +74,13 @@ func TestParseLocationErrors(t *testing.T) {
 			continue
 		}
 		msg := err.Error()
-		for _, want := range []string{tt.says, "s3:" + tt.in, "s3:https://host[:port]/bucket[/prefix]"} {
+		for _, want := range []string{tt.says, "s3:" + tt.in, "s3:host[:port]/bucket[/prefix], with https:// or http://"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("ParseLocation(%q): %q does not say %q", tt.in, msg, want)
 			}
+		}
+		if redacted := redact.Text(msg); !strings.Contains(redacted, tt.says) || !strings.Contains(redacted, "s3:host[:port]/bucket[/prefix], with https:// or http://") {
+			t.Errorf("ParseLocation(%q): %q loses what is wrong or the forms once its URLs are cut: %q", tt.in, msg, redacted)
 		}
 		if strings.ContainsAny(msg, "\n") {
 			t.Errorf("ParseLocation(%q): %q is more than one line", tt.in, msg)

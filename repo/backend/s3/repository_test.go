@@ -85,3 +85,58 @@ func TestRepositoryOnS3(t *testing.T) {
 		}
 	}
 }
+
+// Locks in a bucket are leases (the s3 scheme wraps its backend with
+// package lease): an exclusive lock held by one process keeps another
+// out, as the lock object in the bucket says, until it is released.
+func TestLocksOnS3(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	location := srv.Location("locks", "repo")
+	opts := backend.Options{BucketLookup: "path"}
+	be, err := backend.CreateWith(ctx, location, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := repo.Capability[repo.LockKeeper](be); !ok {
+		t.Fatal("the s3 scheme's backend keeps no locks")
+	}
+	repotest.New(t, be)
+	open := func() *repo.Repository {
+		be, err := backend.OpenWith(ctx, location, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return []byte("pw"), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return r
+	}
+	a, b := open(), open()
+	lock, err := a.Lock(ctx, true, "prune")
+	if err != nil {
+		t.Fatalf("exclusive lock: %v", err)
+	}
+	if keys := srv.Keys(t, "locks", "repo/locks/"); len(keys) != 1 {
+		t.Errorf("lock objects in the bucket while one lock is held: %v", keys)
+	}
+	if _, err := b.Lock(ctx, false, "backup"); !errors.Is(err, repo.ErrBusy) {
+		t.Errorf("shared lock beside an exclusive one: %v, want ErrBusy", err)
+	}
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if keys := srv.Keys(t, "locks", "repo/locks/"); len(keys) != 0 {
+		t.Errorf("lock objects left after unlock: %v", keys)
+	}
+	shared, err := b.Lock(ctx, false, "backup")
+	if err != nil {
+		t.Fatalf("shared lock after the exclusive one was released: %v", err)
+	}
+	if err := shared.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
