@@ -9,7 +9,6 @@ import (
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"github.com/nightjar-backup/nightjar/repo/backend/limit"
-	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"github.com/nightjar-backup/nightjar/repo/backend/local"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
