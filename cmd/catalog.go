@@ -119,7 +119,7 @@ func syncAllCatalogs(ctx context.Context, cfg *config.Config, state *db.DB, repo
 		switch {
 		case ctx.Err() != nil:
 			return // serve is stopping: nothing failed
-		case errors.Is(err, repo.ErrNoRepository) && cfg.Repositories[name].CreateIfMissing:
+		case notCreatedYet(err) && cfg.Repositories[name].CreateIfMissing:
 			report(fmt.Sprintf("catalog of repository %s: not created yet (create_if_missing), nothing to list", name), false)
 			continue
 		case err != nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
 )
 
@@ -130,7 +131,7 @@ func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
 		var r *repo.Repository
 		be, err := backend.OpenWith(ctx, configLocation(rc), rc.Options)
-		if errors.Is(err, repo.ErrNoRepository) && rc.CreateIfMissing {
+		if notCreatedYet(err) && rc.CreateIfMissing {
 			creating.Lock()
 			r, err = createRepository(ctx, rc, password)
 			creating.Unlock()
@@ -146,6 +147,13 @@ func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 		}
 		return r, nil
 	}
+}
+
+// notCreatedYet reports whether err says that no repository is at a
+// location that create_if_missing may create: nothing there, or, on S3, no
+// bucket yet (creating the repository makes the bucket, as init does).
+func notCreatedYet(err error) bool {
+	return errors.Is(err, repo.ErrNoRepository) || errors.Is(err, s3.ErrNoBucket)
 }
 
 // createRepository creates a configured repository, or opens it when

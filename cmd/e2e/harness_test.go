@@ -50,6 +50,7 @@ type env struct {
 	home   string
 	cred   *syscall.Credential // run the binary as this user; nil: as ourselves
 	bin    string              // the binary to run; "": binPath
+	extra  []string            // environment of every run, before a run's own (an S3 server's credentials)
 }
 
 const testPassword = "correct horse battery staple"
@@ -87,6 +88,7 @@ func (e *env) environ(extra []string) []string {
 		"TZ=UTC",
 		"LC_ALL=C",
 	}
+	env = append(env, e.extra...)
 	return append(env, extra...)
 }
 

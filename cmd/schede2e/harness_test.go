@@ -47,6 +47,7 @@ type world struct {
 	repo  string // the repository named "main" in the config
 	pw    string // its password file
 	home  string
+	extra []string // environment of every run besides environ's (an S3 server's credentials)
 }
 
 func newWorld(t *testing.T) *world {
@@ -122,7 +123,7 @@ func job(name, schedule, extra string, sources ...string) string {
 // environ is the environment of every run: nothing is inherited but PATH,
 // so that a NIGHTJAR_* variable of whoever runs the tests cannot leak in.
 func (w *world) environ() []string {
-	return []string{
+	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
 		"XDG_CONFIG_HOME=" + filepath.Join(w.home, ".config"),
@@ -133,6 +134,7 @@ func (w *world) environ() []string {
 		"TZ=UTC",
 		"LC_ALL=C",
 	}
+	return append(env, w.extra...)
 }
 
 // result is what one run of the binary did.

@@ -1,0 +1,144 @@
+//go:build linux
+
+package e2e
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo/backend/s3/faultproxy"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3/s3test"
+)
+
+// startFaultProxy starts a fault proxy in front of srv for the test's
+// duration, with no rules yet.
+func startFaultProxy(t *testing.T, srv *s3test.Server) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start("http://"+srv.Endpoint, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// expectFaults fails the test unless the proxy did want faults of each
+// kind: a rule that never fired proves nothing.
+func expectFaults(t *testing.T, p *faultproxy.Proxy, step string, want map[faultproxy.Fault]int64) {
+	t.Helper()
+	got := p.Counts().Faults
+	for f, n := range want {
+		if got[f.String()] != n {
+			t.Errorf("%s: the proxy did %d faults %s, want %d (all: %v)", step, got[f.String()], f, n, got)
+		}
+	}
+}
+
+// TestS3Faults: through a proxy that answers 503 SlowDown and 500, drops
+// connections before and after the server saw the request, and cuts
+// bodies short, a backup completes by retrying and checks clean, a
+// restore is bit-identical, and check --read-data reads every pack.
+func TestS3Faults(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	proxy := startFaultProxy(t, srv)
+	const bucket, prefix = "faults", "repo"
+	e := newS3Env(t, srv, proxy.Addr(), bucket, prefix)
+	direct := newS3Env(t, srv, srv.Endpoint, bucket, prefix)
+	e.init()
+
+	src := filepath.Join(e.dir, "src")
+	writeFiles(t, src, 1, 6, 4<<20)
+	want := scanTree(t, src)
+
+	proxy.SetRules(
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Times: 2, Fault: faultproxy.SlowDown},
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Nth: 3, Fault: faultproxy.InternalError},
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Nth: 4, Fault: faultproxy.Drop},
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/index/", Nth: 1, Fault: faultproxy.DropAfter},
+		faultproxy.Rule{Method: http.MethodPut, PathContains: "/snapshots/", Nth: 1, Fault: faultproxy.SlowDown},
+	)
+	// Every rule fires whatever the number of packs: the first four
+	// uploads of a pack fail, so a fifth is made.
+	proxy.ResetCounts()
+	b := e.backup(exitOK, src)
+	if b.Partial || b.FilesNew != 6 {
+		t.Errorf("backup through faults: partial %v, %d new files, want 6", b.Partial, b.FilesNew)
+	}
+	expectFaults(t, proxy, "backup", map[faultproxy.Fault]int64{
+		faultproxy.SlowDown: 3, faultproxy.InternalError: 1, faultproxy.Drop: 1, faultproxy.DropAfter: 1,
+	})
+	ck, res := direct.check("--read-data")
+	if res.Code != exitOK || !ck.OK || ck.Snapshots != 1 || ck.PacksRead != ck.Packs {
+		t.Fatalf("check --read-data after a backup through faults:\n%s", res)
+	}
+
+	// As for the uploads, the first five reads of pack data fail, so every
+	// rule fires.
+	readFaults := []faultproxy.Rule{
+		{Method: http.MethodGet, PathContains: "/data/", Times: 2, Fault: faultproxy.Truncate},
+		{Method: http.MethodGet, PathContains: "/data/", Nth: 4, Fault: faultproxy.SlowDown},
+		{Method: http.MethodGet, PathContains: "/data/", Nth: 5, Fault: faultproxy.Drop},
+		{Method: http.MethodGet, PathContains: "/index/", Nth: 1, Fault: faultproxy.InternalError},
+		{Method: http.MethodGet, PathContains: "/snapshots/", Nth: 1, Fault: faultproxy.Truncate},
+	}
+	readWant := map[faultproxy.Fault]int64{
+		faultproxy.Truncate: 3, faultproxy.SlowDown: 1, faultproxy.Drop: 1, faultproxy.InternalError: 1,
+	}
+	proxy.SetRules(readFaults...)
+	proxy.ResetCounts()
+	target := filepath.Join(e.dir, "restore")
+	e.expect(exitOK, "restore", "latest", "--target", target)
+	expectFaults(t, proxy, "restore", readWant)
+	compareTrees(t, want, scanTree(t, filepath.Join(target, src)), false)
+
+	proxy.SetRules(readFaults...)
+	proxy.ResetCounts()
+	ck, res = e.check("--read-data")
+	if res.Code != exitOK || !ck.OK || ck.PacksRead != ck.Packs {
+		t.Errorf("check --read-data through faults:\n%s", res)
+	}
+	expectFaults(t, proxy, "check", readWant)
+}
+
+// TestS3FaultOutlastsRetries: when every upload of a pack is refused with
+// 503 SlowDown, the backup ends, after its retries, with an error that
+// names the refusal; it leaves no snapshot and no lock, and the repository
+// still checks clean.
+func TestS3FaultOutlastsRetries(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	proxy := startFaultProxy(t, srv)
+	const bucket, prefix = "outlast", "repo"
+	e := newS3Env(t, srv, proxy.Addr(), bucket, prefix)
+	direct := newS3Env(t, srv, srv.Endpoint, bucket, prefix)
+	e.init()
+	first := filepath.Join(e.dir, "first")
+	writeFiles(t, first, 1, 2, 1<<20)
+	e.backup(exitOK, first)
+
+	src := filepath.Join(e.dir, "src")
+	writeFiles(t, src, 10, 3, 2<<20)
+	proxy.SetRules(faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Fault: faultproxy.SlowDown})
+	res := e.run("backup", src)
+	msg := lines(res.Stderr)
+	if res.Code == exitOK || len(msg) == 0 || !strings.Contains(msg[len(msg)-1], "SlowDown") {
+		t.Errorf("backup whose every pack upload is refused: want a failure whose last line names SlowDown:\n%s", res)
+	}
+	if got := proxy.Counts().Faults[faultproxy.SlowDown.String()]; got < 2 {
+		t.Errorf("the proxy refused %d uploads: the backup did not retry", got)
+	}
+
+	if n := len(direct.snapshots()); n != 1 {
+		t.Errorf("%d snapshots after the failed backup, want the first only", n)
+	}
+	ck, res := direct.check("--read-data")
+	if res.Code != exitOK || !ck.OK || ck.Snapshots != 1 {
+		t.Errorf("check --read-data after the failed backup:\n%s", res)
+	}
+	if n := countPrefix(keysUnder(t, srv, bucket, prefix+"/"), "locks/"); n != 0 {
+		t.Errorf("%d locks remain after the failed backup", n)
+	}
+}
