@@ -3,6 +3,7 @@ package restore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -36,5 +37,10 @@ func BenchmarkRestoreSmallFiles(b *testing.B) {
 		if _, err := restore.Run(context.Background(), bl.r, s, restore.Options{Target: target}); err != nil {
 			b.Fatal(err)
 		}
+		b.StopTimer()
+		if err := os.RemoveAll(target); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }

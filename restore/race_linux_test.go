@@ -210,3 +210,31 @@ func TestRestoreUnderSymlinkRace(t *testing.T) {
 	}
 	t.Logf("%d restores, %d folders swapped for symlinks, nothing outside the target changed", restores, totalSwaps)
 }
+
+// A crafted snapshot that holds an absolute symlink to a folder outside
+// and then, under the same name, a folder with files (or a file below the
+// symlink's name) writes nothing outside: the symlink is restored as a
+// symlink, and what would go through it is refused.
+func TestRestoreSnapshotSymlinkThenFolderOfTheSameName(t *testing.T) {
+	b := newBuilder(t)
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := fingerprint(t, outside)
+	link := repo.Node{Name: "x", Type: repo.NodeSymlink, LinkTarget: outside, Mode: 0o777, MTime: mtime}
+	dir := b.dir("x", b.file("/x/f", []byte("through the symlink")), b.dir("y", b.file("/x/y/g", []byte("deeper"))))
+	s := b.snapshot(link, dir)
+	target := filepath.Join(base, "target")
+	res, err := run(t, b, s, restore.Options{Target: target})
+	if after := fingerprint(t, outside); !slices.Equal(before, after) {
+		t.Fatalf("the restore wrote outside the target (%v):\n%s", err, strings.Join(after, "\n"))
+	}
+	if got, _ := os.Readlink(filepath.Join(target, "x")); got != outside {
+		t.Errorf("/x is %q, want the symlink to %s", got, outside)
+	}
+	if r := skipReason(res, "/x"); !strings.Contains(r, "symlink") {
+		t.Errorf("the folder /x is skipped with %q, want the symlink in its way named (skips: %v)", r, res.Skipped)
+	}
+}
