@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,7 +36,8 @@ func splitName(name string) (dir, base string, err error) {
 }
 
 // parentOf opens the folder of root/name beneath root and returns its
-// descriptor, which the caller closes, and name's last element.
+// descriptor, which the caller closes with closeDir, and name's last
+// element.
 func parentOf(root, name string) (int, string, error) {
 	dir, base, err := splitName(name)
 	if err != nil {
@@ -44,9 +47,63 @@ func parentOf(root, name string) (int, string, error) {
 	return fd, base, err
 }
 
+// heldRoots are the targets of the restores running, each opened once
+// for all the calls below it (holdRoot): a call then opens only the
+// folder it needs, not the target first.
+var heldRoots sync.Map // root path -> *heldRoot
+
+type heldRoot struct {
+	fd   int
+	refs atomic.Int32
+}
+
+// heldMu orders holdRoot and its release, so that a root's descriptor is
+// closed only when no restore holds it.
+var heldMu sync.Mutex
+
+// holdRoot opens root for the calls that name it until release is
+// called; a root that cannot be opened is opened by each call instead,
+// which then report why.
+func holdRoot(root string) (release func()) {
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	if v, ok := heldRoots.Load(root); ok {
+		v.(*heldRoot).refs.Add(1)
+	} else {
+		fd, err := unix.Open(root, dirOpenFlags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return func() {}
+		}
+		h := &heldRoot{fd: fd}
+		h.refs.Store(1)
+		heldRoots.Store(root, h)
+	}
+	return func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		v, _ := heldRoots.Load(root)
+		if h := v.(*heldRoot); h.refs.Add(-1) == 0 {
+			heldRoots.Delete(root)
+			unix.Close(h.fd)
+		}
+	}
+}
+
+// heldDir marks a descriptor that is a held root's: closeDir leaves it
+// open. Descriptors are never negative, so no real one is mistaken.
+const heldDir = -2
+
 // openBeneathDir opens the folder root/dir ("": root) for use as the
-// folder of *at calls, following no symlink below root.
+// folder of *at calls, following no symlink below root. For a held root
+// and dir "" it returns the held descriptor, which closeDir leaves open.
 func openBeneathDir(root, dir string) (int, error) {
+	if v, ok := heldRoots.Load(root); ok {
+		rootFD := v.(*heldRoot).fd
+		if dir == "" {
+			return heldDir - rootFD, nil
+		}
+		return openDirBeneath(rootFD, dir)
+	}
 	rootFD, err := unix.Open(root, dirOpenFlags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil || dir == "" {
 		return rootFD, err
@@ -54,6 +111,22 @@ func openBeneathDir(root, dir string) (int, error) {
 	fd, err := openDirBeneath(rootFD, dir)
 	unix.Close(rootFD)
 	return fd, err
+}
+
+// dirFD is the descriptor to pass to an *at call for what openBeneathDir
+// returned.
+func dirFD(fd int) int {
+	if fd <= heldDir {
+		return heldDir - fd
+	}
+	return fd
+}
+
+// closeDir closes what openBeneathDir returned, unless it is a held root.
+func closeDir(fd int) {
+	if fd > heldDir {
+		unix.Close(fd)
+	}
 }
 
 // walkBeneath opens dir below the folder rootFD one element at a time,
@@ -80,8 +153,8 @@ func walkBeneath(rootFD int, dir string) (int, error) {
 func at(what, root, name string, op func(dir int, base string) error) error {
 	dir, base, err := parentOf(root, name)
 	if err == nil {
-		err = op(dir, base)
-		unix.Close(dir)
+		err = op(dirFD(dir), base)
+		closeDir(dir)
 	}
 	if err != nil && what != "" {
 		return &fs.PathError{Op: what, Path: filepath.Join(root, name), Err: err}
@@ -155,8 +228,8 @@ func atTwo(what, root, oldname, newname string, op func(oldDir int, oldBase stri
 		if err != nil {
 			return err
 		}
-		defer unix.Close(oldDir)
-		return op(oldDir, oldBase, newDir, newBase)
+		defer closeDir(oldDir)
+		return op(dirFD(oldDir), oldBase, newDir, newBase)
 	})
 }
 
@@ -213,8 +286,8 @@ func (OS) OpenBeneath(root, name string) (ReadFile, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}
-	fd, err := unix.Openat(dir, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	unix.Close(dir)
+	fd, err := unix.Openat(dirFD(dir), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	closeDir(dir)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}

@@ -248,6 +248,9 @@ func (OS) Link(root, oldname, newname string) error {
 	return os.Link(oldFull, newFull)
 }
 
+// holdRoot does nothing on Windows: every call names its path whole.
+func holdRoot(string) (release func()) { return func() {} }
+
 // sameFile tells whether two of Lstat's answers are one file.
 func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }
 

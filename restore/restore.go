@@ -209,6 +209,9 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("target %s is not a folder", root)
 	}
+	// The target stays open for every call below it until the restore
+	// ends, so that each opens only the folder it needs.
+	defer holdRoot(root)()
 	rs := &restorer{
 		r: r, fs: opts.FS, opts: opts, root: root, asRoot: os.Geteuid() == 0,
 		linkFirst:  map[inode]bool{},
