@@ -134,9 +134,9 @@ func runCheck(c *cli.Context) error {
 	damage := *p
 	damage.quiet = false // what is damaged is printed also with --quiet
 	for _, pr := range report.Problems {
-		damage.Printf("damaged: %s: %s\n", pr.Object, pr.Error)
+		damage.Printf("damaged: %s: %s\n", terminalSafe(pr.Object), terminalSafeText(pr.Error))
 		for _, a := range pr.Affected {
-			damage.Printf("  affects snapshot %s: %s\n", shortID(a.Snapshot), a.Path)
+			damage.Printf("  affects snapshot %s: %s\n", shortID(a.Snapshot), terminalSafe(a.Path))
 		}
 		if pr.Total > len(pr.Affected) {
 			damage.Printf("  and %d more paths\n", pr.Total-len(pr.Affected))

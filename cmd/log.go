@@ -66,7 +66,7 @@ func printError(app *cli.App, stderr io.Writer, msg string, code int) {
 		slog.New(logHandler(logFormatJSON, stderr, slog.LevelError, func() redact.Redactor { return appRedactor(app) })).Error("nightjar: "+msg, "exit_code", code)
 		return
 	}
-	fmt.Fprintf(stderr, "nightjar: %s\n", msg)
+	fmt.Fprintf(stderr, "nightjar: %s\n", terminalSafeText(msg))
 }
 
 // newLogger is the logger of the scheduler's passes (tick, serve, job run

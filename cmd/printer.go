@@ -63,10 +63,12 @@ func (p *printer) Printf(format string, args ...any) {
 func (p *printer) Warnf(format string, args ...any) {
 	msg := p.redact(fmt.Sprintf(format, args...))
 	if p.warnLog != nil {
+		// JSON quotes every control character: the record is printed
+		// as it is.
 		p.warnLog.Warn(msg)
 		return
 	}
-	fmt.Fprintf(p.stderr, "warning: %s\n", msg)
+	fmt.Fprintf(p.stderr, "warning: %s\n", terminalSafeText(msg))
 }
 
 // JSONLine writes v as one line of JSON on stdout, for commands that print

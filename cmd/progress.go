@@ -363,7 +363,7 @@ type errorJSON struct {
 func reportSkips(p *printer, during, what string, skips []repo.Skip) {
 	for _, s := range skips {
 		if !p.jsonOut {
-			p.Warnf("%s %s: %s", what, s.Path, s.Reason)
+			p.Warnf("%s %s: %s", what, terminalSafe(s.Path), s.Reason)
 			continue
 		}
 		e := errorJSON{MessageType: "error", During: during, Item: s.Path}

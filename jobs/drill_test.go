@@ -165,9 +165,9 @@ type drillFolder struct {
 	perm fs.FileMode
 }
 
-func (f *watchFS) CreateExclusive(name string) (restore.File, error) {
+func (f *watchFS) CreateExclusive(target, name string) (restore.File, error) {
 	f.mu.Lock()
-	root := name
+	root := filepath.Join(target, name)
 	for filepath.Base(filepath.Dir(root)) != "drills" && root != "/" {
 		root = filepath.Dir(root)
 	}
@@ -184,7 +184,7 @@ func (f *watchFS) CreateExclusive(name string) (restore.File, error) {
 		close(entered)
 		<-hold
 	}
-	file, err := f.OS.CreateExclusive(name)
+	file, err := f.OS.CreateExclusive(target, name)
 	if err != nil || f.corrupt == "" {
 		return file, err
 	}

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/nightjar-backup/nightjar/directio"
 )
@@ -41,18 +42,20 @@ func (s *stagingBuffer) get() []byte {
 	return s.buf
 }
 
-// OpenDirect opens f, an *os.File just created as name, a second time for
+// OpenDirect opens f, an *os.File just created as root/name, a second time for
 // writes past the cache (directio.OpenSecond: O_DIRECT on Linux, F_NOCACHE
 // on macOS). It returns nil, and the file is written through the cache
 // alone, elsewhere (FreeBSD's O_DIRECT is a hint its file systems treat
 // differently, ZFS ignores it; Windows), when name no longer leads to f's
 // file, or when the file system refuses.
-func (OS) OpenDirect(name string, f File) File {
+// The name is resolved as the OS does: directio.OpenSecond checks that it
+// opened f's own file, and opening writes nothing.
+func (OS) OpenDirect(root, name string, f File) File {
 	osf, ok := f.(*os.File)
 	if !ok {
 		return nil
 	}
-	if d := directio.OpenSecond(name, osf); d != nil {
+	if d := directio.OpenSecond(filepath.Join(root, filepath.FromSlash(name)), osf); d != nil {
 		return d
 	}
 	return nil

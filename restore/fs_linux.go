@@ -3,39 +3,89 @@ package restore
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
 
-// dirOpenFlags open a folder on the way of OpenBeneath: O_PATH needs no
-// permission to read it.
+// dirOpenFlags open a folder on the way to a name: O_PATH needs no
+// permission to read it, and serves as the folder of *at calls.
 const dirOpenFlags = unix.O_PATH
 
+// noOpenat2 is set once openat2 is found missing (Linux before 5.6, or a
+// seccomp filter that refuses it): every later walk goes element by
+// element.
+var noOpenat2 atomic.Bool
+
+// openDirBeneath opens dir below the folder rootFD with one openat2 call
+// that refuses to leave rootFD (RESOLVE_BENEATH) or to follow any symlink
+// (RESOLVE_NO_SYMLINKS), or element by element where the kernel lacks it.
+func openDirBeneath(rootFD int, dir string) (int, error) {
+	if !noOpenat2.Load() {
+		how := unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		}
+		for {
+			fd, err := unix.Openat2(rootFD, dir, &how)
+			switch err {
+			case unix.EAGAIN:
+				// A rename elsewhere raced the lookup: the kernel asks
+				// for another try.
+				continue
+			case unix.ENOSYS, unix.EPERM:
+				noOpenat2.Store(true)
+			default:
+				return fd, err
+			}
+			break
+		}
+	}
+	return walkBeneath(rootFD, dir)
+}
+
 // Mknod makes a FIFO or a device node.
-func (OS) Mknod(name string, mode uint32, dev int) error { return unix.Mknod(name, mode, dev) }
+func (OS) Mknod(root, name string, mode uint32, dev int) error {
+	return at("", root, name, func(dir int, base string) error {
+		return unix.Mknodat(dir, base, mode, dev)
+	})
+}
 
 // xattrError is err: Linux sets every attribute name it is given or says
 // why not.
 func xattrError(_ string, err error) error { return err }
 
+// setxattrAt sets an attribute of base in the folder dir, not following
+// a symlink there. Linux has no *at call for it before 6.13: the folder
+// is named through /proc/self/fd, which leads to the folder opened
+// whatever its path holds by then.
+func setxattrAt(dir int, base, attr string, value []byte) error {
+	return unix.Lsetxattr(procFD(dir)+"/"+base, attr, value, 0)
+}
+
+// procFD names the file of descriptor fd through /proc.
+func procFD(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
 // Chmod sets the permission bits without following a symlink; a symlink
 // has no mode of its own on Linux, so for one nothing is done. It asks
 // fchmodat2 (Linux 6.6) not to follow; that answers EOPNOTSUPP for a
 // symlink, and so does an older kernel, which lacks it.
-func (OS) Chmod(name string, mode uint32) error {
-	err := unix.Fchmodat(unix.AT_FDCWD, name, mode, unix.AT_SYMLINK_NOFOLLOW)
-	if err != unix.EOPNOTSUPP {
-		return err
-	}
-	return chmodOpened(name, mode)
+func (OS) Chmod(root, name string, mode uint32) error {
+	return at("", root, name, func(dir int, base string) error {
+		err := unix.Fchmodat(dir, base, mode, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EOPNOTSUPP {
+			return err
+		}
+		return chmodOpened(dir, base, mode)
+	})
 }
 
-// chmodOpened sets the permission bits of what name is when it is opened
-// without following a symlink (O_PATH|O_NOFOLLOW): through
+// chmodOpened sets the permission bits of base in the folder dir when it
+// is opened without following a symlink (O_PATH|O_NOFOLLOW): through
 // /proc/self/fd, which leads to the inode opened whatever the name holds
 // by then. It does nothing to a symlink; without /proc it fails.
-func chmodOpened(name string, mode uint32) error {
-	fd, err := unix.Open(name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+func chmodOpened(dir int, base string, mode uint32) error {
+	fd, err := unix.Openat(dir, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
@@ -47,7 +97,7 @@ func chmodOpened(name string, mode uint32) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return nil
 	}
-	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), mode); err != nil {
+	if err := unix.Chmod(procFD(fd), mode); err != nil {
 		return fmt.Errorf("through /proc/self/fd: %w", err)
 	}
 	return nil

@@ -19,8 +19,15 @@ func TestChmodDoesNotFollowASymlink(t *testing.T) {
 		name  string
 		chmod func(name string, mode uint32) error
 	}{
-		{"OS.Chmod", OS{}.Chmod},
-		{"without fchmodat2", chmodOpened},
+		{"OS.Chmod", func(p string, mode uint32) error { return OS{}.Chmod(filepath.Dir(p), filepath.Base(p), mode) }},
+		{"without fchmodat2", func(p string, mode uint32) error {
+			dir, err := unix.Open(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(dir)
+			return chmodOpened(dir, filepath.Base(p), mode)
+		}},
 	}
 	tests := []struct {
 		name string
@@ -81,7 +88,9 @@ func mode(t *testing.T, p string) uint32 {
 }
 
 // OpenBeneath opens a file below root, and refuses a symlink where the
-// file or a folder on the way should be, and a name that could leave root.
+// file or a folder on the way should be, and a name that could leave root,
+// both with openat2 and with the walk element by element of kernels that
+// lack it.
 func TestOpenBeneath(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
@@ -95,35 +104,47 @@ func TestOpenBeneath(t *testing.T) {
 		name       string
 		root, file string
 		want       error // nil: the file opens and reads "f"
+		or         error // another answer as good as want (openat2's or openat's)
 	}{
-		{"a file below folders", root, "d/e/f", nil},
-		{"a root that is a symlink", filepath.Join(base, "rootlink"), "d/e/f", nil},
-		{"a symlink as the file", root, "d/flink", unix.ELOOP},
-		{"a symlink as a folder", root, "dlink/e/f", unix.ENOTDIR},
-		{"a parent element", root, "d/../../outside", unix.EINVAL},
-		{"an absolute name", root, "/d/e/f", unix.EINVAL},
-		{"a current-folder element", root, "d/./e/f", unix.EINVAL},
+		{"a file below folders", root, "d/e/f", nil, nil},
+		{"a root that is a symlink", filepath.Join(base, "rootlink"), "d/e/f", nil, nil},
+		{"a symlink as the file", root, "d/flink", unix.ELOOP, nil},
+		{"a symlink as a folder", root, "dlink/e/f", unix.ENOTDIR, unix.ELOOP},
+		{"a parent element", root, "d/../../outside", unix.EINVAL, nil},
+		{"an absolute name", root, "/d/e/f", unix.EINVAL, nil},
+		{"a current-folder element", root, "d/./e/f", unix.EINVAL, nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, err := OS{}.OpenBeneath(tt.root, tt.file)
-			if tt.want != nil {
-				if !errors.Is(err, tt.want) {
-					t.Errorf("OpenBeneath returns %v, want %v", err, tt.want)
-				}
-				if f != nil {
-					f.Close()
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			data, err := io.ReadAll(f)
-			if err != nil || string(data) != "f" {
-				t.Errorf("read %q (%v), want f", data, err)
-			}
-		})
+	for _, walk := range []string{"openat2", "openat element by element"} {
+		noOpenat2.Store(walk != "openat2")
+		t.Cleanup(func() { noOpenat2.Store(false) })
+		for _, tt := range tests {
+			t.Run(walk+"/"+tt.name, func(t *testing.T) {
+				testOpenBeneath(t, tt.root, tt.file, tt.want, tt.or)
+			})
+		}
+	}
+}
+
+// testOpenBeneath opens root/file with OS.OpenBeneath: it must fail with
+// want (or with or, when set), or read "f" when want is nil.
+func testOpenBeneath(t *testing.T, root, file string, want, or error) {
+	t.Helper()
+	f, err := OS{}.OpenBeneath(root, file)
+	if want != nil {
+		if !errors.Is(err, want) && (or == nil || !errors.Is(err, or)) {
+			t.Errorf("OpenBeneath returns %v, want %v", err, want)
+		}
+		if f != nil {
+			f.Close()
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil || string(data) != "f" {
+		t.Errorf("read %q (%v), want f", data, err)
 	}
 }

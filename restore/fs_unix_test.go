@@ -23,8 +23,8 @@ func TestOSSetMTime(t *testing.T) {
 	mustDo(t, os.Symlink(file, link))
 	fileTime := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	linkTime := fileTime.Add(time.Hour + time.Nanosecond)
-	mustDo(t, OS{}.SetMTime(file, fileTime))
-	mustDo(t, OS{}.SetMTime(link, linkTime))
+	mustDo(t, OS{}.SetMTime(dir, "file", fileTime))
+	mustDo(t, OS{}.SetMTime(dir, "link", linkTime))
 	for p, want := range map[string]time.Time{file: fileTime, link: linkTime} {
 		var st unix.Stat_t
 		mustDo(t, unix.Lstat(p, &st))
@@ -43,7 +43,7 @@ func TestOSCreateExclusive(t *testing.T) {
 	mustDo(t, os.Symlink(filepath.Join(dir, "pointee"), dangling))
 	mustDo(t, os.WriteFile(existing, nil, 0o600))
 	for _, p := range []string{dangling, existing} {
-		if f, err := (OS{}).CreateExclusive(p); !errors.Is(err, os.ErrExist) {
+		if f, err := (OS{}).CreateExclusive(dir, filepath.Base(p)); !errors.Is(err, os.ErrExist) {
 			if f != nil {
 				f.Close()
 			}
@@ -61,10 +61,10 @@ func TestOSCreateExclusive(t *testing.T) {
 func TestOSOpenDirect(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "f")
-	f, err := OS{}.CreateExclusive(name)
+	f, err := OS{}.CreateExclusive(dir, "f")
 	mustDo(t, err)
 	defer f.Close()
-	d := OS{}.OpenDirect(name, f)
+	d := OS{}.OpenDirect(dir, "f", f)
 	if d == nil {
 		t.Skipf("no direct writes here (FreeBSD, or a file system such as tmpfs): nothing to check")
 	}
@@ -79,7 +79,7 @@ func TestOSOpenDirect(t *testing.T) {
 	}
 	mustDo(t, os.WriteFile(filepath.Join(dir, "other"), nil, 0o600))
 	mustDo(t, os.Rename(filepath.Join(dir, "other"), name))
-	if d := (OS{}).OpenDirect(name, f); d != nil {
+	if d := (OS{}).OpenDirect(dir, "f", f); d != nil {
 		d.Close()
 		t.Error("OpenDirect opened a name that now leads to another file")
 	}

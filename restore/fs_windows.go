@@ -13,8 +13,12 @@ import (
 
 // CreateExclusive creates a new file; O_EXCL refuses any entry at name,
 // a symlink or junction included.
-func (OS) CreateExclusive(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+func (OS) CreateExclusive(root, name string) (File, error) {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +100,12 @@ func openNoFollow(p string, flags, want uint32) (windows.Handle, error) {
 // Symlink makes a symlink. Windows lets only an administrator, or a user
 // in Developer Mode, make one: without that privilege the restore names
 // the Lack once.
-func (OS) Symlink(target, name string) error {
-	err := os.Symlink(target, name)
+func (OS) Symlink(root, target, name string) error {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return err
+	}
+	err = os.Symlink(target, full)
 	if errors.Is(err, windows.ERROR_PRIVILEGE_NOT_HELD) {
 		return &lackError{what: "symlinks", reason: "Windows lets only an administrator, or a user in Developer Mode, make them"}
 	}
@@ -105,24 +113,28 @@ func (OS) Symlink(target, name string) error {
 }
 
 // Mknod fails: Windows has no FIFOs or device nodes.
-func (OS) Mknod(string, uint32, int) error {
+func (OS) Mknod(string, string, uint32, int) error {
 	return errors.New("FIFOs and device nodes do not exist on Windows")
 }
 
 // Lchown fails with a Lack: Windows has no POSIX owners.
-func (OS) Lchown(string, int, int) error {
+func (OS) Lchown(string, string, int, int) error {
 	return &lackError{what: LackOwners, reason: "Windows has no POSIX owners: what is restored belongs to whoever restores it"}
 }
 
 // Lsetxattr fails with a Lack: Windows has no POSIX extended attributes.
-func (OS) Lsetxattr(string, string, []byte) error {
+func (OS) Lsetxattr(string, string, string, []byte) error {
 	return &lackError{what: "extended attributes", reason: "Windows has none of the POSIX kind"}
 }
 
 // Chmod sets the read-only attribute from the owner's write bit
 // (windowsAttributes); Windows has no other permission bits.
-func (OS) Chmod(name string, mode uint32) error {
-	p, err := windows.UTF16PtrFromString(name)
+func (OS) Chmod(root, name string, mode uint32) error {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return err
+	}
+	p, err := windows.UTF16PtrFromString(full)
 	if err != nil {
 		return err
 	}
@@ -138,8 +150,12 @@ func (OS) Chmod(name string, mode uint32) error {
 
 // SetMTime sets the access and modification times, to Windows' 100 ns,
 // on the entry at name itself, never on what a symlink there points to.
-func (OS) SetMTime(name string, mtime time.Time) error {
-	p, err := windows.UTF16PtrFromString(name)
+func (OS) SetMTime(root, name string, mtime time.Time) error {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return err
+	}
+	p, err := windows.UTF16PtrFromString(full)
 	if err != nil {
 		return err
 	}
@@ -152,6 +168,91 @@ func (OS) SetMTime(name string, mtime time.Time) error {
 	ft := windows.NsecToFiletime(mtime.UnixNano())
 	return windows.SetFileTime(h, nil, &ft, &ft)
 }
+
+// windowsFull is root/name as a Windows path, after checking that no
+// folder of name below root is a symlink or junction. Windows has no
+// descriptor-relative calls in its usual API: a reparse point swapped in
+// between this check and the call is followed (docs/ARCHITECTURE.md).
+func windowsFull(root, name string) (string, error) {
+	elems := strings.Split(name, "/")
+	p := root
+	for i, e := range elems {
+		if e == "" || e == "." || e == ".." {
+			return "", &fs.PathError{Op: "open", Path: filepath.Join(root, filepath.FromSlash(name)), Err: windows.ERROR_INVALID_NAME}
+		}
+		p = filepath.Join(p, e)
+		if i == len(elems)-1 {
+			break
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&(fs.ModeSymlink|fs.ModeIrregular) != 0 || !fi.IsDir() {
+			return "", &fs.PathError{Op: "open", Path: p, Err: errReparsePoint}
+		}
+	}
+	return p, nil
+}
+
+// Mkdir creates a folder.
+func (OS) Mkdir(root, name string, perm fs.FileMode) error {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return err
+	}
+	return os.Mkdir(full, perm)
+}
+
+// Lstat describes name without following a symlink.
+func (OS) Lstat(root, name string) (fs.FileInfo, error) {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Lstat(full)
+}
+
+// Rename moves oldname to newname.
+func (OS) Rename(root, oldname, newname string) error {
+	oldFull, err := windowsFull(root, oldname)
+	if err != nil {
+		return err
+	}
+	newFull, err := windowsFull(root, newname)
+	if err != nil {
+		return err
+	}
+	return os.Rename(oldFull, newFull)
+}
+
+// Remove removes a file or an empty folder.
+func (OS) Remove(root, name string) error {
+	full, err := windowsFull(root, name)
+	if err != nil {
+		return err
+	}
+	return os.Remove(full)
+}
+
+// Link makes a hard link.
+func (OS) Link(root, oldname, newname string) error {
+	oldFull, err := windowsFull(root, oldname)
+	if err != nil {
+		return err
+	}
+	newFull, err := windowsFull(root, newname)
+	if err != nil {
+		return err
+	}
+	return os.Link(oldFull, newFull)
+}
+
+// holdRoot does nothing on Windows: every call names its path whole.
+func holdRoot(string) (release func()) { return func() {} }
+
+// sameFile tells whether two of Lstat's answers are one file.
+func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }
 
 // mtimeResolution is the precision of a file's times on Windows.
 const mtimeResolution = 100 * time.Nanosecond

@@ -30,7 +30,7 @@ func TestOSChmodReadOnly(t *testing.T) {
 		{"a folder without write", dir, 0o555, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := (OS{}).Chmod(tt.path, tt.mode); err != nil {
+			if err := (OS{}).Chmod(filepath.Dir(tt.path), filepath.Base(tt.path), tt.mode); err != nil {
 				t.Fatal(err)
 			}
 			p, _ := windows.UTF16PtrFromString(tt.path)
@@ -52,7 +52,7 @@ func TestOSSetMTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	when := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
-	if err := (OS{}).SetMTime(file, when); err != nil {
+	if err := (OS{}).SetMTime(filepath.Dir(file), filepath.Base(file), when); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Lstat(file)

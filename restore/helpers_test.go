@@ -171,30 +171,31 @@ func (f *faultFS) fault(op, name string, off int64, n int) error {
 	return f.hook(op, name, off, n)
 }
 
-func (f *faultFS) Mkdir(name string, perm fs.FileMode) error {
-	if err := f.fault("Mkdir", name, 0, 0); err != nil {
+func (f *faultFS) Mkdir(root, name string, perm fs.FileMode) error {
+	if err := f.fault("Mkdir", filepath.Join(root, name), 0, 0); err != nil {
 		return err
 	}
-	return f.OS.Mkdir(name, perm)
+	return f.OS.Mkdir(root, name, perm)
 }
 
-func (f *faultFS) CreateExclusive(name string) (restore.File, error) {
-	if err := f.fault("CreateExclusive", name, 0, 0); err != nil {
+func (f *faultFS) CreateExclusive(root, name string) (restore.File, error) {
+	full := filepath.Join(root, name)
+	if err := f.fault("CreateExclusive", full, 0, 0); err != nil {
 		return nil, err
 	}
-	file, err := f.OS.CreateExclusive(name)
+	file, err := f.OS.CreateExclusive(root, name)
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{File: file, fs: f, name: name}, nil
+	return &faultFile{File: file, fs: f, name: full}, nil
 }
 
-func (f *faultFS) OpenDirect(name string, file restore.File) restore.File {
-	d := f.OS.OpenDirect(name, file.(*faultFile).File)
+func (f *faultFS) OpenDirect(root, name string, file restore.File) restore.File {
+	d := f.OS.OpenDirect(root, name, file.(*faultFile).File)
 	if d == nil {
 		return nil
 	}
-	return &faultFile{File: d, fs: f, name: name}
+	return &faultFile{File: d, fs: f, name: filepath.Join(root, name)}
 }
 
 func (f *faultFS) OpenBeneath(root, name string) (restore.ReadFile, error) {
@@ -209,32 +210,32 @@ func (f *faultFS) OpenBeneath(root, name string) (restore.ReadFile, error) {
 	return &faultReader{ReadFile: file, fs: f, name: full}, nil
 }
 
-func (f *faultFS) Rename(oldname, newname string) error {
-	if err := f.fault("Rename", newname, 0, 0); err != nil {
+func (f *faultFS) Rename(root, oldname, newname string) error {
+	if err := f.fault("Rename", filepath.Join(root, newname), 0, 0); err != nil {
 		return err
 	}
-	return f.OS.Rename(oldname, newname)
+	return f.OS.Rename(root, oldname, newname)
 }
 
-func (f *faultFS) Symlink(target, name string) error {
-	if err := f.fault("Symlink", name, 0, 0); err != nil {
+func (f *faultFS) Symlink(root, target, name string) error {
+	if err := f.fault("Symlink", filepath.Join(root, name), 0, 0); err != nil {
 		return err
 	}
-	return f.OS.Symlink(target, name)
+	return f.OS.Symlink(root, target, name)
 }
 
-func (f *faultFS) Link(oldname, newname string) error {
-	if err := f.fault("Link", newname, 0, 0); err != nil {
+func (f *faultFS) Link(root, oldname, newname string) error {
+	if err := f.fault("Link", filepath.Join(root, newname), 0, 0); err != nil {
 		return err
 	}
-	return f.OS.Link(oldname, newname)
+	return f.OS.Link(root, oldname, newname)
 }
 
-func (f *faultFS) Chmod(name string, mode uint32) error {
-	if err := f.fault("Chmod", name, 0, 0); err != nil {
+func (f *faultFS) Chmod(root, name string, mode uint32) error {
+	if err := f.fault("Chmod", filepath.Join(root, name), 0, 0); err != nil {
 		return err
 	}
-	return f.OS.Chmod(name, mode)
+	return f.OS.Chmod(root, name, mode)
 }
 
 type faultFile struct {

@@ -18,11 +18,11 @@ import (
 // Windows is to a user without the privilege to make symlinks.
 type lackingFS struct{ faultFS }
 
-func (lackingFS) Symlink(string, string) error {
+func (lackingFS) Symlink(string, string, string) error {
 	return restore.NewLackError("symlinks", "this platform makes none")
 }
 
-func (lackingFS) Lsetxattr(string, string, []byte) error {
+func (lackingFS) Lsetxattr(string, string, string, []byte) error {
 	return restore.NewLackError("extended attributes", "this platform has none")
 }
 
@@ -68,14 +68,14 @@ func TestRestoreNamesWhatThePlatformLacksOnce(t *testing.T) {
 // (com.apple.*: no such namespace) and, to a user, for a trusted.* one.
 type xattrRefusingFS struct{ faultFS }
 
-func (f *xattrRefusingFS) Lsetxattr(name, attr string, value []byte) error {
+func (f *xattrRefusingFS) Lsetxattr(root, name, attr string, value []byte) error {
 	switch {
 	case strings.HasPrefix(attr, "com.apple."):
 		return syscall.EOPNOTSUPP
 	case strings.HasPrefix(attr, "trusted."):
 		return syscall.EPERM
 	}
-	return f.faultFS.Lsetxattr(name, attr, value)
+	return f.faultFS.Lsetxattr(root, name, attr, value)
 }
 
 // An extended attribute the target cannot take (a macOS snapshot restored

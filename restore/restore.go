@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -183,7 +184,7 @@ type deferredLink struct {
 // placedFile is a restored file that later names of its inode link to.
 type placedFile struct {
 	path string
-	info fs.FileInfo // the file as it was placed, for os.SameFile
+	info fs.FileInfo // the file as it was placed, for sameFile
 }
 
 // Run writes the tree of snapshot s into opts.Target.
@@ -205,9 +206,12 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
-	if fi, err := opts.FS.Lstat(root); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("target %s is not a folder", root)
 	}
+	// The target stays open for every call below it until the restore
+	// ends, so that each opens only the folder it needs.
+	defer holdRoot(root)()
 	rs := &restorer{
 		r: r, fs: opts.FS, opts: opts, root: root, asRoot: os.Geteuid() == 0,
 		linkFirst:  map[inode]bool{},
@@ -339,8 +343,9 @@ func (rs *restorer) walkOptions() repo.WalkOptions {
 	return repo.WalkOptions{Include: rs.opts.Include, Exclude: rs.opts.Exclude}
 }
 
-// targetOf is where the entry at snapshot path p is restored.
-func (rs *restorer) targetOf(p string) string { return filepath.Join(rs.root, localPath(p)) }
+// targetOf is where the entry at snapshot path p is restored: its name
+// below the target, with "/" between its elements, as FS takes it.
+func (rs *restorer) targetOf(p string) string { return strings.TrimPrefix(localPath(p), "/") }
 
 // walk restores tree id, the snapshot's root, into the target: it creates
 // folders as the walker meets them (each exists and is a real folder, not
@@ -460,11 +465,11 @@ func (rs *restorer) makeFolders() bool {
 // makeDir creates a folder, or accepts an existing real folder. It refuses
 // a symlink or anything else in the way.
 func (rs *restorer) makeDir(target string) error {
-	err := rs.fs.Mkdir(target, 0o700)
+	err := rs.fs.Mkdir(rs.root, target, 0o700)
 	if err == nil || !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	fi, err := rs.fs.Lstat(target)
+	fi, err := rs.fs.Lstat(rs.root, target)
 	if err != nil {
 		return err
 	}
@@ -480,24 +485,24 @@ func (rs *restorer) makeDir(target string) error {
 func tempName(target string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return filepath.Join(filepath.Dir(target), ".nightjar-restore-"+hex.EncodeToString(b[:]))
+	return path.Join(path.Dir(target), ".nightjar-restore-"+hex.EncodeToString(b[:]))
 }
 
 // place renames a finished temporary entry to its final name, unless
 // something is there and Overwrite is off. A folder is never replaced.
 func (rs *restorer) place(tmp, target string) error {
-	if fi, err := rs.fs.Lstat(target); err == nil {
+	if fi, err := rs.fs.Lstat(rs.root, target); err == nil {
 		switch {
 		case fi.IsDir():
-			rs.fs.Remove(tmp)
+			rs.fs.Remove(rs.root, tmp)
 			return errors.New("a folder is in the way: not replaced")
 		case !rs.opts.Overwrite:
-			rs.fs.Remove(tmp)
+			rs.fs.Remove(rs.root, tmp)
 			return errors.New("exists (use --overwrite to replace it)")
 		}
 	}
-	if err := rs.fs.Rename(tmp, target); err != nil {
-		rs.fs.Remove(tmp)
+	if err := rs.fs.Rename(rs.root, tmp, target); err != nil {
+		rs.fs.Remove(rs.root, tmp)
 		return err
 	}
 	return nil
@@ -575,9 +580,9 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	var openErr error
 	f.open.Do(func() {
 		f.tmp = tempName(f.target)
-		f.out, openErr = rs.fs.CreateExclusive(f.tmp)
+		f.out, openErr = rs.fs.CreateExclusive(rs.root, f.tmp)
 		if openErr == nil && f.node.Size >= directMinSize {
-			f.direct = rs.fs.OpenDirect(f.tmp, f.out)
+			f.direct = rs.fs.OpenDirect(rs.root, f.tmp, f.out)
 		}
 	})
 	if openErr != nil {
@@ -669,26 +674,26 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	if f.err != nil {
 		if f.out != nil {
 			f.out.Close()
-			rs.fs.Remove(f.tmp)
+			rs.fs.Remove(rs.root, f.tmp)
 		}
 		return f.err
 	}
 	written := f.written.Load()
 	if err := f.out.Truncate(written); err != nil {
 		f.out.Close()
-		rs.fs.Remove(f.tmp)
+		rs.fs.Remove(rs.root, f.tmp)
 		return err
 	}
 	if err := f.out.Close(); err != nil {
-		rs.fs.Remove(f.tmp)
+		rs.fs.Remove(rs.root, f.tmp)
 		return err
 	}
 	if written != int64(f.node.Size) {
-		rs.fs.Remove(f.tmp)
+		rs.fs.Remove(rs.root, f.tmp)
 		return &damageError{fmt.Errorf("content is %d bytes, snapshot says %d: %w", written, f.node.Size, repo.ErrIntegrity)}
 	}
 	if err := rs.setMeta(f.tmp, &f.node); err != nil {
-		rs.fs.Remove(f.tmp)
+		rs.fs.Remove(rs.root, f.tmp)
 		return fmt.Errorf("metadata: %w", err)
 	}
 	if err := rs.place(f.tmp, f.target); err != nil {
@@ -719,13 +724,13 @@ func (rs *restorer) restoreWhole(ctx context.Context, f restoreFile) error {
 // recordPlaced notes a restored hardlinked file, by the device and inode
 // it has now, for the other names of its inode.
 func (rs *restorer) recordPlaced(f restoreFile) {
-	fi, err := rs.fs.Lstat(f.target)
+	fi, err := rs.fs.Lstat(rs.root, f.target)
 	if err != nil {
 		return
 	}
 	// Windows reads a file's identity when os.SameFile first asks for it:
 	// ask now, while the name holds the file placed.
-	os.SameFile(fi, fi)
+	sameFile(fi, fi)
 	rs.mu.Lock()
 	rs.placed[inode{f.node.Device, f.node.Inode}] = placedFile{path: f.target, info: fi}
 	rs.mu.Unlock()
@@ -757,11 +762,11 @@ func (rs *restorer) restoreLink(ctx context.Context, l deferredLink) {
 	first, ok := rs.placed[key]
 	var now fs.FileInfo
 	if ok {
-		now, _ = rs.fs.Lstat(first.path)
+		now, _ = rs.fs.Lstat(rs.root, first.path)
 	}
-	if now != nil && now.Mode().IsRegular() && os.SameFile(now, first.info) {
+	if now != nil && now.Mode().IsRegular() && sameFile(now, first.info) {
 		tmp := tempName(l.target)
-		if err := rs.fs.Link(first.path, tmp); err != nil {
+		if err := rs.fs.Link(rs.root, first.path, tmp); err != nil {
 			rs.fileFailed(l.shown, l.node.Size, fmt.Errorf("hardlink: %w", err))
 			return
 		}
@@ -787,9 +792,9 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 	var err error
 	switch node.Type {
 	case repo.NodeSymlink:
-		err = rs.fs.Symlink(node.LinkTarget, tmp)
+		err = rs.fs.Symlink(rs.root, node.LinkTarget, tmp)
 	case repo.NodeFIFO:
-		err = rs.fs.Mknod(tmp, syscall.S_IFIFO|0o600, 0)
+		err = rs.fs.Mknod(rs.root, tmp, syscall.S_IFIFO|0o600, 0)
 	case repo.NodeCharDev, repo.NodeBlockDev:
 		if !rs.asRoot {
 			rs.skip(shown, "device nodes can only be made by root: not restored")
@@ -799,7 +804,7 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		if node.Type == repo.NodeBlockDev {
 			mode = syscall.S_IFBLK
 		}
-		err = rs.fs.Mknod(tmp, mode|0o600, int(node.Rdev))
+		err = rs.fs.Mknod(rs.root, tmp, mode|0o600, int(node.Rdev))
 	case repo.NodeSocket:
 		rs.skip(shown, "sockets belong to the program that made them: not restored")
 		return
@@ -814,7 +819,7 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		return
 	}
 	if err := rs.setMeta(tmp, &node); err != nil {
-		rs.fs.Remove(tmp)
+		rs.fs.Remove(rs.root, tmp)
 		rs.skip(shown, "metadata: "+err.Error())
 		return
 	}
@@ -831,12 +836,12 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 // p without following a symlink.
 func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	if rs.asRoot {
-		if err := rs.fs.Lchown(p, int(node.UID), int(node.GID)); err != nil {
+		if err := rs.fs.Lchown(rs.root, p, int(node.UID), int(node.GID)); err != nil {
 			return fmt.Errorf("owner: %w", err)
 		}
 	}
 	for _, x := range node.Xattrs {
-		if err := rs.fs.Lsetxattr(p, x.Name, x.Value); err != nil {
+		if err := rs.fs.Lsetxattr(rs.root, p, x.Name, x.Value); err != nil {
 			// An attribute the target cannot take costs the attribute, never
 			// the file: it is counted and named once (a Lack), as a
 			// platform's missing feature is.
@@ -855,11 +860,11 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	}
 	if node.Type != repo.NodeSymlink {
 		// After chown, which clears setuid and setgid.
-		if err := rs.fs.Chmod(p, node.Mode&0o7777); err != nil {
+		if err := rs.fs.Chmod(rs.root, p, node.Mode&0o7777); err != nil {
 			return fmt.Errorf("mode: %w", err)
 		}
 	}
-	if err := rs.fs.SetMTime(p, node.MTime); err != nil {
+	if err := rs.fs.SetMTime(rs.root, p, node.MTime); err != nil {
 		return fmt.Errorf("times: %w", err)
 	}
 	return nil
