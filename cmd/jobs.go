@@ -697,6 +697,11 @@ func runJobExplain(c *cli.Context, p *printer, s *scheduler, name string) error 
 	if err != nil {
 		return err
 	}
+	if last := info.LastRun; last != nil && last.Status == pass.StatusFailed {
+		// Why the last run failed is often why the job does not get on:
+		// a repository that cannot be set up fails each of its runs.
+		e.Lines = append(e.Lines, fmt.Sprintf("its last run %d %s", last.ID, describeRun(*last)))
+	}
 	if p.jsonOut {
 		var next *string
 		if !e.NextRun.IsZero() {
