@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -102,5 +103,39 @@ func TestWarningsAndLastErrorRedactConfigSecrets(t *testing.T) {
 				t.Errorf("%d secrets redacted, want 3:\n%s", n, out)
 			}
 		})
+	}
+}
+
+// The command line judges --password-file as ssh judges a key: one that
+// others can write is refused with the fix, nothing created; one that
+// others can read is used, with a warning.
+func TestPasswordFileModeOnTheCommandLine(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows file modes do not say who may write")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pw")
+	if err := os.WriteFile(file, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(file, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	repoDir := filepath.Join(dir, "repo")
+	_, stderr, code := runCLI(t, "init", "-r", repoDir, "--password-file", file)
+	want := "nightjar: the --password-file is writable by others (mode 0666): refused, as anyone could change the password it holds; fix: chmod o-w on it\n"
+	if code != ExitUsage || stderr != want {
+		t.Fatalf("init with a world-writable password file: exit %d, stderr %q; want %d, %q", code, stderr, ExitUsage, want)
+	}
+	if _, err := os.Stat(repoDir); !os.IsNotExist(err) {
+		t.Errorf("a refused init left %s: %v", repoDir, err)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCLI(t, "init", "-r", repoDir, "--password-file", file)
+	if code != ExitOK || !strings.Contains(stderr, "warning: the --password-file is readable by others (mode 0644): keep it private with chmod go-r on it") {
+		t.Fatalf("init with a password file others can read: exit %d, stderr %q; want 0 and a warning", code, stderr)
 	}
 }
