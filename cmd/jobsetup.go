@@ -88,8 +88,8 @@ func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, erro
 	var err error
 	switch {
 	case rc.Password.File != "":
-		// A file others can read is told by config validate and at each
-		// pass's start (passwordWarnings), not at each run.
+		// A file others can read is told by config validate and by the
+		// passes that use it (passWarnings), not by each run.
 		pw, err = readPasswordFile(rc.Password.File, "its password_file", nil)
 	case rc.Password.Command != "":
 		pw, err = readPasswordCommand(ctx, rc.Password.Command, rc.Password.CommandTimeout, "its password_command")
@@ -116,7 +116,7 @@ func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, erro
 // run at a time and only when a run needs one (a password_command runs
 // then), so that one repository that cannot be set up fails only the runs
 // of its own jobs. The repository found must be the one recorded under
-// its name in state (checkIdentity), and must take a write before any
+// its name in state (readyForRun), and must take a write before any
 // work is done. A repository is created on first use when
 // create_if_missing says so and its name never had one.
 func repositoryOpener(cfg *config.Config, state *db.DB) jobs.RepositoryOpener {
