@@ -55,10 +55,11 @@ func passwordSourceChecks(cfg *config.Config) (problems, warnings []string) {
 // subshell, a variable) is not judged.
 func findProgram(line string) error {
 	words := strings.Fields(line)
-	for len(words) > 0 && strings.Contains(words[0], "=") {
+	// Assignments, and the builtins that run the word after them.
+	for len(words) > 0 && (strings.Contains(words[0], "=") || words[0] == "exec" || words[0] == "command") {
 		words = words[1:]
 	}
-	if len(words) == 0 || strings.ContainsAny(words[0][:1], "\"'$`({!\\") {
+	if len(words) == 0 || strings.ContainsAny(words[0][:1], "\"'$`({!\\") || shellWords[words[0]] {
 		return nil
 	}
 	program := words[0]
@@ -68,6 +69,11 @@ func findProgram(line string) error {
 	}
 	return nil
 }
+
+// shellWords are the shell's keywords and builtins that a password
+// command may start with but that no PATH holds.
+var shellWords = map[string]bool{".": true, "source": true, "eval": true, "if": true, "case": true, "for": true,
+	"while": true, "until": true, "set": true, "export": true, "cd": true, "read": true, "umask": true}
 
 // passWarnings are a pass's warnings about the repositories its started
 // runs use, one line per repository: one that is not encrypted (for

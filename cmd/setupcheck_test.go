@@ -56,3 +56,28 @@ func TestCatalogSyncSkipsAReplacedRepository(t *testing.T) {
 		t.Errorf("catalog status %+v: want no sync and the reason recorded", st)
 	}
 }
+
+func TestFindProgram(t *testing.T) {
+	tests := []struct {
+		line  string
+		found bool
+	}{
+		{"sh -c 'echo pw'", true},
+		{"/bin/sh -c true", true},
+		{"VAULT_ADDR=https://vault:8200 exec sh -c true", true},
+		{"nightjar-test-no-such-program --get offsite", false},
+		{"/nonexistent/vault-get", false},
+		{"TOKEN=x nightjar-test-no-such-program", false},
+		{"exec nightjar-test-no-such-program", false},
+		{"cd /etc && sh -c true", true}, // a builtin first: not judged
+		{"'quoted program' arg", true},  // shell syntax: not judged
+		{"$HOME/bin/vault-get", true},   // a variable: not judged
+		{". /etc/profile; vault", true}, // a builtin first: not judged
+		{"/etc/passwd", false},          // not executable
+	}
+	for _, tc := range tests {
+		if err := findProgram(tc.line); (err == nil) != tc.found {
+			t.Errorf("findProgram(%q) = %v, want found %v", tc.line, err, tc.found)
+		}
+	}
+}
