@@ -127,6 +127,15 @@ func syncAllCatalogs(ctx context.Context, cfg *config.Config, state *db.DB, repo
 			report(fmt.Sprintf("catalog of repository %s not synced, job show lists what the last sync found: %s", name, errorMessage(err)), true)
 			continue
 		}
+		if known, err := state.RecordedRepositoryID(ctx, name); err == nil && known != "" && known != r.ID() {
+			// A replaced repository's listing would mark every snapshot
+			// of the one recorded forgotten: scheduled runs refuse it too.
+			r.Close()
+			err = recordSyncFailure(ctx, state, name, fmt.Errorf("the repository found has ID %s, not the recorded %s: it was replaced (%s)",
+				idPrefix(r.ID()), idPrefix(known), jobs.CodeRepositoryReplaced))
+			report(fmt.Sprintf("catalog of repository %s not synced: %s", name, errorMessage(err)), true)
+			continue
+		}
 		ch, err := syncCatalog(ctx, state, name, r)
 		r.Close()
 		if ctx.Err() != nil {

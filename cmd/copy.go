@@ -172,10 +172,10 @@ func openSourceRepo(c *cli.Context, p *printer, location string) (*repo.Reposito
 // NIGHTJAR_FROM_PASSWORD, or a terminal prompt.
 func sourcePassword(c *cli.Context) ([]byte, error) {
 	if file := c.String("from-password-file"); file != "" {
-		return readPasswordFile(file, "the --from-password-file")
+		return readPasswordFile(file, "the --from-password-file", newPrinter(c).Warnf)
 	}
 	if command := c.String("from-password-command"); command != "" {
-		return readPasswordCommand(c.Context, command, "the --from-password-command")
+		return readPasswordCommand(c.Context, command, 0, "the --from-password-command")
 	}
 	if pw, ok := os.LookupEnv("NIGHTJAR_FROM_PASSWORD"); ok {
 		return checkPassword([]byte(pw), "NIGHTJAR_FROM_PASSWORD")

@@ -325,8 +325,15 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err != nil {
 		return err
 	}
+	warnings, err := jobWarnings(c.Context, s.db, name, info.Repository)
+	if err != nil {
+		return err
+	}
 	if p.jsonOut {
-		return p.JSON(jobShowJSON{jobJSON: j, Catalog: catalog})
+		return p.JSON(jobShowJSON{jobJSON: j, Catalog: catalog, Warnings: warnings})
+	}
+	for _, w := range warnings {
+		p.Warnf("%s", w)
 	}
 	p.Printf("job %s\n  schedule:   %s (%s)\n  repository: %s\n  priority:   %s\n  state:      %s\n", j.Name, j.Description, j.Schedule, j.Repository, j.Priority, j.State)
 	if j.NextRun != nil {
@@ -361,7 +368,8 @@ func runJobShow(c *cli.Context, p *printer, s *scheduler, name string) error {
 // from the catalog.
 type jobShowJSON struct {
 	jobJSON
-	Catalog catalogJSON `json:"catalog"`
+	Catalog  catalogJSON `json:"catalog"`
+	Warnings []string    `json:"warnings"` // such as an unencrypted repository (jobWarnings)
 }
 
 // jobVerification reads the verification state of the job's snapshots from
@@ -506,9 +514,6 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		}
 		p.Printf("run %d of job %s is queued: the next tick starts it (it has not run yet)\n", run.ID, name)
 		return nil
-	}
-	if err := checkKeyMaterial(c.Context, s.cfg); err != nil {
-		return err
 	}
 	s.pass.Executor = newExecutor(s.cfg, s.now, s.db)
 	ended, held, err := awaitRun(c, p, s, run.ID)
@@ -696,6 +701,11 @@ func runJobExplain(c *cli.Context, p *printer, s *scheduler, name string) error 
 	e, err := s.pass.ExplainJob(c.Context, info.Job)
 	if err != nil {
 		return err
+	}
+	if last := info.LastRun; last != nil && last.Status == pass.StatusFailed {
+		// Why the last run failed is often why the job does not get on:
+		// a repository that cannot be set up fails each of its runs.
+		e.Lines = append(e.Lines, fmt.Sprintf("its last run %d %s", last.ID, describeRun(*last)))
 	}
 	if p.jsonOut {
 		var next *string

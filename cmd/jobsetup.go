@@ -12,11 +12,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/repo/chunker"
+	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
 // configFlags are taken by every command that reads the job config.
@@ -78,50 +80,47 @@ func statePath(c *cli.Context, cfg *config.Config) string {
 
 // repositoryPassword reads a configured repository's password. Its
 // errors name the repository and the key of its password source, never a
-// password file's path or a password command: they reach run messages,
-// hooks, notifications and logs.
+// password file's path or a password command, nor what the command
+// printed on standard error: they reach run messages, hooks,
+// notifications and logs. They carry class auth (PASSWORD_UNAVAILABLE),
+// so that a scheduled run fails for its own repository's password alone.
 func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, error) {
 	var pw []byte
 	var err error
 	switch {
 	case rc.Password.File != "":
-		pw, err = readPasswordFile(rc.Password.File, "its password_file")
+		// A file others can read is told by config validate and by the
+		// passes that use it (passWarnings), not by each run.
+		pw, err = readPasswordFile(rc.Password.File, "its password_file", nil)
 	case rc.Password.Command != "":
-		pw, err = readPasswordCommand(ctx, rc.Password.Command, "its password_command")
+		pw, err = readPasswordCommand(ctx, rc.Password.Command, rc.Password.CommandTimeout, "its password_command")
 	case rc.Password.Env != "":
 		env, ok := os.LookupEnv(rc.Password.Env)
 		if !ok {
-			return nil, fmt.Errorf("repository %s: its password_env %s is not set", rc.Name, rc.Password.Env)
+			err = fmt.Errorf("its password_env %s is not set", rc.Password.Env)
+		} else {
+			pw, err = checkPassword([]byte(env), "its password_env "+rc.Password.Env)
 		}
-		pw, err = checkPassword([]byte(env), "its password_env "+rc.Password.Env)
 	default:
-		return nil, fmt.Errorf("repository %s has no password source", rc.Name)
+		err = errors.New("it has no password source")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("repository %s: %w", rc.Name, err)
+		}
+		return nil, &pass.ClassError{Class: pass.ClassAuth, Code: jobs.CodePasswordUnavailable, Err: fmt.Errorf("repository %s: %w", rc.Name, err)}
 	}
 	return pw, nil
 }
 
-// checkKeyMaterial makes sure that every repository a job uses has a
-// readable password now, so that a missing file is found when the
-// scheduler starts, not at 2 a.m.
-func checkKeyMaterial(ctx context.Context, cfg *config.Config) error {
-	used := map[string]bool{}
-	for _, def := range cfg.JobDefs() {
-		used[def.Repository] = true
-	}
-	for name := range used {
-		if _, err := repositoryPassword(ctx, cfg.Repositories[name]); err != nil {
-			return usageError{err}
-		}
-	}
-	return nil
-}
-
-// repositoryOpener opens configured repositories for the executor,
-// creating one on first use when create_if_missing says so.
-func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
+// repositoryOpener opens configured repositories for the executor, one
+// run at a time and only when a run needs one (a password_command runs
+// then), so that one repository that cannot be set up fails only the runs
+// of its own jobs. The repository found must be the one recorded under
+// its name in state (readyForRun), and must take a write before any
+// work is done. A repository is created on first use when
+// create_if_missing says so and its name never had one.
+func repositoryOpener(cfg *config.Config, state *db.DB) jobs.RepositoryOpener {
 	var creating sync.Mutex // runs of one pass create a repository once
 	return func(ctx context.Context, name string) (*repo.Repository, error) {
 		rc, ok := cfg.Repositories[name]
@@ -131,7 +130,10 @@ func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 		password := func() ([]byte, error) { return repositoryPassword(ctx, rc) }
 		var r *repo.Repository
 		be, err := backend.OpenWith(ctx, configLocation(rc), rc.Options)
-		if notCreatedYet(err) && rc.CreateIfMissing {
+		if notCreatedYet(err) {
+			if err := missingRepository(ctx, state, rc, err); err != nil {
+				return nil, err
+			}
 			creating.Lock()
 			r, err = createRepository(ctx, rc, password)
 			creating.Unlock()
@@ -139,6 +141,10 @@ func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 			r, err = repo.Open(ctx, be, repo.OpenOptions{Password: password})
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := readyForRun(ctx, state, rc, r); err != nil {
+			r.Close()
 			return nil, err
 		}
 		if err := r.SetCompression(rc.Compression); err != nil {
@@ -155,6 +161,55 @@ func repositoryOpener(cfg *config.Config) jobs.RepositoryOpener {
 func notCreatedYet(err error) bool {
 	return errors.Is(err, repo.ErrNoRepository) || errors.Is(err, s3.ErrNoBucket)
 }
+
+// missingRepository is the error of a run that finds no repository where
+// rc is configured (cause): NO_REPOSITORY, retried since a disk may come
+// back, unless create_if_missing may create it, which it may only when no
+// repository was ever recorded under the name (nil then).
+func missingRepository(ctx context.Context, state *db.DB, rc config.Repository, cause error) error {
+	known, err := state.RecordedRepositoryID(ctx, rc.Name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case known != "":
+		return &pass.ClassError{Class: pass.ClassRepository, Code: jobs.CodeNoRepository, Err: fmt.Errorf(
+			"no repository at %s, where repository %s (ID %s) was: is its disk mounted? nothing was created there (create_if_missing creates only a repository never seen)",
+			rc.Location(), rc.Name, idPrefix(known))}
+	case !rc.CreateIfMissing:
+		return &pass.ClassError{Class: pass.ClassRepository, Code: jobs.CodeNoRepository, Err: cause}
+	}
+	return nil
+}
+
+// readyForRun checks that r, just opened for a run under the configured
+// name rc.Name, is the repository recorded under that name (recording it
+// when none is) and takes a write now: a repository that another replaced
+// fails the run (REPOSITORY_REPLACED) before anything is written into it,
+// and one on read-only or full storage fails it before any work.
+func readyForRun(ctx context.Context, state *db.DB, rc config.Repository, r *repo.Repository) error {
+	recorded, err := state.SeeRepository(ctx, rc.Name, r.ID(), !r.Insecure())
+	if err != nil {
+		return err
+	}
+	if recorded != r.ID() {
+		return &pass.ClassError{Class: pass.ClassRepository, Code: jobs.CodeRepositoryReplaced, Err: fmt.Errorf(
+			"the repository at %s has ID %s, but repository %s is recorded with ID %s: it was replaced, and nothing is written into it; "+
+				"put the right disk back, or if the new one is meant to be used run nightjar repository forget-id %s",
+			rc.Location(), idPrefix(r.ID()), rc.Name, idPrefix(recorded), rc.Name)}
+	}
+	if wp, ok := repo.Capability[interface{ WriteProbe(context.Context) error }](r.Backend()); ok {
+		if err := wp.WriteProbe(ctx); err != nil {
+			return &pass.ClassError{Class: pass.ClassRepository, Code: jobs.CodeRepositoryUnwritable,
+				Err: fmt.Errorf("repository %s cannot be written, so nothing was done: %w", rc.Name, err)}
+		}
+	}
+	return nil
+}
+
+// idPrefix is the first 8 characters of a repository ID, as messages show
+// it.
+func idPrefix(id string) string { return id[:min(8, len(id))] }
 
 // createRepository creates a configured repository, or opens it when
 // another process created it first: the folder's flock makes concurrent
@@ -232,8 +287,22 @@ func runConfigValidate(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
+	problems, warnings := passwordSourceChecks(cfg)
+	if len(problems) > 0 {
+		if p.jsonOut {
+			_ = p.JSON(map[string]any{"valid": false, "problems": problems, "warnings": nonNil(warnings)})
+		} else {
+			for _, pr := range append(problems, warnings...) {
+				fmt.Fprintln(c.App.ErrWriter, pr)
+			}
+		}
+		return codedError{code: ExitUsage, err: fmt.Errorf("%d password sources cannot give a password", len(problems)), silent: true}
+	}
 	if p.jsonOut {
-		return p.JSON(map[string]any{"valid": true, "problems": []string{}, "jobs": len(cfg.Jobs), "scheduled_work": len(cfg.ScheduledWork()), "repositories": len(cfg.Repositories)})
+		return p.JSON(map[string]any{"valid": true, "problems": []string{}, "warnings": nonNil(warnings), "jobs": len(cfg.Jobs), "scheduled_work": len(cfg.ScheduledWork()), "repositories": len(cfg.Repositories)})
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(c.App.ErrWriter, "warning: "+w)
 	}
 	p.Printf("%s is valid: %d jobs, %d repositories, %d windows\n", cfg.Path, len(cfg.Jobs), len(cfg.Repositories), len(cfg.Windows))
 	for _, j := range cfg.Jobs {

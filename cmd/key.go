@@ -95,7 +95,7 @@ func withNewKey(c *cli.Context, write func(*repo.Repository, []byte) (string, er
 	var pw []byte
 	if file := c.String("new-password-file"); file != "" {
 		var err error
-		if pw, err = readPasswordFile(file, "the --new-password-file"); err != nil {
+		if pw, err = readPasswordFile(file, "the --new-password-file", p.Warnf); err != nil {
 			return err
 		}
 	} else if !hasTerminal(c) {

@@ -1,20 +1,19 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
 	"github.com/nightjar-backup/nightjar/cmd/internal/crashpoint"
+	"github.com/nightjar-backup/nightjar/cmd/internal/secret"
 	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
@@ -74,11 +73,11 @@ const passwordSources = "--password-file, --password-command, NIGHTJAR_PASSWORD_
 // is false when none is set.
 func passwordFromSource(c *cli.Context) (pw []byte, given bool, err error) {
 	if file := c.String("password-file"); file != "" {
-		pw, err = readPasswordFile(file, "the --password-file")
+		pw, err = readPasswordFile(file, "the --password-file", newPrinter(c).Warnf)
 		return pw, true, err
 	}
 	if command := c.String("password-command"); command != "" {
-		pw, err = readPasswordCommand(c.Context, command, "the --password-command")
+		pw, err = readPasswordCommand(c.Context, command, 0, "the --password-command")
 		return pw, true, err
 	}
 	if env, ok := os.LookupEnv("NIGHTJAR_PASSWORD"); ok {
@@ -90,52 +89,29 @@ func passwordFromSource(c *cli.Context) (pw []byte, given bool, err error) {
 
 // readPasswordFile takes the first line of file as a password; source
 // names the file in messages ("its password_file"), which never show its
-// path: the path of a secret is one too.
-func readPasswordFile(file, source string) ([]byte, error) {
-	data, err := os.ReadFile(file)
+// path: the path of a secret is one too. A file others can write is
+// refused; one others can read is read, and warn (nil: nobody) is told.
+func readPasswordFile(file, source string, warn func(format string, args ...any)) ([]byte, error) {
+	pw, warning, err := secret.ReadFile(file)
 	if err != nil {
-		var pathErr *os.PathError
-		if errors.As(err, &pathErr) {
-			err = pathErr.Err
-		}
-		return nil, usageError{fmt.Errorf("%s cannot be read: %w", source, err)}
+		return nil, usageError{fmt.Errorf("%s %w", source, err)}
 	}
-	return checkPassword(firstLine(data), source)
+	if warning != "" && warn != nil {
+		warn("%s %s", source, warning)
+	}
+	return checkPassword(pw, source)
 }
 
-// readPasswordCommand takes the first line a command prints as a password;
+// readPasswordCommand takes the first line a command prints as a password,
+// stopping the command after timeout (0: secret.DefaultCommandTimeout);
 // source names the command in messages, which never show the command
-// itself: it may hold a secret.
-func readPasswordCommand(ctx context.Context, command, source string) ([]byte, error) {
-	argv := config.ShellArgv(command)
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// itself nor what it printed on standard error: either may hold a secret.
+func readPasswordCommand(ctx context.Context, command string, timeout time.Duration, source string) ([]byte, error) {
+	pw, err := secret.Command(ctx, config.ShellArgv(command), timeout)
 	if err != nil {
-		// The shell's complaints name the command's words ("sh: 1: foo:
-		// not found"): none of them is quoted.
-		words := redact.New(command).With(strings.Fields(command)...)
-		msg := redact.OneLine(words.Text(stderr.String()), maxCommandError)
-		if msg != "" {
-			msg = ": " + msg
-		}
-		return nil, usageError{fmt.Errorf("%s failed: %v%s", source, err, msg)}
+		return nil, usageError{fmt.Errorf("%s %w", source, err)}
 	}
-	return checkPassword(firstLine(out), source)
-}
-
-// maxCommandError is how much of a password command's standard error its
-// failure quotes, in bytes.
-const maxCommandError = 200
-
-// firstLine is the first line of a password file or command's output: the
-// password, without its line break.
-func firstLine(b []byte) []byte {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		b = b[:i]
-	}
-	return bytes.TrimSuffix(b, []byte("\r"))
+	return checkPassword(pw, source)
 }
 
 func checkPassword(pw []byte, source string) ([]byte, error) {

@@ -27,7 +27,7 @@ func repositoryCommand() *cli.Command {
 			ArgsUsage: " ",
 			Flags:     append(configFlags(), jsonFlag(), atFlag()),
 			Action:    runRepositoryList,
-		}},
+		}, repositoryForgetIDCommand()},
 	}
 }
 

@@ -93,9 +93,6 @@ func openScheduler(c *cli.Context, withExecutor bool) (*scheduler, error) {
 	}
 	if withExecutor {
 		tuneGCForBackup()
-		if err := checkKeyMaterial(c.Context, cfg); err != nil {
-			return nil, err
-		}
 	}
 	state, err := db.Open(c.Context, statePath(c, cfg), now)
 	if err != nil {
@@ -174,9 +171,6 @@ func (s *scheduler) configure(cfg *config.Config, exec pass.Executor, logger *sl
 // longer loads keeps the previous one running, with a warning.
 func (s *scheduler) reload(c *cli.Context, p *printer) {
 	cfg, err := loadConfig(c, s.now())
-	if err == nil {
-		err = checkKeyMaterial(c.Context, cfg)
-	}
 	if err != nil {
 		p.Warnf("config not reloaded, the previous one stays in force: %s", errorMessage(err))
 		return
@@ -191,7 +185,7 @@ const drillDirEnv = "NIGHTJAR_DRILL_DIR"
 // newExecutor is the executor of the config's jobs, which keeps state's
 // catalog in step around retention runs.
 func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.Executor {
-	return &jobs.Executor{Open: repositoryOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now,
+	return &jobs.Executor{Open: repositoryOpener(cfg, state), Sources: jobSources(cfg), Version: version, Now: now,
 		Catalog: catalogHook(state), Drill: jobs.DrillOptions{TempDir: os.Getenv(drillDirEnv)},
 		Hooks: jobHooks(cfg), Environ: hookEnviron(cfg),
 		ProgressEvery: cfg.Heartbeat} // each heartbeat stores a backup's figures of that moment
@@ -262,6 +256,7 @@ func runTick(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("tick: %w", err)
 	}
+	sum.Warnings = append(sum.Warnings, passWarnings(c.Context, s.cfg, s.db, s.pass.Jobs, sum.Started)...)
 	if err := purgeHistory(c.Context, s.db, s.cfg.History, s.now(), s.pass.Logger); err != nil {
 		p.Warnf("%v", err)
 	}
@@ -503,6 +498,7 @@ func runServe(c *cli.Context) error {
 				p.Warnf("pass: %v", err)
 				return
 			}
+			sum.Warnings = append(sum.Warnings, passWarnings(c.Context, cfg, s.db, ps.Jobs, sum.Started)...)
 			if len(sum.Finished)+len(sum.Reclaimed)+len(sum.Lost)+len(sum.Warnings)+len(sum.Abandoned) > 0 || sum.Shutdown {
 				_ = reportPass(p, sum, !c.Bool("quiet"))
 			}

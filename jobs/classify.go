@@ -16,6 +16,16 @@ import (
 // configuration error (class config), which is not retried.
 const CodeSourceMissing = "SOURCE_MISSING"
 
+// Codes of a repository that could not be set up for a run: the errors of
+// a RepositoryOpener (wired by cmd) carry them.
+const (
+	CodePasswordUnavailable  = "PASSWORD_UNAVAILABLE"      // auth: its password source gave no password
+	CodeNoRepository         = "NO_REPOSITORY"             // repository: none where it is configured (retried: a disk may come back)
+	CodeRepositoryReplaced   = pass.CodeRepositoryReplaced // repository: another repository than the one recorded (not retried)
+	CodeRepositoryUnwritable = "REPOSITORY_UNWRITABLE"     // repository: it cannot be written (read-only, full, permissions)
+	CodeOpenFailed           = "OPEN_FAILED"               // repository: it could not be opened for another reason
+)
+
 // Classify gives an error the class that decides its retry.
 func Classify(err error) error {
 	var ce *pass.ClassError
@@ -35,7 +45,7 @@ func Classify(err error) error {
 	case errors.Is(err, repo.ErrBusy):
 		class, code = pass.ClassBusy, "REPOSITORY_BUSY"
 	case errors.Is(err, repo.ErrNoRepository):
-		class, code = pass.ClassRepository, "NO_REPOSITORY"
+		class, code = pass.ClassRepository, CodeNoRepository
 	case errors.Is(err, s3.ErrAccessDenied):
 		class, code = pass.ClassAuth, "S3_ACCESS_DENIED"
 	case errors.Is(err, s3.ErrExpiredToken):

@@ -84,9 +84,9 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 // NAME") and loads its index, as every run that reads or adds data does;
 // release unlocks and closes it. Its errors carry a class.
 func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose string) (r *repo.Repository, release func(), err error) {
-	r, err = e.Open(ctx, job.Repository)
+	r, err = e.openRepository(ctx, job)
 	if err != nil {
-		return nil, nil, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+		return nil, nil, err
 	}
 	lock, err := r.Lock(ctx, false, purpose+" of job "+job.Name)
 	if err != nil {
@@ -102,6 +102,22 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 		return nil, nil, Classify(err)
 	}
 	return r, release, nil
+}
+
+// openRepository opens the job's repository for a run. An error that
+// carries no class of its own is class repository (OPEN_FAILED): the
+// repository could not be set up, and only this job's run fails for it.
+func (e *Executor) openRepository(ctx context.Context, job pass.JobDef) (*repo.Repository, error) {
+	r, err := e.Open(ctx, job.Repository)
+	if err == nil {
+		return r, nil
+	}
+	err = Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+	var ce *pass.ClassError
+	if errors.As(err, &ce) && ce.Class == pass.ClassUnknown {
+		ce.Class, ce.Code = pass.ClassRepository, CodeOpenFailed
+	}
+	return nil, err
 }
 
 // backupSources backs up each source of the job into its own snapshot,

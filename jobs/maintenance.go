@@ -39,9 +39,9 @@ const CodeInvalidManifest = "INVALID_MANIFEST"
 // when no run of the repository runs, and holds their runs meanwhile.
 func (e *Executor) pruneRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
 	var res pass.Result
-	r, err := e.Open(ctx, job.Repository)
+	r, err := e.openRepository(ctx, job)
 	if err != nil {
-		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+		return res, err
 	}
 	defer r.Close()
 	res.Figures.Counters = map[string]int64{}

@@ -37,9 +37,9 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.R
 	if err != nil {
 		return res, Classify(fmt.Errorf("host name: %w", err))
 	}
-	r, err := e.Open(ctx, job.Repository)
+	r, err := e.openRepository(ctx, job)
 	if err != nil {
-		return res, Classify(fmt.Errorf("open repository %s: %w", job.Repository, err))
+		return res, err
 	}
 	defer r.Close()
 	defer e.syncCatalog(ctx, job.Repository, r)() // the catalog before the run, and again after it

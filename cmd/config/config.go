@@ -68,6 +68,9 @@ type PasswordSource struct {
 	File    string
 	Command string
 	Env     string
+	// CommandTimeout is how long Command may run before it is killed
+	// (password_command_timeout; default secret.DefaultCommandTimeout).
+	CommandTimeout time.Duration
 }
 
 // Job is a [[job]] table.
@@ -141,6 +144,7 @@ type rawRepository struct {
 	PasswordFile      string `toml:"password_file"`
 	PasswordCommand   string `toml:"password_command"`
 	PasswordEnv       string `toml:"password_env"`
+	PasswordTimeout   string `toml:"password_command_timeout"`
 	CreateIfMissing   bool   `toml:"create_if_missing"`
 	Prune             string `toml:"prune"`     // when its maintenance runs, as a job's schedule
 	TimeZone          string `toml:"time_zone"` // the zone of prune
@@ -268,7 +272,14 @@ func Load(path string, now time.Time) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(abs, string(data), now)
+	cfg, err := Parse(abs, string(data), now)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMode(abs, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // Parse validates config text as if read from path.
@@ -329,7 +340,7 @@ func firstLine(s string) string {
 func allowedKeys(k toml.Key) string {
 	tables := map[string][]string{
 		"scheduler":  {"state", "max_concurrent_runs", "max_runs_per_source", "heartbeat", "stale_after", "tick_interval", "on_time_grace", "offline_after", "probe_every", "keep_runs", "keep_audit"},
-		"repository": {"path", "password_file", "password_command", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone", "url", "s3", "upload_bandwidth", "download_bandwidth"},
+		"repository": {"path", "password_file", "password_command", "password_command_timeout", "password_env", "create_if_missing", "max_concurrent_runs", "compression", "deep_verify_every", "prune", "time_zone", "url", "s3", "upload_bandwidth", "download_bandwidth"},
 		"window":     {"name", "kind", "start", "duration", "time_zone", "from", "until", "jobs"},
 		"job":        {"name", "repository", "schedule", "time_zone", "priority", "bandwidth", "rpo", "catch_up", "depends_on", "retry", "tags", "source", "retention", "verify", "drill", "hooks", "notify"},
 		"job.retry":  {"attempts", "initial", "max", "jitter"},
@@ -406,6 +417,7 @@ func (l *loader) repositories(raws map[string]rawRepository, cfg *Config) {
 		if set != 1 {
 			l.addf(key, "set exactly one of password_file, password_command or password_env (a password is never written in the config)")
 		}
+		r.Password.CommandTimeout = l.passwordTimeout(key, raw)
 		r.Prune = l.maintenance(key, name, raw)
 		if raw.MaxConcurrentRuns != nil {
 			if *raw.MaxConcurrentRuns < 1 || *raw.MaxConcurrentRuns > 1000 {

@@ -19,8 +19,8 @@ import (
 // queued backup with that reason; the backup runs once the prune has
 // ended.
 //
-// The password command holds only its second call: the first is the
-// tick's key check, the second the prune run opening the repository.
+// The password command holds the prune run as it opens the repository:
+// the tick reads no password before a run needs it.
 func TestScheduledPruneHoldsTheRepositorysBackups(t *testing.T) {
 	w := newWorld(t)
 	src := w.path("src")
@@ -28,13 +28,14 @@ func TestScheduledPruneHoldsTheRepositorysBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeRandomFile(t, filepath.Join(src, "blob"), 5, 2_000_000)
-	skip, blocked, release := w.path("skip-password-block"), w.path("block-password"), w.path("release-password")
+	blocked, release := w.path("block-password"), w.path("release-password")
 	w.writeConfig(`[scheduler]
 state = "{{state}}"
 
 [repository.main]
 path = "{{repo}}"
-password_command = "if [ -e {{dir}}/skip-password-block ]; then rm {{dir}}/skip-password-block; elif [ -e {{dir}}/block-password ]; then rm {{dir}}/block-password; while [ ! -e {{dir}}/release-password ] && [ -d {{dir}} ]; do sleep 0.1; done; fi; cat {{pw}}"
+password_command = "if [ -e {{dir}}/block-password ]; then rm {{dir}}/block-password; while [ ! -e {{dir}}/release-password ] && [ -d {{dir}} ]; do sleep 0.1; done; fi; cat {{pw}}"
+password_command_timeout = "1h"
 create_if_missing = true
 prune = "weekly sun 04:00"
 ` + job("a", "manual", "", src))
@@ -47,10 +48,8 @@ prune = "weekly sun 04:00"
 	w.must(exitOK, "job", "run", "a", "--wait", "--at", rfc(sunday))
 	w.tick(exitOK, "--at", rfc(sunday)) // nothing due yet
 
-	for _, f := range []string{skip, blocked} {
-		if err := os.WriteFile(f, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	slot := at(t, "2026-06-07T04:00:30Z")
 	ticker := w.startNJ("tick", "--json", "--at", rfc(slot))

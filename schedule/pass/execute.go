@@ -369,6 +369,9 @@ func (p *Pass) result(run Run, res Result, err error, cancelled, shutdown bool) 
 			// on, and retention keeps the failed snapshot.
 			return r, p.afterBackup(r, now)
 		}
+		if r.ErrorCode == CodeRepositoryReplaced {
+			return r, nil
+		}
 		return r, p.retryOf(r, r.ErrorClass, now)
 	}
 	return r, p.afterBackup(r, now)

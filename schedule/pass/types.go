@@ -212,6 +212,11 @@ type Executor interface {
 	Execute(ctx context.Context, job JobDef, run Run, progress func(Progress)) (Result, error)
 }
 
+// CodeRepositoryReplaced is the code of a run that found another
+// repository than the one its repository's name was recorded with: it is
+// not retried, since only the operator can tell which is the right one.
+const CodeRepositoryReplaced = "REPOSITORY_REPLACED"
+
 // ClassError is an error with a class and a code, for retries and records.
 type ClassError struct {
 	Class string
