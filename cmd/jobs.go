@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/cmd/internal/crashpoint"
 	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
@@ -514,6 +515,11 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		}
 		p.Printf("run %d of job %s is queued: the next tick starts it (it has not run yet)\n", run.ID, name)
 		return nil
+	}
+	// In the crash test's build only: the test holds this process here,
+	// so that another process admits the run before this one's pass.
+	if err := crashpoint.Hold(c.Context, "job-run-queued"); err != nil {
+		return fmt.Errorf("run %d of job %s is queued: %w", run.ID, name, err)
 	}
 	s.pass.Executor = newExecutor(s.cfg, s.now, s.db)
 	ended, held, err := awaitRun(c, p, s, run.ID)
