@@ -279,6 +279,7 @@ create_if_missing = true
 	var password *os.File
 	select {
 	case password = <-opened:
+		t.Cleanup(func() { password.Close() })
 	case <-ticker.done:
 		// A reader of its own ends the open above.
 		if f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
