@@ -595,8 +595,8 @@ const awaitPoll = 500 * time.Millisecond
 // (empty when it ended).
 //
 // Another nightjar process (serve, tick, another job run --wait) may admit
-// the run between QueueRun and this process's pass, for instance while the
-// key check runs a slow password command; this pass then cannot start it.
+// the run between QueueRun and this process's pass (the crash test's build
+// holds this process there to test it); this pass then cannot start it.
 // Returning then would let "job run X --wait && next" go on while the
 // backup runs, so the run is watched until that process ends it. A run
 // whose runner dies is left to the next pass, whose reclaim ends it.
