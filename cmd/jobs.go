@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nightjar-backup/nightjar/cmd/config"
+	"github.com/nightjar-backup/nightjar/cmd/internal/crashpoint"
 	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/repo"
@@ -515,6 +516,11 @@ func runJobRun(c *cli.Context, p *printer, s *scheduler, name string) error {
 		p.Printf("run %d of job %s is queued: the next tick starts it (it has not run yet)\n", run.ID, name)
 		return nil
 	}
+	// In the crash test's build only: the test holds this process here,
+	// so that another process admits the run before this one's pass.
+	if err := crashpoint.Hold(c.Context, "job-run-queued"); err != nil {
+		return fmt.Errorf("run %d of job %s is queued: %w", run.ID, name, err)
+	}
 	s.pass.Executor = newExecutor(s.cfg, s.now, s.db)
 	ended, held, err := awaitRun(c, p, s, run.ID)
 	if err != nil {
@@ -589,8 +595,8 @@ const awaitPoll = 500 * time.Millisecond
 // (empty when it ended).
 //
 // Another nightjar process (serve, tick, another job run --wait) may admit
-// the run between QueueRun and this process's pass, for instance while the
-// key check runs a slow password command; this pass then cannot start it.
+// the run between QueueRun and this process's pass (the crash test's build
+// holds this process there to test it); this pass then cannot start it.
 // Returning then would let "job run X --wait && next" go on while the
 // backup runs, so the run is watched until that process ends it. A run
 // whose runner dies is left to the next pass, whose reclaim ends it.

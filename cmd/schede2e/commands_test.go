@@ -3,17 +3,23 @@
 package schede2e
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // job run queues (and says so), a second job run is a conflict, runs cancel
@@ -167,76 +173,201 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 
 // job run --wait whose run another nightjar process admits first waits for
 // that process to end the run and reports how it ended: a script doing
-// "job run X --wait && next" must not go on while the backup runs. The
-// password command blocks on its first call only, which is the --wait
-// process's key check between queueing the run and its own pass, until the
-// test has had a tick admit the run in that gap.
+// "job run X --wait && next" must not go on while the backup runs. Both
+// processes run the binary built with the tag crashtest, and the test
+// orders them by events: the --wait process is held at the hold point
+// job-run-queued (between queueing the run and its own pass) while a tick
+// admits the run; the tick is held in its run's password command (which
+// reads a FIFO the test writes) while the --wait process's pass finds the
+// run under way and says it waits; then the tick goes on and ends the run.
 func TestJobRunWaitWaitsForARunAnotherProcessAdmitted(t *testing.T) {
-	t.Skip("the gap this test held open is gone: job run --wait no longer reads every repository's password before its pass " +
-		"(issue 16: a repository is set up only when a run needs it), so no event lets another process admit the run first; " +
-		"it needs a new hold between queueing and the pass")
+	bin, cleanup, err := buildbin.BuildTagged("crashtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
 	w := newWorld(t)
+	w.bin = bin
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// About five seconds at 10 MB/s: the backup outlasts the --wait
-	// process's pass, which starts once the test sees the backup under way.
-	writeRandomFile(t, filepath.Join(src, "blob"), 11, 50_000_000)
-	blocked, release := w.path("block-password"), w.path("release-password")
-	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
+	writeRandomFile(t, filepath.Join(src, "blob"), 11, 100_000)
+	fifo := w.path("password.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The wait is bounded so that a failed test leaves no shell behind.
 	w.writeConfig(`[scheduler]
 state = "{{state}}"
 
 [repository.main]
 path = "{{repo}}"
-password_command = "if [ -e {{dir}}/block-password ]; then rm {{dir}}/block-password; i=0; while [ ! -e {{dir}}/release-password ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; cat {{pw}}"
+password_command = "cat {{dir}}/password.fifo"
 create_if_missing = true
-` + job("j", "manual", `bandwidth = "10MB"`, src))
-
-	waiter := w.startNJ("job", "run", "j", "--wait", "--json")
-	waiterEnded := make(chan time.Time, 1)
-	go func() {
-		<-waiter.done
-		waiterEnded <- time.Now()
-	}()
-	eventually(t, 30*time.Second, 100*time.Millisecond, "the run is queued and the key check blocked", func() bool {
-		_, err := os.Stat(blocked)
-		return errors.Is(err, os.ErrNotExist) && len(w.runs()) == 1
-	})
-	ticker := w.startNJ("tick", "--json")
-	// The tick's backup holds a repository lock: watched on disk, which is
-	// quicker than runs, so that the backup is well under way when the
-	// --wait process's pass looks.
-	eventually(t, 30*time.Second, 50*time.Millisecond, "the tick backs up", func() bool {
-		return len(dirEntries(t, filepath.Join(w.repo, "locks"))) > 0
-	})
-	if err := os.WriteFile(release, nil, 0o600); err != nil {
+` + job("j", "manual", "", src))
+	// Short folders of their own: a socket's path is at most 108 bytes.
+	sockets, err := os.MkdirTemp("", "njhp")
+	if err != nil {
 		t.Fatal(err)
 	}
-	running := w.runs()[0]
-	if running.Status != "running" {
-		t.Fatalf("the backup ended before the --wait process's pass: make it slower (run %+v)", running)
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	listen := func(name string) (net.Listener, string) {
+		path := filepath.Join(sockets, name)
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return ln, path
+	}
+	holdLn, holdSocket := listen("h")
+
+	// The --wait process, in text mode: its "waiting" line is the event
+	// that its pass has found the run under way.
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	t.Cleanup(cancel)
+	waiter := w.command(ctx, "job", "run", "j", "--wait", "--config", w.cfg)
+	waiter.Env = append(waiter.Env, "NIGHTJAR_HOLDPOINT=job-run-queued:"+holdSocket)
+	stdout, err := waiter.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiterErr strings.Builder
+	waiter.Stderr = &waiterErr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines, waiterOut := make(chan string, 100), make(chan struct{})
+	go func() {
+		defer close(waiterOut)
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	waited := false
+	t.Cleanup(func() {
+		if !waited {
+			_ = waiter.Process.Kill()
+			<-waiterOut
+			_ = waiter.Wait()
+		}
+	})
+
+	hold, announced := acceptAnnounced(t, holdLn, waiterOut, "the job run --wait process at its hold point")
+	if announced != "hold job-run-queued" {
+		t.Fatalf("the hold point announced %q, want %q", announced, "hold job-run-queued")
+	}
+	runs := w.runs()
+	if len(runs) != 1 || runs[0].Status != "queued" {
+		t.Fatalf("at the hold point: runs %+v, want one queued run", runs)
+	}
+	id := runs[0].ID
+
+	ticker := w.startNJ("tick", "--json")
+	// Opening a FIFO to write blocks until its reader opens it: the
+	// tick's password command.
+	opened := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- f
+	}()
+	var password *os.File
+	select {
+	case password = <-opened:
+		t.Cleanup(func() { password.Close() })
+	case <-ticker.done:
+		// A reader of its own ends the open above.
+		if f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			<-opened
+			f.Close()
+		}
+		t.Fatalf("the tick ended before it read the password\n%s", ticker.wait(t, time.Minute))
+	}
+	if running := w.runs()[0]; running.ID != id || running.Status != "running" {
+		t.Fatalf("with the tick held in the password command: run %+v, want run %d running", running, id)
 	}
 
+	if err := hold.Close(); err != nil { // releases the --wait process
+		t.Fatal(err)
+	}
+	waiting := fmt.Sprintf("run %d of job j is being run by another nightjar process", id)
+	var printed []string
+	for line := range lines {
+		printed = append(printed, line)
+		if strings.HasPrefix(line, waiting) {
+			break
+		}
+	}
+	if n := len(printed); n == 0 || !strings.HasPrefix(printed[n-1], waiting) {
+		_ = waiter.Wait()
+		waited = true
+		t.Fatalf("job run --wait ended (%v) without waiting for the tick's run %d, which is held:\n%s\n%s",
+			waiter.ProcessState, id, strings.Join(printed, "\n"), waiterErr.String())
+	}
+
+	// Let the tick open the repository and end the run.
+	if _, err := password.WriteString(testPassword + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := password.Close(); err != nil {
+		t.Fatal(err)
+	}
 	tickRes := ticker.wait(t, time.Minute)
 	var rec passRec
 	decodeWhole(t, tickRes, &rec)
-	if tickRes.Code != exitOK || len(rec.Finished) != 1 || rec.Finished[0].ID != running.ID || rec.Finished[0].Status != "succeeded" {
-		t.Fatalf("the tick finished %+v, want run %d succeeded\n%s", rec.Finished, running.ID, tickRes)
+	if tickRes.Code != exitOK || len(rec.Finished) != 1 || rec.Finished[0].ID != id || rec.Finished[0].Status != "succeeded" ||
+		len(rec.Finished[0].Snapshots) != 1 {
+		t.Fatalf("the tick finished %+v, want run %d succeeded with one snapshot\n%s", rec.Finished, id, tickRes)
 	}
-	res := waiter.wait(t, 30*time.Second)
-	var r runRec
-	decodeWhole(t, res, &r)
-	if res.Code != exitOK || r.ID != running.ID || r.Status != "succeeded" || len(r.Snapshots) != 1 {
-		t.Errorf("job run --wait: exit %d, run %d %s with %d snapshots; want exit %d, run %d succeeded with the tick's snapshot\n%s",
-			res.Code, r.ID, r.Status, len(r.Snapshots), exitOK, running.ID, res)
+
+	for line := range lines {
+		printed = append(printed, line)
 	}
-	if ended := <-waiterEnded; rec.Finished[0].EndedAt == nil || ended.Before(*rec.Finished[0].EndedAt) {
-		t.Errorf("job run --wait ended at %s, before the backup did (%v)", rfc(ended), rec.Finished[0].EndedAt)
+	err = waiter.Wait()
+	waited = true
+	reported := fmt.Sprintf("run %d of job j: succeeded (snapshots %s;", id, rec.Finished[0].Snapshots[0].SnapshotID[:8])
+	if last := printed[len(printed)-1]; err != nil || !strings.HasPrefix(last, reported) {
+		t.Errorf("job run --wait: %v, last line %q; want exit %d and a last line starting %q\n%s\n%s",
+			err, last, exitOK, reported, strings.Join(printed, "\n"), waiterErr.String())
+	}
+}
+
+// acceptAnnounced accepts the one connection of a process held by the
+// crashtest build's hook and returns it with the first line the process
+// announced on it; the test fails if the process ends first.
+func acceptAnnounced(t *testing.T, ln net.Listener, ended <-chan struct{}, what string) (net.Conn, string) {
+	t.Helper()
+	type accepted struct {
+		conn net.Conn
+		line string
+		err  error
+	}
+	got := make(chan accepted, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			got <- accepted{err: err}
+			return
+		}
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		got <- accepted{conn, strings.TrimSuffix(line, "\n"), err}
+	}()
+	select {
+	case a := <-got:
+		if a.err != nil {
+			t.Fatalf("%s: %v", what, a.err)
+		}
+		t.Cleanup(func() { a.conn.Close() })
+		return a.conn, a.line
+	case <-ended:
+		ln.Close() // ends the accept
+		t.Fatalf("%s: the process ended first", what)
+		return nil, ""
 	}
 }
 

@@ -48,6 +48,7 @@ type world struct {
 	pw    string // its password file
 	home  string
 	extra []string // environment of every run besides environ's (an S3 server's credentials)
+	bin   string   // the binary every run uses when set, binPath otherwise
 }
 
 func newWorld(t *testing.T) *world {
@@ -143,7 +144,11 @@ type result = buildbin.Result
 
 // command prepares a run of the binary.
 func (w *world) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, binPath, args...)
+	bin := binPath
+	if w.bin != "" {
+		bin = w.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = w.environ()
 	cmd.Dir = w.dir
 	return cmd
