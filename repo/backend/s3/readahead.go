@@ -51,7 +51,7 @@ type raWindow struct {
 	data    []byte
 	err     error
 	done    chan struct{}
-	reserve int64         // bytes counted in used for this window
+	reserve int64         // bytes counted in used for this window: asked for, then got
 	elem    *list.Element // in lru once ready; nil while fetched or after being dropped
 	dropped bool          // no longer in byKey: not to be put in lru
 }
@@ -77,13 +77,13 @@ func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []by
 	r.mu.Lock()
 	w := r.find(key, offset, n)
 	if w == nil {
-		w = r.start(key, offset)
+		w = r.start(key, offset, n)
 		if w == nil {
 			r.mu.Unlock()
 			return false, nil
 		}
 		r.mu.Unlock()
-		data, err := fetch(ctx, offset, r.window)
+		data, err := fetch(ctx, offset, w.reserve)
 		r.finish(w, data, err)
 		if err != nil {
 			return true, err
@@ -134,7 +134,7 @@ func (r *readAhead) find(key string, offset, n int64) *raWindow {
 			}
 			return w
 		default:
-			if offset+n <= w.offset+r.window {
+			if offset+n <= w.offset+w.reserve {
 				return w
 			}
 		}
@@ -142,18 +142,26 @@ func (r *readAhead) find(key string, offset, n int64) *raWindow {
 	return nil
 }
 
-// start reserves a window of key at offset, dropping the least recently
-// used ready windows to make room; nil when the windows being fetched
-// leave no room. r.mu is held.
-func (r *readAhead) start(key string, offset int64) *raWindow {
-	for r.used+r.window > r.budget {
+// start reserves a window of key at offset for a read of n bytes, dropping
+// the least recently used ready windows to make room; nil when the windows
+// being fetched leave no room. The window stops where the next window of
+// key starts, when the read fits before: bytes held are not fetched twice.
+// r.mu is held.
+func (r *readAhead) start(key string, offset, n int64) *raWindow {
+	length := r.window
+	for _, o := range r.byKey[key] {
+		if o.offset > offset && o.offset-offset >= n && o.offset-offset < length {
+			length = o.offset - offset
+		}
+	}
+	for r.used+length > r.budget {
 		back := r.lru.Back()
 		if back == nil {
 			return nil
 		}
 		r.drop(back.Value.(*raWindow))
 	}
-	w := &raWindow{key: key, offset: offset, done: make(chan struct{}), reserve: r.window}
+	w := &raWindow{key: key, offset: offset, done: make(chan struct{}), reserve: length}
 	r.used += w.reserve
 	r.byKey[key] = append(r.byKey[key], w)
 	return w

@@ -312,3 +312,29 @@ func TestReadAheadRemoved(t *testing.T) {
 		t.Error("a read after saving the pack again returned the old bytes")
 	}
 }
+
+// A window stops where the next window of its pack starts: the bytes held
+// are not fetched again.
+func TestReadAheadNoOverlap(t *testing.T) {
+	be, p := proxiedBackend(t)
+	ctx := context.Background()
+	h := repo.Handle{Type: repo.PackFile, Name: packName('a')}
+	data := savePack(t, be, h.Name, 200<<10)
+	gets(p)
+	for _, offset := range []int{100 << 10, 60 << 10, 99 << 10} {
+		buf := make([]byte, 1<<10)
+		if err := be.LoadInto(ctx, h, int64(offset), buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf, data[offset:offset+len(buf)]) {
+			t.Fatalf("at %d: bytes differ from the object's", offset)
+		}
+	}
+	c := p.Counts()
+	if c.Requests[http.MethodGet] != 2 || c.BytesOut != 104<<10 {
+		t.Errorf("windows at 100K and then 60K: %d GETs of %d bytes, want 2 of %d ([100K, 164K) and [60K, 100K))", c.Requests[http.MethodGet], c.BytesOut, 104<<10)
+	}
+	if held := be.ReadAheadHeld(); held != 104<<10 {
+		t.Errorf("the windows hold %d bytes, want %d", held, 104<<10)
+	}
+}
