@@ -59,7 +59,8 @@ func newBackend(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Location, err)
 	}
-	return &Backend{client: client, core: minio.Core{Client: client}, transport: transport, loc: cfg.Location, region: region}, nil
+	return &Backend{client: client, core: minio.Core{Client: client}, transport: transport, loc: cfg.Location, region: region,
+		readAhead: newReadAhead(readAheadWindow, readAheadBudget)}, nil
 }
 
 // bucketLookup returns the client's setting for the bucket_lookup value s.

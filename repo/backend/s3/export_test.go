@@ -8,3 +8,18 @@ var MapError = mapError
 
 // ProfileRegion is profileRegion, for its test.
 var ProfileRegion = profileRegion
+
+// SetReadAhead gives b a read-ahead of windows of window bytes holding at
+// most budget bytes, for tests that need a few small windows.
+func (b *Backend) SetReadAhead(window, budget int64) { b.readAhead = newReadAhead(window, budget) }
+
+// ReadAheadHeld is the bytes b's read-ahead windows hold or reserve.
+func (b *Backend) ReadAheadHeld() int64 { return b.readAhead.held() }
+
+// OnReadAheadWait makes b call fn each time a read waits for another
+// read's fetch of the same window.
+func (b *Backend) OnReadAheadWait(fn func()) {
+	b.readAhead.mu.Lock()
+	b.readAhead.onWait = fn
+	b.readAhead.mu.Unlock()
+}

@@ -54,7 +54,8 @@ type Backend struct {
 	// config is saved: that save is conditional (If-None-Match), so that of
 	// two hosts creating a repository at once only one config stands.
 	createConfig atomic.Bool
-	tempDir      string // where streamed packs wait for their Commit; "" is os.TempDir()
+	tempDir      string     // where streamed packs wait for their Commit; "" is os.TempDir()
+	readAhead    *readAhead // windows of packs read, see readahead.go
 }
 
 // Open opens the repository at cfg. Without a config object the error wraps
@@ -216,6 +217,9 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, r io.Reader, size int6
 		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}
 	_, err = b.client.PutObject(ctx, b.loc.Bucket, key, r, size, opts)
+	if h.Type == repo.PackFile {
+		b.readAhead.forget(key)
+	}
 	if conditional {
 		if code := minio.ToErrorResponse(err).Code; code == "PreconditionFailed" || code == "ConditionalRequestConflict" {
 			return fmt.Errorf("save config: %w (another host created it meanwhile)", repo.ErrAlreadyExists)
@@ -264,7 +268,7 @@ func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64)
 const bodyRetries = 3
 
 // LoadInto fills buf with the len(buf) bytes of h at offset, with one
-// ranged GET.
+// ranged GET; a pack's from the read-ahead windows (readahead.go).
 func (b *Backend) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf []byte) error {
 	key, err := b.key(h)
 	if err != nil {
@@ -276,6 +280,14 @@ func (b *Backend) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf
 	if len(buf) == 0 {
 		_, err := b.Stat(ctx, h)
 		return err
+	}
+	if h.Type == repo.PackFile {
+		served, err := b.readAhead.read(ctx, key, offset, buf, func(ctx context.Context, offset, length int64) ([]byte, error) {
+			return b.fetchWindow(ctx, h, key, offset, length)
+		})
+		if served {
+			return err
+		}
 	}
 	body, size, err := b.get(ctx, key, offset, int64(len(buf)))
 	if err != nil {
@@ -409,5 +421,9 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 	if _, err := b.Stat(ctx, h); err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	return mapError("remove "+h.String(), b.client.RemoveObject(ctx, b.loc.Bucket, key, minio.RemoveObjectOptions{}))
+	err = b.client.RemoveObject(ctx, b.loc.Bucket, key, minio.RemoveObjectOptions{})
+	if h.Type == repo.PackFile {
+		b.readAhead.forget(key)
+	}
+	return mapError("remove "+h.String(), err)
 }
