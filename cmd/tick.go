@@ -235,6 +235,7 @@ func tickCommand() *cli.Command {
 }
 
 func runTick(c *cli.Context) error {
+	exitOnSecondSignal(c.Context)
 	p := newPrinter(c)
 	s, err := openScheduler(c, true)
 	if err != nil {
@@ -437,6 +438,7 @@ func serveCommand() *cli.Command {
 }
 
 func runServe(c *cli.Context) error {
+	exitOnSecondSignal(c.Context)
 	p := newPrinter(c)
 	s, err := openScheduler(c, true)
 	if err != nil {
