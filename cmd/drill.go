@@ -40,6 +40,13 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 	if err != nil {
 		return jobError(err)
 	}
+	// A paused job is refused as job run refuses it: a drill by hand is
+	// a run triggered by hand. The job's own pause decides, in the queueing
+	// transaction when the drill is queued on the job itself.
+	force := c.Bool("force")
+	if info.Paused && !force {
+		return pausedDrillError(name)
+	}
 	dir := c.String("temp-dir")
 	if dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -60,13 +67,6 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 		queueOn = pass.DrillJobName(name)
 	} else if !errors.Is(err, pass.ErrUnknownJob) {
 		return jobError(err)
-	}
-	// A paused job is refused as job run refuses it: a drill by hand is
-	// a run triggered by hand. The job's own pause decides, in the queueing
-	// transaction when the drill is queued on the job itself.
-	force := c.Bool("force")
-	if info.Paused && !force {
-		return pausedDrillError(name)
 	}
 	var run pass.Run
 	drill := pass.Run{Kind: pass.KindDrill, Trigger: pass.TriggerManual}
