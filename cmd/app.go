@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -38,13 +39,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // process.
 const secondSignalNotice = "nightjar: second signal: stopped at once, without waiting for running runs (the next pass reclaims them)"
 
+// secondSignalKey is the context key of the switch that lets a second
+// signal end the process (exitOnSecondSignal).
+type secondSignalKey struct{}
+
 // signalContext returns a context that the first SIGINT or SIGTERM
 // cancels, so that a command can stop cleanly (a pass records its runs as
 // interrupted). A second signal ends the process at once with
-// ExitInterrupted: the one who sent it does not want to wait, and what is
-// left running is reclaimed by the next pass, as after a kill.
+// ExitInterrupted, but only in a command that asked for it
+// (exitOnSecondSignal: tick and serve, whose runs the next pass reclaims,
+// as after a kill); other commands (restore, backup, prune, key) keep
+// their cleanup (unlocks, temporary files), and a second signal changes
+// nothing for them.
 func signalContext(stderr io.Writer) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	armed := new(atomic.Bool)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), secondSignalKey{}, armed))
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -55,17 +64,30 @@ func signalContext(stderr io.Writer) (context.Context, func()) {
 			return
 		}
 		cancel()
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, secondSignalNotice)
-			os.Exit(ExitInterrupted)
-		case <-done:
+		for {
+			select {
+			case <-sigs:
+				if armed.Load() {
+					fmt.Fprintln(stderr, secondSignalNotice)
+					os.Exit(ExitInterrupted)
+				}
+			case <-done:
+				return
+			}
 		}
 	}()
 	return ctx, func() {
 		signal.Stop(sigs)
 		close(done)
 		cancel()
+	}
+}
+
+// exitOnSecondSignal lets a second signal end the process at once (see
+// signalContext); a ctx not made by signalContext is left as it is.
+func exitOnSecondSignal(ctx context.Context) {
+	if armed, ok := ctx.Value(secondSignalKey{}).(*atomic.Bool); ok {
+		armed.Store(true)
 	}
 }
 

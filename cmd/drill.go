@@ -8,9 +8,15 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/urfave/cli/v2"
 
+	"github.com/nightjar-backup/nightjar/db"
 	"github.com/nightjar-backup/nightjar/jobs"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
+
+// pausedDrillError refuses a drill of a paused job, saying how to go on.
+func pausedDrillError(name string) error {
+	return codedError{code: ExitConflict, err: fmt.Errorf("job %s is paused: no drill was queued; nightjar job resume %s, or drill --force %s to drill it once and leave it paused", name, name, name)}
+}
 
 func drillCommand() *cli.Command {
 	return &cli.Command{
@@ -20,7 +26,8 @@ func drillCommand() *cli.Command {
 		ArgsUsage: "JOB",
 		Flags: append(append(configFlags(), atFlag()), jsonFlag(),
 			&cli.StringFlag{Name: "temp-dir", EnvVars: []string{drillDirEnv},
-				Usage: "make the temporary folder in `DIR` (default: TMPDIR); it needs room for the job's largest source"}),
+				Usage: "make the temporary folder in `DIR` (default: TMPDIR); it needs room for the job's largest source"},
+			&cli.BoolFlag{Name: "force", Usage: "drill a paused job once (the audit records it); it stays paused"}),
 		Action: jobAction(runDrill),
 	}
 }
@@ -32,6 +39,13 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 	info, err := s.db.JobByName(c.Context, name)
 	if err != nil {
 		return jobError(err)
+	}
+	// A paused job is refused as job run refuses it: a drill by hand is
+	// a run triggered by hand. The job's own pause decides, in the queueing
+	// transaction when the drill is queued on the job itself.
+	force := c.Bool("force")
+	if info.Paused && !force {
+		return pausedDrillError(name)
 	}
 	dir := c.String("temp-dir")
 	if dir != "" {
@@ -51,12 +65,21 @@ func runDrill(c *cli.Context, p *printer, s *scheduler, name string) error {
 	} else if !errors.Is(err, pass.ErrUnknownJob) {
 		return jobError(err)
 	}
-	run, err := s.db.QueueRun(c.Context, queueOn, pass.Run{Kind: pass.KindDrill, Trigger: pass.TriggerManual}, actor())
+	var run pass.Run
+	drill := pass.Run{Kind: pass.KindDrill, Trigger: pass.TriggerManual}
+	if queueOn == name {
+		run, err = s.db.QueueJobRun(c.Context, queueOn, drill, actor(), force)
+	} else {
+		run, err = s.db.QueueRun(c.Context, queueOn, drill, actor())
+	}
+	if errors.Is(err, db.ErrPaused) {
+		return pausedDrillError(name)
+	}
 	if err != nil {
 		return jobError(fmt.Errorf("job %s: %w", queueOn, err))
 	}
 	if info.Paused {
-		p.Warnf("job %s is paused: this drill runs anyway, the job stays paused", name)
+		p.Warnf("job %s is paused: this drill was forced, the job stays paused", name)
 	}
 	exec := newExecutor(s.cfg, s.now, s.db)
 	exec.Drill.TempDir = dir

@@ -155,6 +155,24 @@ func repositoryOpener(cfg *config.Config, state *db.DB) jobs.RepositoryOpener {
 	}
 }
 
+// lookupOpener opens configured repositories only to look into them (the
+// snapshots of an orphaned run): it never creates one, whatever
+// create_if_missing says, so that a look at an unmounted disk's empty
+// mount point writes nothing there.
+func lookupOpener(cfg *config.Config) jobs.RepositoryOpener {
+	return func(ctx context.Context, name string) (*repo.Repository, error) {
+		rc, ok := cfg.Repositories[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown repository %q", name)
+		}
+		be, err := backend.OpenWith(ctx, configLocation(rc), rc.Options)
+		if err != nil {
+			return nil, err
+		}
+		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }})
+	}
+}
+
 // notCreatedYet reports whether err says that no repository is at a
 // location that create_if_missing may create: nothing there, or, on S3, no
 // bucket yet (creating the repository makes the bucket, as init does).

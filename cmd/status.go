@@ -144,7 +144,7 @@ func statusState(cfg *config.Config, facts db.StatusFacts, now time.Time) status
 	}
 	for _, r := range facts.Running {
 		s.Running = append(s.Running, status.RunningRun{ID: r.ID, Job: r.Job, Repository: repositoryOf(r.Job),
-			StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt, Runner: r.Runner})
+			StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt, LeaseUntil: r.LeaseUntil, Runner: r.Runner})
 	}
 	probes := map[string]db.RepositoryProbe{}
 	for _, p := range facts.Probes {

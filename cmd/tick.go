@@ -185,7 +185,7 @@ const drillDirEnv = "NIGHTJAR_DRILL_DIR"
 // newExecutor is the executor of the config's jobs, which keeps state's
 // catalog in step around retention runs.
 func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.Executor {
-	return &jobs.Executor{Open: repositoryOpener(cfg, state), Sources: jobSources(cfg), Version: version, Now: now,
+	return &jobs.Executor{Open: repositoryOpener(cfg, state), Lookup: lookupOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now,
 		Catalog: catalogHook(state), Drill: jobs.DrillOptions{TempDir: os.Getenv(drillDirEnv)},
 		Hooks: jobHooks(cfg), Environ: hookEnviron(cfg),
 		ProgressEvery: cfg.Heartbeat} // each heartbeat stores a backup's figures of that moment
@@ -229,6 +229,7 @@ func tickCommand() *cli.Command {
 }
 
 func runTick(c *cli.Context) error {
+	exitOnSecondSignal(c.Context)
 	p := newPrinter(c)
 	s, err := openScheduler(c, true)
 	if err != nil {
@@ -432,6 +433,7 @@ func serveCommand() *cli.Command {
 }
 
 func runServe(c *cli.Context) error {
+	exitOnSecondSignal(c.Context)
 	p := newPrinter(c)
 	s, err := openScheduler(c, true)
 	if err != nil {

@@ -15,10 +15,8 @@ import (
 // catalog is rebuilt from them.
 var ErrDamaged = errors.New("state database is damaged")
 
-// damagedProblems is how many of quick_check's lines a DamagedError keeps.
-const damagedProblems = 3
-
-// DamagedError is ErrDamaged with the first problems SQLite named.
+// DamagedError is ErrDamaged with the first problem SQLite named and how
+// many more there are, on one line (Problems holds no line break).
 type DamagedError struct {
 	Path     string
 	Problems []string
@@ -40,31 +38,51 @@ func (d *DB) QuickCheck(ctx context.Context) error {
 		return d.damaged(err)
 	}
 	defer rows.Close()
-	var problems []string
-	total := 0
+	var lines []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
 			return d.damaged(err)
 		}
-		if line == "ok" {
-			continue
-		}
-		total++
-		if len(problems) < damagedProblems {
-			problems = append(problems, line)
-		}
+		lines = append(lines, line)
+	}
+	if problems := quickCheckProblems(lines, rows.Err()); len(problems) > 0 {
+		return &DamagedError{Path: d.path, Problems: problems}
 	}
 	if err := rows.Err(); err != nil {
 		return d.damaged(err)
 	}
-	if total > len(problems) {
-		problems = append(problems, fmt.Sprintf("and %d more", total-len(problems)))
-	}
-	if total > 0 {
-		return &DamagedError{Path: d.path, Problems: problems}
-	}
 	return nil
+}
+
+// quickCheckProblems returns what a DamagedError says of quick_check's
+// rows and the error that ended them (nil: none): the first problem and
+// how many more there are ("and 3 more"), then the error. SQLite may put
+// several lines, headed "*** in database main ***", in one row: each line
+// counts as a problem, the heading as none. No problem and no error:
+// nil; an error that does not say the file is damaged alone: nil too.
+func quickCheckProblems(rows []string, err error) []string {
+	var found []string
+	for _, row := range rows {
+		for _, line := range strings.Split(row, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line == "ok" || strings.HasPrefix(line, "*** in database") {
+				continue
+			}
+			found = append(found, line)
+		}
+	}
+	var problems []string
+	if len(found) > 0 {
+		problems = append(problems, found[0])
+		if len(found) > 1 {
+			problems = append(problems, fmt.Sprintf("and %d more", len(found)-1))
+		}
+	}
+	if err != nil && (len(problems) > 0 || isCorrupt(err)) {
+		problems = append(problems, strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	return problems
 }
 
 // damaged turns SQLite's corruption errors into a DamagedError and passes

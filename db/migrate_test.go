@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 )
@@ -65,5 +67,45 @@ func TestRunnersTableIsDropped(t *testing.T) {
 	migrateDownTo(t, d, 2)
 	if n := count(t, d, tables); n != 1 {
 		t.Fatalf("runners table not restored by the down migration")
+	}
+}
+
+// Runs left running by a nightjar from before leases (schema 00011) are
+// judged by their heartbeat after the migration to 00012: a stale one is
+// reclaimed, a fresh one is left alone; and the migration goes back down.
+func TestLeaseMigrationKeepsOldRunningRunsReclaimable(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "state.db")
+	d := openAt(t, path, clk)
+	migrateDownTo(t, d, 11)
+	now := clk.Now()
+	stale, fresh := now.Add(-10*time.Minute).UnixNano(), now.Add(-time.Minute).UnixNano()
+	for _, stmt := range []string{
+		`INSERT INTO jobs (id, name, spec, repository, created_at, updated_at) VALUES (1, 'a', 'manual', 'local', 0, 0), (2, 'b', 'manual', 'local', 0, 0)`,
+		fmt.Sprintf(`INSERT INTO runs (id, job_id, kind, trigger, scheduled_at, queued_at, started_at, heartbeat_at, status, owner, runner)
+			VALUES (1, 1, 'backup', 'manual', 0, 0, %d, %d, 'running', 'tok-a', 'old-host:1'),
+			(2, 2, 'backup', 'manual', 0, 0, %d, %d, 'running', 'tok-b', 'old-host:2')`, stale, stale, fresh, fresh),
+	} {
+		if _, err := d.sql.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	d.Close()
+
+	d = openAt(t, path, clk)
+	reclaimed, _, err := d.Reclaim(ctx, now, now.Add(-5*time.Minute), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reclaimed) != 1 || reclaimed[0].ID != 1 || reclaimed[0].Status != "failed" || reclaimed[0].ErrorCode != codeOrphaned {
+		t.Errorf("reclaim after the migration: %+v, want run 1 (stale heartbeat) ended ORPHANED", reclaimed)
+	}
+	if r, err := d.Run(ctx, 2); err != nil || r.Status != "running" || !r.LeaseUntil.IsZero() {
+		t.Errorf("run 2 (fresh heartbeat, no lease) after reclaim: %+v, %v; want running", r, err)
+	}
+	migrateDownTo(t, d, 11)
+	if n := count(t, d, `SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('lease_until', 'lease_ns')`); n != 0 {
+		t.Errorf("%d lease columns after migrating down to 00011, want none", n)
 	}
 }

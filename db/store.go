@@ -326,6 +326,35 @@ var ended = map[string]bool{
 // files and a failed run without a class. A removed job gets no next run
 // (next is left as it was, its ID 0).
 func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.Run) (bool, error) {
+	return d.finish(ctx, run, owner, next, nil)
+}
+
+// FinishOrphan is Finish fenced, inside its transaction, by the run's
+// lease (see pass.Store): it writes only while the run is still orphaned.
+func (d *DB) FinishOrphan(ctx context.Context, run pass.Run, owner string, now, staleBefore time.Time, dead func(string) bool, next *pass.Run) (bool, error) {
+	return d.finish(ctx, run, owner, next, func(tx *sql.Tx) (bool, error) {
+		var held pass.Run
+		var heartbeat, lease sql.NullInt64
+		var cancelRequested bool
+		err := tx.QueryRowContext(ctx, `SELECT heartbeat_at, lease_until, coalesce(runner, ''), cancel_requested FROM runs
+			WHERE id = ? AND status = 'running' AND owner = ?`, run.ID, owner).Scan(&heartbeat, &lease, &held.Runner, &cancelRequested)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if cancelRequested && run.Status == pass.StatusFailed {
+			return false, nil // Reclaim ends it as cancelled, without a retry
+		}
+		held.HeartbeatAt, held.LeaseUntil = timeOf(heartbeat), timeOf(lease)
+		return pass.LeaseExpired(held, now, staleBefore) || (dead != nil && held.Runner != "" && dead(held.Runner)), nil
+	})
+}
+
+// finish stores a run's end (Finish) when orphaned (nil: no check) reports
+// true inside the transaction.
+func (d *DB) finish(ctx context.Context, run pass.Run, owner string, next *pass.Run, orphaned func(*sql.Tx) (bool, error)) (bool, error) {
 	if !ended[run.Status] {
 		return false, fmt.Errorf("finish run %d: status %q is not an end state", run.ID, run.Status)
 	}
@@ -350,6 +379,15 @@ func (d *DB) Finish(ctx context.Context, run pass.Run, owner string, next *pass.
 		return false, fmt.Errorf("finish run %d: %w", run.ID, err)
 	}
 	err = d.write(ctx, fmt.Sprintf("finish run %d", run.ID), func(tx *sql.Tx) error {
+		if orphaned != nil {
+			ok, err := orphaned(tx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errRollback
+			}
+		}
 		var jobID int64
 		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, error_class = ?, error_code = ?,
 			message = ?, bytes_read = ?, bytes_added = ?, files = ?, files_skipped = ?, skipped = ?, counters = ?,

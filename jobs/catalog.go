@@ -2,7 +2,9 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -104,27 +106,46 @@ var _ pass.RunSnapshotFinder = (*Executor)(nil)
 
 // RunSnapshots finds the snapshots that run, a backup run of job that its
 // runner did not record, wrote into the job's repository: one per source
-// (RunSnapshot), with the figures their summaries give. complete is false
-// when a source has none.
+// (RunSnapshot, among the snapshots of this job made on the runner's host),
+// with the figures their summaries give. It opens the repository with
+// Lookup, which never creates one. complete is false when a source has
+// none; res then holds the snapshots that were found. A job with after or
+// on_success hooks gets a skipped entry for each: they did not run to
+// their end, so the run cannot be called succeeded.
 func (e *Executor) RunSnapshots(ctx context.Context, job pass.JobDef, run pass.Run) (pass.Result, bool, error) {
 	var res pass.Result
 	sources, _ := e.Sources(job.Name)
 	if len(sources) == 0 {
 		return res, false, nil
 	}
-	r, err := e.Open(ctx, job.Repository)
+	if e.Lookup == nil {
+		return res, false, errors.New("no opener for lookups is wired")
+	}
+	host, err := runnerHost(run.Runner)
+	if err != nil {
+		return res, false, err
+	}
+	r, err := e.Lookup(ctx, job.Repository)
 	if err != nil {
 		return res, false, fmt.Errorf("open repository %s: %w", job.Repository, err)
 	}
 	defer r.Close()
-	snaps, err := r.Snapshots(ctx)
+	all, err := r.Snapshots(ctx)
 	if err != nil {
 		return res, false, fmt.Errorf("list snapshots of repository %s: %w", job.Repository, err)
 	}
+	var snaps []*repo.Snapshot
+	for _, s := range all {
+		if s.Hostname == host && JobOf(s.Tags) == job.Name {
+			snaps = append(snaps, s)
+		}
+	}
+	complete := true
 	for _, src := range sources {
 		s := RunSnapshot(snaps, run, src.Path)
 		if s == nil {
-			return pass.Result{}, false, nil
+			complete = false
+			continue
 		}
 		sum := s.Summary
 		res.Figures.BytesRead += sum.BytesRead
@@ -136,5 +157,30 @@ func (e *Executor) RunSnapshots(ctx context.Context, job pass.JobDef, run pass.R
 		}
 		res.Snapshots = append(res.Snapshots, pass.SnapshotRef{RepositoryID: r.ID(), SnapshotID: s.ID, Source: src.Path})
 	}
-	return res, true, nil
+	if e.Hooks != nil {
+		hooks := e.Hooks(job.Name)
+		for _, h := range []struct {
+			name string
+			argv []string
+		}{{HookAfter, hooks.After}, {HookOnSuccess, hooks.OnSuccess}} {
+			if h.argv != nil {
+				res.Figures.Skipped = append(res.Figures.Skipped, pass.Skipped{Object: "hook " + h.name, Reason: "the runner stopped before it ended"})
+			}
+		}
+	}
+	return res, complete, nil
+}
+
+// runnerHost returns the host name a runner's snapshots carry: the host
+// part of its identity ("host:pid..."), or this host's name for a run
+// without a runner.
+func runnerHost(runner string) (string, error) {
+	if host, _, ok := strings.Cut(runner, ":"); ok && host != "" {
+		return host, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("host name: %w", err)
+	}
+	return host, nil
 }

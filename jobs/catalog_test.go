@@ -162,7 +162,10 @@ func TestRunSnapshot(t *testing.T) {
 
 // The snapshots a backup run wrote are found again by the run they record,
 // one per source, with the figures of their summaries; a source without
-// one makes the finding incomplete, and another run finds nothing.
+// one makes the finding incomplete (with what was found), and another
+// run, the same run number of another host or of another job, and a
+// lookup that cannot open the repository find nothing; after and
+// on_success hooks, which did not end, are skipped entries.
 func TestRunSnapshotsFindsWhatARunWrote(t *testing.T) {
 	dir := t.TempDir()
 	var sources []string
@@ -178,8 +181,9 @@ func TestRunSnapshotsFindsWhatARunWrote(t *testing.T) {
 	}
 	r := repotest.New(t, memory.New())
 	executor := func(paths ...string) *Executor {
+		open := func(context.Context, string) (*repo.Repository, error) { return r, nil }
 		return &Executor{
-			Open: func(context.Context, string) (*repo.Repository, error) { return r, nil },
+			Open: open, Lookup: open,
 			Sources: func(string) ([]SourceSpec, []string) {
 				var specs []SourceSpec
 				for _, p := range paths {
@@ -208,12 +212,44 @@ func TestRunSnapshotsFindsWhatARunWrote(t *testing.T) {
 		t.Errorf("figures %+v, want the run's %+v", found.Figures, written.Figures)
 	}
 
-	if _, complete, err := executor(append(sources, filepath.Join(dir, "c"))...).RunSnapshots(ctx, job, run); err != nil || complete {
+	partial, complete, err := executor(append(sources, filepath.Join(dir, "c"))...).RunSnapshots(ctx, job, run)
+	if err != nil || complete {
 		t.Errorf("with a source the run wrote nothing for: complete %v, %v; want incomplete", complete, err)
+	}
+	if len(partial.Snapshots) != 2 || partial.Snapshots[0] != written.Snapshots[0] || partial.Snapshots[1] != written.Snapshots[1] {
+		t.Errorf("incomplete: found %+v, want the two the run wrote %+v", partial.Snapshots, written.Snapshots)
 	}
 	other := run
 	other.ID = 22
-	if _, complete, err := executor(sources...).RunSnapshots(ctx, job, other); err != nil || complete {
-		t.Errorf("another run: complete %v, %v; want nothing found", complete, err)
+	otherHost := run
+	otherHost.Runner = "elsewhere.invalid:4242"
+	for name, c := range map[string]struct {
+		job pass.JobDef
+		run pass.Run
+	}{"another run": {job, other}, "another host": {job, otherHost}, "another job": {pass.JobDef{Name: "k", Repository: "r"}, run}} {
+		found, complete, err := executor(sources...).RunSnapshots(ctx, c.job, c.run)
+		if err != nil || complete || len(found.Snapshots) != 0 {
+			t.Errorf("%s: found %+v, complete %v, %v; want nothing found", name, found.Snapshots, complete, err)
+		}
+	}
+
+	noLookup := executor(sources...)
+	noLookup.Lookup = nil
+	if _, _, err := noLookup.RunSnapshots(ctx, job, run); err == nil {
+		t.Error("RunSnapshots without a lookup opener: no error; want one (the run opener may create a repository)")
+	}
+
+	hooked := executor(sources...)
+	hooked.Hooks = func(string) Hooks { return Hooks{After: []string{"true"}, OnSuccess: []string{"true"}} }
+	found, complete, err = hooked.RunSnapshots(ctx, job, run)
+	if err != nil || !complete {
+		t.Fatalf("with hooks: complete %v, %v; want every source found", complete, err)
+	}
+	var skipped []string
+	for _, s := range found.Figures.Skipped {
+		skipped = append(skipped, s.Object)
+	}
+	if want := []string{"hook after", "hook on_success"}; !slices.Equal(skipped, want) {
+		t.Errorf("with hooks: skipped %q, want %q", skipped, want)
 	}
 }

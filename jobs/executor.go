@@ -35,7 +35,10 @@ type SourceSpec struct {
 // Executor runs the runs of scheduled jobs, by their kind. A backup makes
 // one snapshot per source, in one repository opened once per run.
 type Executor struct {
-	Open    RepositoryOpener
+	Open RepositoryOpener
+	// Lookup opens a repository to look into it (RunSnapshots): never
+	// creating one, and read only; nil: no lookups.
+	Lookup  RepositoryOpener
 	Sources JobSources
 	Version string
 	Now     func() time.Time // the clock snapshots are dated by; nil: time.Now

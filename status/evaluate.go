@@ -155,7 +155,18 @@ func evaluateRuns(s State, add addFunc) {
 	}
 	stuckAfter := cmp.Or(s.StuckAfter, DefaultStuckAfter)
 	for _, r := range s.Running {
-		if silent := s.Now.Sub(r.HeartbeatAt); silent > stuckAfter {
+		// The owner's lease, set from its own stale_after, says when the
+		// run is overdue; a local StuckAfter would call a live run of a
+		// longer lease stuck.
+		silent := s.Now.Sub(r.HeartbeatAt)
+		if !r.LeaseUntil.IsZero() {
+			if s.Now.After(r.LeaseUntil) {
+				add(CodeRunStuck, r.Job, r.Repository, "run %d (runner %s) has not renewed its heartbeat for %s and its lease ran out at %s: the next pass reclaims it",
+					r.ID, cmp.Or(r.Runner, "unknown"), roundAge(silent), stamp(r.LeaseUntil))
+			}
+			continue
+		}
+		if silent > stuckAfter {
 			add(CodeRunStuck, r.Job, r.Repository, "run %d (runner %s) has not renewed its heartbeat for %s: a pass reclaims it once its runner is gone",
 				r.ID, cmp.Or(r.Runner, "unknown"), roundAge(silent))
 		}

@@ -151,6 +151,14 @@ func TestEvaluate(t *testing.T) {
 		{"run_stuck when a running run's heartbeat stopped", func(s *State) {
 			s.Running = []RunningRun{{ID: 12, Job: "home", Repository: "disk", StartedAt: now.Add(-time.Hour), HeartbeatAt: now.Add(-20 * time.Minute), Runner: "db1:77"}}
 		}, []want{{CodeRunStuck, "home", "disk", "run 12 (runner db1:77) has not renewed its heartbeat for 20m0s"}}},
+		{"no run_stuck while the owner's lease lasts, however old its heartbeat", func(s *State) {
+			s.Running = []RunningRun{{ID: 12, Job: "home", Repository: "disk", StartedAt: now.Add(-time.Hour), HeartbeatAt: now.Add(-20 * time.Minute),
+				LeaseUntil: now.Add(10 * time.Minute), Runner: "db1:77"}}
+		}, nil},
+		{"run_stuck once the owner's lease ran out", func(s *State) {
+			s.Running = []RunningRun{{ID: 12, Job: "home", Repository: "disk", StartedAt: now.Add(-time.Hour), HeartbeatAt: now.Add(-20 * time.Minute),
+				LeaseUntil: now.Add(-time.Minute), Runner: "db1:77"}}
+		}, []want{{CodeRunStuck, "home", "disk", "run 12 (runner db1:77) has not renewed its heartbeat for 20m0s and its lease ran out at"}}},
 		{"no secrets: URLs are cut to their scheme and host in messages", func(s *State) {
 			s.Repositories[0].Location = "s3://s3.example.com/bucket"
 			s.Repositories[0].Probe = &Probe{At: now, Error: `get "https://AKIAKEY:hunter2@s3.example.com/bucket/config?X-Amz-Signature=abc123": 403`}

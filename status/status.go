@@ -197,7 +197,8 @@ type RunningRun struct {
 	Repository  string
 	StartedAt   time.Time
 	HeartbeatAt time.Time
-	Runner      string // host:pid
+	LeaseUntil  time.Time // the owner's lease; zero: none (an older runner), its heartbeat is judged by StuckAfter
+	Runner      string    // host:pid@boot/pidns/start (older runners: host:pid)
 }
 
 // Repository is one configured repository and its last probe.

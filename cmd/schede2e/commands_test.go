@@ -128,6 +128,15 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 	if n := len(w.runs()); n != 0 {
 		t.Errorf("%d runs after a refused job run, want none", n)
 	}
+	// So is a drill by hand.
+	res = w.must(exitConflict, "drill", "j")
+	if line := strings.TrimSpace(res.Stderr); strings.Contains(line, "\n") || !strings.Contains(line, "paused") ||
+		!strings.Contains(line, "job resume j") || !strings.Contains(line, "drill --force j") || res.Stdout != "" {
+		t.Errorf("drill of a paused job: want one line saying it is paused and how to go on:\n%s", res)
+	}
+	if n := len(w.runs()); n != 0 {
+		t.Errorf("%d runs after a refused drill, want none", n)
+	}
 	res = w.must(exitOK, "job", "run", "j", "--force")
 	forced := w.runs()
 	if len(forced) != 1 || forced[0].Status != "queued" || forced[0].Trigger != "manual" {

@@ -164,7 +164,7 @@ func TestNotifyWebhooksAndHealthchecks(t *testing.T) {
 		t.Errorf("a's success document: %+v, want its figures and snapshot %+v", a, finished["a"].Snapshots)
 	}
 	if b.ErrorClass != "config" || b.ErrorCode != "SOURCE_MISSING" || b.Message == "" || b.Message != finished["b"].Message || len(b.Snapshots) != 0 {
-		t.Errorf("b's failure document: %+v, want class source, ALL_SOURCES_FAILED and the run's message %q", b, finished["b"].Message)
+		t.Errorf("b's failure document: %+v, want class config, SOURCE_MISSING and the run's message %q", b, finished["b"].Message)
 	}
 
 	for name, want := range map[string][]string{"a": {"/ping/UUID-A/start", "/ping/UUID-A"}, "b": {"/ping/UUID-B/start", "/ping/UUID-B/fail"}} {

@@ -261,6 +261,21 @@ func (s *fakeStore) Heartbeat(ctx context.Context, runID int64, owner string, no
 }
 
 func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error) {
+	return s.finish(ctx, run, owner, next, nil)
+}
+
+func (s *fakeStore) FinishOrphan(ctx context.Context, run Run, owner string, now, staleBefore time.Time, dead func(string) bool, next *Run) (bool, error) {
+	return s.finish(ctx, run, owner, next, func(r *Run) bool {
+		if s.cancels[r.ID] && run.Status == StatusFailed {
+			return false
+		}
+		return LeaseExpired(*r, now, staleBefore) || (dead != nil && r.Runner != "" && dead(r.Runner))
+	})
+}
+
+// finish is Finish, writing only when orphaned (nil: always) reports true
+// of the running run.
+func (s *fakeStore) finish(ctx context.Context, run Run, owner string, next *Run, orphaned func(*Run) bool) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -271,7 +286,7 @@ func (s *fakeStore) Finish(ctx context.Context, run Run, owner string, next *Run
 		return false, s.finishErr
 	}
 	r := s.run(run.ID)
-	if r == nil || r.Status != StatusRunning || r.Owner != owner {
+	if r == nil || r.Status != StatusRunning || r.Owner != owner || (orphaned != nil && !orphaned(r)) {
 		return false, nil
 	}
 	if run.Status == StatusSucceeded && (run.Figures.FilesSkipped > 0 || len(run.Figures.Skipped) > 0) {

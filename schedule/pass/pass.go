@@ -19,11 +19,12 @@ import (
 
 // Defaults of the Pass's durations, used where a field is zero.
 const (
-	DefaultHeartbeat    = 30 * time.Second // how often a running run renews its heartbeat
-	DefaultStaleAfter   = 5 * time.Minute  // how old a heartbeat may grow before its run is reclaimed
-	DefaultGrace        = 5 * time.Minute  // how late a slot may be noticed and still count as on time
-	DefaultShutdownWait = 25 * time.Second // how long Run waits for its runs to stop after ctx ends
-	RecordTimeout       = 10 * time.Second // how long writing one result may take, even at shutdown
+	DefaultHeartbeat     = 30 * time.Second // how often a running run renews its heartbeat
+	DefaultStaleAfter    = 5 * time.Minute  // how old a heartbeat may grow before its run is reclaimed
+	DefaultGrace         = 5 * time.Minute  // how late a slot may be noticed and still count as on time
+	DefaultShutdownWait  = 25 * time.Second // how long Run waits for its runs to stop after ctx ends
+	DefaultLookupTimeout = 30 * time.Second // how long a pass looks for an orphaned run's snapshots
+	RecordTimeout        = 10 * time.Second // how long writing one result may take, even at shutdown
 )
 
 // Defaults and limits of a RetryPolicy.
@@ -79,6 +80,11 @@ type Pass struct {
 	// cancelled; runs still executing then are left to orphan reclaim.
 	// 0: DefaultShutdownWait.
 	ShutdownWait time.Duration
+
+	// LookupTimeout bounds each look into a repository for an orphaned
+	// run's snapshots, so that storage that does not answer holds up no
+	// pass; reclaim then decides. 0: DefaultLookupTimeout.
+	LookupTimeout time.Duration
 }
 
 // Summary says what a pass did, for the command line to print.
@@ -257,8 +263,9 @@ func LeaseExpired(run Run, now, staleBefore time.Time) bool {
 	}
 	return run.LeaseUntil.Before(now)
 }
-func (p *Pass) grace() time.Duration        { return orDefault(p.Grace, DefaultGrace) }
-func (p *Pass) shutdownWait() time.Duration { return orDefault(p.ShutdownWait, DefaultShutdownWait) }
+func (p *Pass) grace() time.Duration         { return orDefault(p.Grace, DefaultGrace) }
+func (p *Pass) shutdownWait() time.Duration  { return orDefault(p.ShutdownWait, DefaultShutdownWait) }
+func (p *Pass) lookupTimeout() time.Duration { return orDefault(p.LookupTimeout, DefaultLookupTimeout) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -392,7 +399,8 @@ func (p *Pass) reclaim(ctx context.Context, sum *Summary) error {
 type RunSnapshotFinder interface {
 	// RunSnapshots returns the result of run as its snapshots tell it, and
 	// complete = true when every source of job has one; complete = false
-	// when some source has none (the run did not get to its end), or err.
+	// when some source has none (the run did not get to its end), res then
+	// holding the ones found; or err. It must never create a repository.
 	RunSnapshots(ctx context.Context, job JobDef, run Run) (res Result, complete bool, err error)
 }
 
@@ -400,11 +408,21 @@ type RunSnapshotFinder interface {
 // from its snapshots.
 const recordedLater = "recorded by a later pass from the snapshots it wrote: its runner stopped before it could record its end"
 
-// recordOrphansSnapshots records as succeeded every orphaned backup run
-// (one that reclaim is about to end) whose snapshots are all in the
-// repository: the run did its work, and only its record is missing. A
-// history never loses a snapshot, and the run is not retried. Fenced by
-// the run's owner token, as its runner's own Finish would be.
+// orphanedWithSnapshots is the message of an orphaned run that wrote some of
+// its snapshots, which are kept in its record.
+const orphanedWithSnapshots = "orphaned: its runner stopped before the run ended; the snapshots it wrote are recorded with it"
+
+// recordOrphansSnapshots records every orphaned backup run (one that
+// reclaim is about to end) from the snapshots it wrote, so that a history
+// never loses a snapshot. A run with every source's snapshot did its work
+// and only its record is missing: it gets the verdict Judge gives its
+// result (the executor adds a skipped entry for hooks that did not end)
+// and the follow-ups of a normal end, and is not retried. A run with only
+// some is ended failed, ORPHANED, with the ones found and the retry
+// reclaim would queue. Each lookup is bounded by LookupTimeout, and a
+// repository whose lookup failed is not looked into again in this pass;
+// each write is fenced by the run's owner token and its lease, which must
+// still be expired, in the store's transaction.
 func (p *Pass) recordOrphansSnapshots(ctx context.Context, sum *Summary, warn func(string, ...any)) {
 	finder, ok := p.Executor.(RunSnapshotFinder)
 	if !ok {
@@ -414,37 +432,58 @@ func (p *Pass) recordOrphansSnapshots(ctx context.Context, sum *Summary, warn fu
 	if err != nil {
 		return // reclaim reads the store next and reports
 	}
+	failed := map[string]bool{} // repositories whose lookup failed in this pass
 	for _, r := range st.Running {
 		if (r.Kind != KindBackup && r.Kind != "") || !p.Orphaned(r) {
 			continue
 		}
 		def, ok := p.def(r.Job)
-		if !ok {
+		if !ok || failed[def.Repository] {
 			continue
 		}
-		res, complete, err := finder.RunSnapshots(ctx, def, r)
+		lookup, cancel := context.WithTimeout(ctx, p.lookupTimeout())
+		res, complete, err := finder.RunSnapshots(lookup, def, r)
+		cancel()
 		if err != nil {
+			failed[def.Repository] = true
 			warn("run %d of job %s: its snapshots could not be looked for, it is reclaimed as orphaned: %v", r.ID, r.Job, err)
 			continue
 		}
-		if !complete {
+		if !complete && len(res.Snapshots) == 0 {
 			continue
 		}
+		now := p.Now()
 		ended := r
-		ended.Status, ended.EndedAt, ended.Message = StatusSucceeded, p.Now(), recordedLater
-		ended.Figures, ended.Snapshots = res.Figures, res.Snapshots
-		if ended.Figures.FilesSkipped > 0 {
-			ended.Status, ended.ErrorCode = StatusPartialFailure, CodeObjectsSkipped
+		ended.EndedAt, ended.Figures, ended.Snapshots = now, res.Figures, res.Snapshots
+		var next *Run
+		if complete {
+			v := Judge(res, nil)
+			ended.Status, ended.ErrorClass, ended.ErrorCode = v.Status, v.Class, v.Code
+			ended.Message = recordedLater
+			if v.Message != "" {
+				ended.Message += "; " + v.Message
+			}
+			if v.Status == StatusSucceeded {
+				next = p.afterBackup(ended, now)
+			}
+		} else {
+			ended.Status, ended.ErrorClass, ended.ErrorCode = StatusFailed, ClassTransient, CodeOrphaned
+			ended.Message = orphanedWithSnapshots
+			next = p.retryOf(r, ClassTransient, now)
 		}
-		recorded, err := p.Store.Finish(ctx, ended, r.Owner, nil)
+		recorded, err := p.Store.FinishOrphan(ctx, ended, r.Owner, now, p.staleBefore(now), p.runnerGone, next)
 		if err != nil || !recorded {
 			continue // reclaim decides
 		}
 		stored := ended
 		stored.Owner = ""
-		p.log().Warn("orphaned run recorded from its snapshots", "run", r.ID, "job", r.Job, "snapshots", len(res.Snapshots))
+		p.log().Warn("orphaned run recorded from its snapshots", "run", r.ID, "job", r.Job, "status", stored.Status, "snapshots", len(res.Snapshots))
 		sum.Finished = append(sum.Finished, stored)
 		p.observeFinished(stored)
+		if next != nil && next.ID != 0 {
+			sum.Requeued = append(sum.Requeued, *next)
+			p.observeQueued(*next)
+		}
 	}
 }
 

@@ -450,8 +450,23 @@ func TestRetryWithBackoff(t *testing.T) {
 
 // After one outage shared by many jobs, the default policy's jitter spreads
 // their retries over the last fifth of the backoff instead of starting them
-// all at once; a job with NoJitter keeps the exact backoff.
+// all at once; a job with NoJitter keeps the exact backoff. Both with a
+// seeded generator and with the Pass's own default (Jitter nil), which is
+// what a user gets.
 func TestRetriesOfASharedOutageAreSpread(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 16))
+	var rngMu sync.Mutex
+	seeded := func() float64 { // locked: the pass records its runs' results at once
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		return rng.Float64()
+	}
+	for name, jitter := range map[string]func() float64{"seeded": seeded, "default": nil} {
+		t.Run(name, func(t *testing.T) { testRetriesSpread(t, jitter) })
+	}
+}
+
+func testRetriesSpread(t *testing.T, jitter func() float64) {
 	var defs []JobDef
 	for i := range 40 {
 		defs = append(defs, manual(t, fmt.Sprintf("job%02d", i)))
@@ -459,14 +474,7 @@ func TestRetriesOfASharedOutageAreSpread(t *testing.T) {
 	defs = append(defs, manual(t, "exact", func(d *JobDef) { d.Retry.NoJitter = true }))
 	f := newFixture(t, defs...)
 	f.pass.Limits = Limits{}
-	// Seeded, and locked: the pass records its runs' results at once.
-	rng := rand.New(rand.NewPCG(16, 16))
-	var rngMu sync.Mutex
-	f.pass.Jitter = func() float64 {
-		rngMu.Lock()
-		defer rngMu.Unlock()
-		return rng.Float64()
-	}
+	f.pass.Jitter = jitter
 	f.run(at(0))
 	f.exec.do = func(context.Context, JobDef, Run) (Result, error) {
 		return Result{}, &ClassError{Class: ClassNetwork, Err: errors.New("connection refused")}

@@ -68,6 +68,16 @@ type Store interface {
 	// nothing, when the run was taken away. An error matching ErrStoreBusy
 	// means that nothing was written and the call may be made again.
 	Finish(ctx context.Context, run Run, owner string, next *Run) (bool, error)
+
+	// FinishOrphan is Finish for another runner's orphaned run (one that
+	// Reclaim would end): in the same transaction it first checks that the
+	// run is still running under owner and that its lease still ran out
+	// before now (without a lease: its heartbeat is before staleBefore) or
+	// dead (nil: never) reports its runner gone; else it reports false,
+	// changing nothing, so that a runner that renewed meanwhile keeps its run.
+	// A failed end of a run whose cancellation was requested is refused
+	// too: Reclaim ends that run as cancelled.
+	FinishOrphan(ctx context.Context, run Run, owner string, now, staleBefore time.Time, dead func(runner string) bool, next *Run) (bool, error)
 }
 
 // HeartbeatReply tells a runner whether to go on.

@@ -49,6 +49,7 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) Store) {
 		{"FinishRecordsTheResultAndQueuesTheNextRun", testFinish},
 		{"Reclaim", testReclaim},
 		{"ReclaimHonoursTheOwnersLease", testReclaimHonoursLease},
+		{"FinishOrphanIsFencedByTheLease", testFinishOrphanIsFencedByTheLease},
 		{"ARemovedJobGetsNoNextRunOrRetry", testRemovedJobGetsNoNextRun},
 		{"RunsKeepTheirKind", testKinds},
 		{"ScheduledWorkIsClaimedAsItsKind", testScheduledWork},
@@ -844,5 +845,77 @@ func testReclaimHonoursLease(t *testing.T, s Store) {
 	}
 	if got := ids(reclaimed); len(got) != 1 || got[0] != leased.ID {
 		t.Fatalf("reclaim after the lease ran out: %v, want run %d", got, leased.ID)
+	}
+}
+
+// FinishOrphan writes only while the run's lease is still expired, as read
+// in its own transaction: a heartbeat (one that carries progress too)
+// renews the lease, and a runner that renewed after a pass saw its lease
+// run out keeps its run. A failed end of a run whose cancellation was
+// requested is left to Reclaim.
+func testFinishOrphanIsFencedByTheLease(t *testing.T, s Store) {
+	ctx := context.Background()
+	syncManual(t, s, map[string][]string{"leased": nil, "cancelled": nil})
+	run, cancelled := queue(t, s, "leased", t0), queue(t, s, "cancelled", t0)
+	const lease = 10 * time.Minute
+	if _, err := s.Admit(ctx, t0, func(st pass.AdmitState) []pass.Admission {
+		var a []pass.Admission
+		for _, r := range st.Queued {
+			a = append(a, pass.Admission{RunID: r.ID, Admit: true, Owner: "tok-" + r.Job, Runner: "host:" + r.Job, Lease: lease})
+		}
+		return a
+	}); err != nil {
+		t.Fatal(err)
+	}
+	progress := &pass.Progress{Figures: pass.Figures{Files: 2}, Current: "source /x"}
+	if reply, err := s.Heartbeat(ctx, run.ID, "tok-leased", t0.Add(4*time.Minute), progress); err != nil || reply != pass.HeartbeatOK {
+		t.Fatal(reply, err)
+	}
+	if r := mustRun(t, s, run.ID); !r.LeaseUntil.Equal(t0.Add(14 * time.Minute)) {
+		t.Fatalf("lease after a heartbeat with progress at 4 min: until %s, want 14 min", r.LeaseUntil)
+	}
+	end := func(now time.Time) (bool, *pass.Run) {
+		ended := mustRun(t, s, run.ID)
+		ended.Status, ended.EndedAt, ended.Message = pass.StatusSucceeded, now, "recorded later"
+		ended.Figures = pass.Figures{Files: 2}
+		ended.Snapshots = []pass.SnapshotRef{{RepositoryID: "repo", SnapshotID: "snap", Source: "/x"}}
+		next := &pass.Run{Job: "leased", Kind: pass.KindVerify, Trigger: pass.TriggerSchedule, Attempt: 1, Priority: "normal",
+			ScheduledAt: now, NotBefore: now, QueuedAt: now, Status: pass.StatusQueued}
+		ok, err := s.FinishOrphan(ctx, ended, "tok-leased", now, now.Add(-time.Minute), nil, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok, next
+	}
+	if ok, _ := end(t0.Add(13 * time.Minute)); ok {
+		t.Fatal("FinishOrphan within the lease wrote the run's end")
+	}
+	// The runner comes back at 14 min (a VM resumed) and renews to 24 min:
+	// a pass that saw the lease run out at 15 min no longer takes the run.
+	if reply, err := s.Heartbeat(ctx, run.ID, "tok-leased", t0.Add(14*time.Minute), nil); err != nil || reply != pass.HeartbeatOK {
+		t.Fatal(reply, err)
+	}
+	if ok, _ := end(t0.Add(15 * time.Minute)); ok {
+		t.Fatal("FinishOrphan after the runner renewed its lease wrote the run's end")
+	}
+	if r := mustRun(t, s, run.ID); r.Status != pass.StatusRunning {
+		t.Fatalf("run is %s after refused FinishOrphans, want running", r.Status)
+	}
+	ok, next := end(t0.Add(25 * time.Minute))
+	if !ok || next.ID == 0 {
+		t.Fatalf("FinishOrphan after the lease ran out: %v, next %+v; want the end written and the next run queued", ok, next)
+	}
+	if r := mustRun(t, s, run.ID); r.Status != pass.StatusSucceeded || len(r.Snapshots) != 1 || r.Snapshots[0].SnapshotID != "snap" {
+		t.Errorf("run after FinishOrphan: %s with snapshots %+v, want succeeded with its snapshot", r.Status, r.Snapshots)
+	}
+
+	if err := s.CancelRun(ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(25 * time.Minute)
+	failed := mustRun(t, s, cancelled.ID)
+	failed.Status, failed.EndedAt, failed.ErrorClass, failed.ErrorCode, failed.Message = pass.StatusFailed, now, pass.ClassTransient, pass.CodeOrphaned, "orphaned"
+	if ok, err := s.FinishOrphan(ctx, failed, "tok-cancelled", now, now.Add(-time.Minute), nil, nil); err != nil || ok {
+		t.Errorf("FinishOrphan of a failed end of a run whose cancellation was requested: %v, %v; want refused", ok, err)
 	}
 }
