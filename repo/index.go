@@ -381,3 +381,28 @@ func (x *Index) reset() {
 	defer x.mu.Unlock()
 	x.packs, x.packNum, x.blobs, x.alts, x.packEnds = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil, nil
 }
+
+// placesIn returns every place the index knows in pack, alternates
+// included: what a pack whose header cannot be read held.
+func (x *Index) placesIn(pack ID) []IndexedBlob {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n, ok := x.packNum[pack]
+	if !ok {
+		return nil
+	}
+	var out []IndexedBlob
+	for id, e := range x.blobs {
+		if e.pack == n {
+			out = append(out, x.expand(id, e))
+		}
+	}
+	for id, alts := range x.alts {
+		for _, e := range alts {
+			if e.pack == n {
+				out = append(out, x.expand(id, e))
+			}
+		}
+	}
+	return out
+}
