@@ -263,7 +263,7 @@ func (x *Index) damagedPacks(sizes map[ID]int64) map[ID]bool {
 	defer x.mu.RUnlock()
 	gone := map[ID]bool{}
 	for p, n := range x.packNum {
-		if size, ok := sizes[p]; !ok || size < x.packEnds[n]+packTrailerSize {
+		if size, ok := sizes[p]; !ok || !placeWhole(x.packEnds[n], size) {
 			gone[p] = true
 		}
 	}
@@ -352,6 +352,21 @@ func (x *Index) Each(fn func(IndexedBlob)) {
 	defer x.mu.RUnlock()
 	for id, e := range x.blobs {
 		fn(x.expand(id, e))
+	}
+}
+
+// EachPlace calls fn for every place of every indexed blob (a blob in
+// several packs once per pack), in no set order.
+func (x *Index) EachPlace(fn func(IndexedBlob)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for id, e := range x.blobs {
+		fn(x.expand(id, e))
+	}
+	for id, alts := range x.alts {
+		for _, e := range alts {
+			fn(x.expand(id, e))
+		}
 	}
 }
 
