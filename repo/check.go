@@ -116,9 +116,9 @@ type checker struct {
 	// badPlaces holds, by blob and pack, why a place of a blob is not
 	// whole; a blob is broken only once all its places are (settle).
 	badPlaces map[ID]map[ID]badPlace
-	problems map[string]*Problem
-	treeMemo map[ID][]brokenRef
-	blobRefs int // the references to data blobs the walks checked
+	problems  map[string]*Problem
+	treeMemo  map[ID][]brokenRef
+	blobRefs  int // the references to data blobs the walks checked
 
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
