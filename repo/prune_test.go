@@ -1207,8 +1207,9 @@ func TestPruneCancelledAtEveryWrite(t *testing.T) {
 	}
 }
 
-// A damaged index file stops prune (and its dry run) with ErrIntegrity
-// before anything is written: which packs hold what is then unknown.
+// A damaged index file stops prune (and its dry run) with ErrIntegrity,
+// naming repair index, before anything is written: which packs hold what
+// is then unknown.
 func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
 	f := newPruneFixture(t, memory.New())
 	f.forgetOld(t)
@@ -1225,8 +1226,8 @@ func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
 		}
 		t.Cleanup(r.Close)
 		_, err = r.Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
-		if !errors.Is(err, repo.ErrIntegrity) || errors.Is(err, repo.ErrInvalidManifest) {
-			t.Errorf("prune (dry run %v) with a damaged index file: %v, want ErrIntegrity", dry, err)
+		if !errors.Is(err, repo.ErrIntegrity) || errors.Is(err, repo.ErrInvalidManifest) || !strings.Contains(err.Error(), "run nightjar repair index") {
+			t.Errorf("prune (dry run %v) with a damaged index file: %v, want ErrIntegrity naming repair index", dry, err)
 		}
 	}
 	if after := allFiles(t, f.be); !slices.Equal(before, after) {
