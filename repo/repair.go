@@ -384,6 +384,10 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 	if err != nil {
 		return nil, err
 	}
+	// Packs the index lists that are gone or cut short: a run killed
+	// after it deleted damaged packs left them, and the index is rebuilt
+	// even when no damaged pack is left to salvage.
+	stale := r.idx.damagedPacks(sizes)
 	candidates := slices.Clone(opts.Packs)
 	if len(candidates) == 0 {
 		for id := range sizes {
@@ -463,7 +467,7 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 		return nil, err
 	}
 	res.PacksWritten = written.Stats().Packs
-	if len(damaged) == 0 {
+	if len(damaged) == 0 && len(stale) == 0 {
 		return res, nil
 	}
 	for _, id := range damaged {

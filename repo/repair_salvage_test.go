@@ -2,6 +2,8 @@ package repo_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -104,4 +106,48 @@ func TestRepairIndexKeepsHeaderlessEntries(t *testing.T) {
 			assertRestores(t, be, snap, first, "after repair packs")
 		})
 	}
+}
+
+// TestRepairPacksSurvivesKills stops repair packs, salvaging a pack whose
+// header is damaged, after each of its changes (packs and index files
+// written, the damaged pack deleted, index files replaced): every
+// snapshot restores each time, and a second run finishes the work with
+// nothing lost and check clean.
+func TestRepairPacksSurvivesKills(t *testing.T) {
+	onePacker(t)
+	be := memory.New()
+	initRepo(t, be)
+	first, both := repairSources()
+	snap0, _ := backupFiles(t, be, first)
+	snap1, _ := backupFiles(t, be, both)
+	damageHeader(t, be, first, headerDamage[0].flipFrom, 0)
+	kills := 0
+	for n := 0; ; n++ {
+		clone := cloneBackend(t, be)
+		killed := &killedAfter{Backend: clone, n: n}
+		_, err := openRepo(t, killed).RepairPacks(context.Background(), repo.RepairPacksOptions{})
+		if err == nil {
+			if n == 0 {
+				t.Fatal("repair packs changed nothing")
+			}
+			break
+		}
+		if !errors.Is(err, errKilled) {
+			t.Fatalf("repair packs killed after %d changes: %v", n, err)
+		}
+		kills++
+		what := fmt.Sprintf("repair packs killed after %d changes", n)
+		assertRestores(t, clone, snap0, first, "first snapshot, "+what)
+		assertRestores(t, clone, snap1, both, "second snapshot, "+what)
+		res, err := openRepo(t, clone).RepairPacks(context.Background(), repo.RepairPacksOptions{})
+		if err != nil || res.BlobsLost != 0 {
+			t.Fatalf("repair packs after it was killed after %d changes: %+v, %v", n, res, err)
+		}
+		assertRestores(t, clone, snap1, both, "second snapshot, second run after "+what)
+		assertCheckClean(t, clone, "second run after "+what)
+	}
+	if kills < 3 {
+		t.Fatalf("repair packs was killed at %d points only, want every write and removal", kills)
+	}
+	t.Logf("repair packs killed at %d points", kills)
 }
