@@ -112,6 +112,10 @@ func printRepairIndex(p *printer, res *repo.RepairIndexResult, dryRun bool) {
 		p.Warnf("index file %s is damaged: %s", shortID(name), dryRunWord(dryRun, "replaced", "would be replaced"))
 	}
 	for _, u := range res.UnreadablePacks {
+		if u.KeptBlobs > 0 {
+			p.Warnf("pack %s (%s): %s; its %d intact blobs stay indexed until nightjar repair packs salvages them", u.Pack, bytesText(u.Size), u.Reason, u.KeptBlobs)
+			continue
+		}
 		p.Warnf("pack %s (%s) cannot be read and is left out of the index: %s", u.Pack, bytesText(u.Size), u.Reason)
 	}
 	p.Printf("packs read:  %d, %d unreadable\n", res.PacksRead, len(res.UnreadablePacks))

@@ -113,9 +113,12 @@ type checker struct {
 	report   CheckReport
 	mu       sync.Mutex
 	broken   map[ID]string // blob ID -> why it cannot be read
-	problems map[string]*Problem
-	treeMemo map[ID][]brokenRef
-	blobRefs int // the references to data blobs the walks checked
+	// badPlaces holds, by blob and pack, why a place of a blob is not
+	// whole; a blob is broken only once all its places are (settle).
+	badPlaces map[ID]map[ID]badPlace
+	problems  map[string]*Problem
+	treeMemo  map[ID][]brokenRef
+	blobRefs  int // the references to data blobs the walks checked
 
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
@@ -123,7 +126,7 @@ type checker struct {
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -320,29 +323,104 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	for _, b := range blobs {
 		c.checkEntry(b, packSizes)
 	}
+	c.settle()
 	return nil
 }
 
-// checkEntries marks the indexed blobs whose pack is missing or too short
-// as broken, and counts the packs no index names.
+// checkEntries checks every place of every indexed blob against the packs
+// that exist, marks the blobs none of whose places is whole as broken,
+// and counts the packs no index names.
 func (c *checker) checkEntries(packSizes map[ID]int64) {
-	c.r.idx.Each(func(b IndexedBlob) { c.checkEntry(b, packSizes) })
+	c.r.idx.EachPlace(func(b IndexedBlob) { c.checkEntry(b, packSizes) })
 	for id := range packSizes {
 		if !c.r.idx.HasPack(id) {
 			c.report.UnindexedPacks++
 		}
 	}
+	c.settle()
 }
 
-// checkEntry marks an indexed blob whose pack is missing or too short as
-// broken.
+// checkEntry notes a place of a blob whose pack is missing or too short.
 func (c *checker) checkEntry(b IndexedBlob, packSizes map[ID]int64) {
 	size, ok := packSizes[b.Pack]
 	switch {
 	case !ok:
-		c.markBroken(b.ID, b.Type, "pack "+b.Pack.String()+" that holds it is missing")
-	case int64(b.Offset)+int64(b.Length) > size-packTrailerSize:
-		c.markBroken(b.ID, b.Type, fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()))
+		c.placeBad(b, "pack "+b.Pack.String()+" that holds it is missing", "index lists this missing pack: run nightjar repair index")
+	case !placeWhole(int64(b.Offset)+int64(b.Length), size):
+		c.placeBad(b, fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()), "pack is cut short: run nightjar repair packs")
+	}
+}
+
+// badPlace is why one place of a blob is not whole: as a problem of the
+// blob (when no place is), and as one of the pack (when another is).
+type badPlace struct {
+	typ     BlobType
+	why     string
+	packWhy string
+}
+
+// placeBad notes that blob b's place in its pack is not whole.
+func (c *checker) placeBad(b IndexedBlob, why, packWhy string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	places := c.badPlaces[b.ID]
+	if places == nil {
+		places = map[ID]badPlace{}
+		c.badPlaces[b.ID] = places
+	}
+	if _, ok := places[b.Pack]; !ok {
+		places[b.Pack] = badPlace{typ: b.Type, why: why, packWhy: packWhy}
+	}
+}
+
+// settle marks as broken each blob none of whose places is whole; a bad
+// place beside a whole one breaks no snapshot and is a problem of its
+// pack (a stale index entry, or a damaged spare copy).
+func (c *checker) settle() {
+	c.mu.Lock()
+	var ids []ID
+	for id := range c.badPlaces {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.mu.Lock()
+		places := c.badPlaces[id]
+		bad := make(map[ID]badPlace, len(places))
+		for p, bp := range places {
+			bad[p] = bp
+		}
+		c.mu.Unlock()
+		all := []IndexedBlob{}
+		if b, ok := c.r.idx.Lookup(id); ok {
+			all = append(all, b)
+		}
+		all = append(all, c.r.idx.alternates(id)...)
+		whole := false
+		for _, b := range all {
+			if _, ok := bad[b.Pack]; !ok {
+				whole = true
+			}
+		}
+		if !whole {
+			// Name the first bad place in pack order, so that the
+			// report does not depend on the order the index loaded in.
+			packs := make([]ID, 0, len(bad))
+			for p := range bad {
+				packs = append(packs, p)
+			}
+			sort.Slice(packs, func(i, j int) bool { return string(packs[i][:]) < string(packs[j][:]) })
+			first := bad[packs[0]]
+			why := first.why
+			if len(packs) > 1 {
+				why += fmt.Sprintf(" (and %d other copies are not whole either)", len(packs)-1)
+			}
+			c.markBroken(id, first.typ, why)
+			continue
+		}
+		for p, bp := range bad {
+			c.problem("pack "+p.String(), bp.packWhy)
+		}
 	}
 }
 
@@ -374,7 +452,7 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	// Read in name order: sequential on disk for most file systems.
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
 	indexed := map[ID][]IndexedBlob{}
-	c.r.idx.Each(func(b IndexedBlob) {
+	c.r.idx.EachPlace(func(b IndexedBlob) {
 		if selected[b.Pack] {
 			indexed[b.Pack] = append(indexed[b.Pack], b)
 		}
@@ -414,7 +492,7 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 			err = c.r.SplitPack(id, data, func(b PackedBlob, _ []byte, err error) {
 				inPack[b.ID] = b
 				if err != nil {
-					c.markBroken(b.ID, b.Type, err.Error())
+					c.placeBad(IndexedBlob{PackedBlob: b, Pack: id}, err.Error(), "holds a damaged copy of a blob another pack holds whole: run nightjar repair packs")
 				}
 			})
 			if err != nil && len(inPack) == 0 {
@@ -428,23 +506,25 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 			}
 			for _, b := range indexed[id] {
 				if got, ok := inPack[b.ID]; !ok || got != b.PackedBlob {
-					c.markBroken(b.ID, b.Type, "index entry does not match pack "+id.Short())
+					c.placeBad(b, "index entry does not match pack "+id.Short(), "index entry does not match the pack: run nightjar repair index")
 				}
 			}
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	c.settle()
+	return nil
 }
 
+// packBroken reports a pack that cannot be read at all; each blob it
+// holds is broken unless another pack holds it whole.
 func (c *checker) packBroken(id ID, blobs []IndexedBlob, err error) {
 	c.problem("pack "+id.String(), err.Error())
 	for _, b := range blobs {
-		c.mu.Lock()
-		if _, ok := c.broken[b.ID]; !ok {
-			c.broken[b.ID] = "pack " + id.String()
-		}
-		c.mu.Unlock()
+		c.placeBad(b, "pack "+id.String()+" cannot be read", "")
 	}
 }
 

@@ -263,7 +263,7 @@ func (x *Index) damagedPacks(sizes map[ID]int64) map[ID]bool {
 	defer x.mu.RUnlock()
 	gone := map[ID]bool{}
 	for p, n := range x.packNum {
-		if size, ok := sizes[p]; !ok || size < x.packEnds[n]+packTrailerSize {
+		if size, ok := sizes[p]; !ok || !placeWhole(x.packEnds[n], size) {
 			gone[p] = true
 		}
 	}
@@ -355,6 +355,21 @@ func (x *Index) Each(fn func(IndexedBlob)) {
 	}
 }
 
+// EachPlace calls fn for every place of every indexed blob (a blob in
+// several packs once per pack), in no set order.
+func (x *Index) EachPlace(fn func(IndexedBlob)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for id, e := range x.blobs {
+		fn(x.expand(id, e))
+	}
+	for id, alts := range x.alts {
+		for _, e := range alts {
+			fn(x.expand(id, e))
+		}
+	}
+}
+
 // sortedIndexFile builds the body of an index file for blobs.
 func sortedIndexFile(blobs []IndexedBlob) indexFile {
 	sort.Slice(blobs, func(i, j int) bool { return bytes.Compare(blobs[i].ID[:], blobs[j].ID[:]) < 0 })
@@ -380,4 +395,29 @@ func (x *Index) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.packs, x.packNum, x.blobs, x.alts, x.packEnds = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil, nil
+}
+
+// placesIn returns every place the index knows in pack, alternates
+// included: what a pack whose header cannot be read held.
+func (x *Index) placesIn(pack ID) []IndexedBlob {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n, ok := x.packNum[pack]
+	if !ok {
+		return nil
+	}
+	var out []IndexedBlob
+	for id, e := range x.blobs {
+		if e.pack == n {
+			out = append(out, x.expand(id, e))
+		}
+	}
+	for id, alts := range x.alts {
+		for _, e := range alts {
+			if e.pack == n {
+				out = append(out, x.expand(id, e))
+			}
+		}
+	}
+	return out
 }

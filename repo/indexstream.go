@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -85,6 +86,11 @@ func (r *Repository) eachIndexFile(ctx context.Context, names []string, fn func(
 		if res.err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if errors.Is(res.err, ErrIntegrity) {
+				// Prune and stats need every entry: a damaged file is
+				// replaced by repair index before they go on.
+				return fmt.Errorf("read index: %w (run nightjar repair index first)", res.err)
 			}
 			return fmt.Errorf("read index: %w (nightjar check tells more)", res.err)
 		}

@@ -68,6 +68,14 @@ const (
 
 var packHeaderAD = []byte("nightjar pack 1")
 
+// placeWhole reports whether a blob ending at end lies whole in a pack
+// file of packSize bytes, before its trailer (false for a missing pack,
+// size -1). Prune, healing and check share it, so that a pack cut inside
+// its trailer is cut for all three.
+func placeWhole(end, packSize int64) bool {
+	return end <= packSize-packTrailerSize
+}
+
 func encodePackHeader(blobs []PackedBlob) []byte {
 	buf := make([]byte, 4, 4+len(blobs)*packEntrySize)
 	binary.LittleEndian.PutUint32(buf, uint32(len(blobs)))

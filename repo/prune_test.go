@@ -1005,7 +1005,9 @@ func TestPruneKeepsOnlyACopyWithinItsPack(t *testing.T) {
 				if last := blobs[len(blobs)-1]; last.ID != dup {
 					t.Fatalf("pack %s ends with blob %s, want the duplicated %s", pack.Short(), last.ID.Short(), dup.Short())
 				}
-				store(t, mem, h, data[:blobs[len(blobs)-1].Offset]) // storage damage: the pack cut before the copy
+				// Storage damage: the pack cut 8 bytes (a trailer's room)
+				// into the copy, so that the blobs before it stay whole.
+				store(t, mem, h, data[:blobs[len(blobs)-1].Offset+8])
 			}
 			unchanged := allFiles(t, mem)
 
@@ -1205,8 +1207,9 @@ func TestPruneCancelledAtEveryWrite(t *testing.T) {
 	}
 }
 
-// A damaged index file stops prune (and its dry run) with ErrIntegrity
-// before anything is written: which packs hold what is then unknown.
+// A damaged index file stops prune (and its dry run) with ErrIntegrity,
+// naming repair index, before anything is written: which packs hold what
+// is then unknown.
 func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
 	f := newPruneFixture(t, memory.New())
 	f.forgetOld(t)
@@ -1223,8 +1226,8 @@ func TestPruneStopsOnADamagedIndexFile(t *testing.T) {
 		}
 		t.Cleanup(r.Close)
 		_, err = r.Prune(context.Background(), repo.PruneOptions{DryRun: dry, TempDir: t.TempDir()})
-		if !errors.Is(err, repo.ErrIntegrity) || errors.Is(err, repo.ErrInvalidManifest) {
-			t.Errorf("prune (dry run %v) with a damaged index file: %v, want ErrIntegrity", dry, err)
+		if !errors.Is(err, repo.ErrIntegrity) || errors.Is(err, repo.ErrInvalidManifest) || !strings.Contains(err.Error(), "run nightjar repair index") {
+			t.Errorf("prune (dry run %v) with a damaged index file: %v, want ErrIntegrity naming repair index", dry, err)
 		}
 	}
 	if after := allFiles(t, f.be); !slices.Equal(before, after) {

@@ -385,7 +385,7 @@ func (g *usedGroup) check() error {
 // pack.
 func (p *pruneRun) count(b BlobUse, g *usedGroup) error {
 	f := p.pack(b.Pack)
-	whole := int64(b.Offset)+int64(b.Length) <= f.size // false for a missing pack (size -1)
+	whole := placeWhole(int64(b.Offset)+int64(b.Length), f.size) // false for a missing pack (size -1)
 	if !b.Used || g.kept || !whole {
 		f.unusedBlobs++
 		f.unusedBytes += int64(b.Length)

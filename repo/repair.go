@@ -108,6 +108,10 @@ type UnreadablePack struct {
 	Pack   ID     `json:"pack"`
 	Size   int64  `json:"size"`
 	Reason string `json:"reason"`
+	// KeptBlobs are the blobs an old index file placed in the pack that
+	// still read correctly there: their entries stay in the new index,
+	// and repair packs salvages them.
+	KeptBlobs int `json:"kept_blobs"`
 }
 
 // RepairIndexResult is what RepairIndex found and did.
@@ -126,8 +130,10 @@ type RepairIndexResult struct {
 // RepairIndex rebuilds the index from the packs themselves: it reads the
 // header of every pack, writes index files for the blobs of every
 // readable pack, and only once they are all stored removes the index
-// files there were before. A pack whose header cannot be read is left
-// out and named. The caller holds the exclusive lock (none for DryRun).
+// files there were before. A pack whose header cannot be read is named;
+// the entries readable old index files hold for it are kept where they
+// still locate an intact blob (repair packs then salvages them). The
+// caller holds the exclusive lock (none for DryRun).
 //
 // Crash safety: until the last new index file is stored, the old ones are
 // all there; after that, the new ones list every blob of every readable
@@ -183,6 +189,11 @@ func (r *Repository) RepairIndex(ctx context.Context, opts RepairIndexOptions) (
 	sort.Slice(res.UnreadablePacks, func(i, j int) bool {
 		return bytes.Compare(res.UnreadablePacks[i].Pack[:], res.UnreadablePacks[j].Pack[:]) < 0
 	})
+	kept, err := r.keepHeaderlessEntries(ctx, oldNames, res)
+	if err != nil {
+		return nil, err
+	}
+	blobs = append(blobs, kept...)
 	files := indexLayers(blobs)
 	now := map[ID]bool{}
 	for _, b := range blobs {
@@ -227,6 +238,64 @@ func (r *Repository) RepairIndex(ctx context.Context, opts RepairIndexOptions) (
 	r.idx.add(blobs)
 	r.indexDamage, r.indexedFromHeaders = nil, 0
 	return res, nil
+}
+
+// keepHeaderlessEntries returns the entries that readable old index files
+// hold for the packs whose header cannot be read and that still locate an
+// intact blob (each is read and authenticated), so that a damaged header
+// or tail does not unindex blobs that read fine: such a pack is named
+// "header damaged: run repair packs".
+func (r *Repository) keepHeaderlessEntries(ctx context.Context, oldNames []string, res *RepairIndexResult) ([]IndexedBlob, error) {
+	if len(res.UnreadablePacks) == 0 {
+		return nil, nil
+	}
+	byPack := map[ID]int{}
+	for i, u := range res.UnreadablePacks {
+		byPack[u.Pack] = i
+	}
+	listed := map[ID][]IndexedBlob{}
+	for _, name := range oldNames {
+		f, err := r.readIndexBody(ctx, name)
+		if errors.Is(err, ErrIntegrity) {
+			continue // named among DamagedIndexFiles already
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read index %s: %w", name, err)
+		}
+		for _, b := range f.Blobs {
+			if _, ok := byPack[b.Pack]; ok && !slices.ContainsFunc(listed[b.Pack], func(o IndexedBlob) bool { return o.ID == b.ID }) {
+				listed[b.Pack] = append(listed[b.Pack], b)
+			}
+		}
+	}
+	var kept []IndexedBlob
+	for pack, entries := range listed {
+		data, err := r.be.Load(ctx, Handle{Type: PackFile, Name: pack.String()}, 0, -1)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read pack %s: %w", pack.Short(), err)
+		}
+		n := 0
+		for _, b := range entries {
+			end := int64(b.Offset) + int64(b.Length)
+			if end > int64(len(data)) {
+				continue
+			}
+			if _, err := r.openBlob(b.PackedBlob, bytes.Clone(data[b.Offset:end]), nil); err != nil {
+				continue
+			}
+			kept = append(kept, b)
+			n++
+		}
+		if n > 0 {
+			u := &res.UnreadablePacks[byPack[pack]]
+			u.KeptBlobs = n
+			u.Reason = "header damaged: run repair packs (" + u.Reason + ")"
+		}
+	}
+	return kept, nil
 }
 
 // indexLayers splits blobs into index file bodies of at most
@@ -292,7 +361,10 @@ type RepairPacksResult struct {
 
 // RepairPacks reads packs whole and salvages the damaged ones (restic's
 // repair packs): every blob of a damaged pack that still reads correctly
-// is stored again in a new pack; then the damaged packs are deleted and
+// is stored again in a new pack (read through the index where the pack's
+// header or tail is damaged); all damaged packs are found first and leave
+// the index together, so a blob two of them hold is saved from whichever
+// copy reads; then the damaged packs are deleted and
 // the index rebuilt from the packs (RepairIndex), so that no index entry
 // points into them. The blobs that were lost are stored again by the
 // next backup that meets their data. The caller holds the exclusive lock
@@ -312,6 +384,10 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 	if err != nil {
 		return nil, err
 	}
+	// Packs the index lists that are gone or cut short: a run killed
+	// after it deleted damaged packs left them, and the index is rebuilt
+	// even when no damaged pack is left to salvage.
+	stale := r.idx.damagedPacks(sizes)
 	candidates := slices.Clone(opts.Packs)
 	if len(candidates) == 0 {
 		for id := range sizes {
@@ -325,57 +401,60 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 			return nil, fmt.Errorf("pack %s: %w", id, ErrNotFound)
 		}
 	}
+	// First pass: find every damaged pack, so that they leave the index
+	// together; a blob two of them hold is then stored from whichever
+	// copy reads, not skipped because the other copy still looked indexed.
 	var damaged []ID
+	readable := map[ID]bool{} // blobs some damaged pack still holds intact
+	unreadable := map[ID][]ID{}
+	headerless := map[ID][]IndexedBlob{} // index places of packs whose header is unreadable
+	for _, id := range candidates {
+		sv, err := r.salvagePack(ctx, id, headerless)
+		if err != nil {
+			return nil, err
+		}
+		res.PacksRead++
+		if sv.reason == nil {
+			continue
+		}
+		damaged = append(damaged, id)
+		for _, g := range sv.good {
+			readable[g.b.ID] = true
+		}
+		for _, b := range sv.bad {
+			unreadable[id] = append(unreadable[id], b)
+		}
+		res.DamagedPacks = append(res.DamagedPacks, DamagedPack{Pack: id, Reason: sv.reason.Error(), BlobsSalvaged: len(sv.good)})
+	}
+	gone := map[ID]bool{}
+	for _, id := range damaged {
+		gone[id] = true
+	}
+	r.idx.dropPacks(gone)
+	// A blob unreadable in a damaged pack is lost unless another damaged
+	// pack holds it intact or it has a place in a pack left alone.
+	lost := map[ID]bool{}
+	for i := range res.DamagedPacks {
+		dp := &res.DamagedPacks[i]
+		for _, b := range unreadable[dp.Pack] {
+			if !readable[b] && !r.idx.Has(b) {
+				dp.BlobsLost++
+				lost[b] = true
+			}
+		}
+		res.BlobsSalvaged += dp.BlobsSalvaged
+	}
+	res.BlobsLost = len(lost)
+	if opts.DryRun {
+		return res, nil
+	}
 	salvage := func(ctx context.Context, w *Writer) error {
-		for _, id := range candidates {
-			data, err := r.be.Load(ctx, Handle{Type: PackFile, Name: id.String()}, 0, -1)
+		for _, id := range damaged {
+			sv, err := r.salvagePack(ctx, id, headerless)
 			if err != nil {
-				return fmt.Errorf("read pack %s: %w", id.Short(), err)
+				return err
 			}
-			res.PacksRead++
-			type good struct {
-				b     PackedBlob
-				plain []byte
-			}
-			var readable []good
-			var firstBad error
-			lost := 0
-			err = r.SplitPack(id, data, func(b PackedBlob, plain []byte, err error) {
-				if err != nil {
-					lost++
-					if firstBad == nil {
-						firstBad = err
-					}
-					return
-				}
-				readable = append(readable, good{b, bytes.Clone(plain)})
-			})
-			if err == nil && lost == 0 {
-				continue
-			}
-			reason := err
-			if reason == nil {
-				reason = firstBad
-			}
-			if err != nil && len(readable) == 0 && lost == 0 {
-				// The header cannot be read: the index says what the
-				// pack held, and all of it is lost.
-				r.idx.Each(func(b IndexedBlob) {
-					if b.Pack == id {
-						lost++
-					}
-				})
-			}
-			damaged = append(damaged, id)
-			dp := DamagedPack{Pack: id, Reason: reason.Error(), BlobsSalvaged: len(readable), BlobsLost: lost}
-			res.DamagedPacks = append(res.DamagedPacks, dp)
-			res.BlobsSalvaged += dp.BlobsSalvaged
-			res.BlobsLost += dp.BlobsLost
-			if opts.DryRun {
-				continue
-			}
-			r.idx.dropPacks(map[ID]bool{id: true})
-			for _, g := range readable {
+			for _, g := range sv.good {
 				if _, err := w.SaveBlob(ctx, g.b.Type, g.b.ID, g.plain); err != nil {
 					return fmt.Errorf("salvage pack %s: %w", id.Short(), err)
 				}
@@ -383,18 +462,12 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 		}
 		return nil
 	}
-	if opts.DryRun {
-		if err := salvage(ctx, nil); err != nil {
-			return nil, err
-		}
-		return res, nil
-	}
 	written, err := r.WriteSession(ctx, WriteOptions{}, salvage)
 	if err != nil {
 		return nil, err
 	}
 	res.PacksWritten = written.Stats().Packs
-	if len(damaged) == 0 {
+	if len(damaged) == 0 && len(stale) == 0 {
 		return res, nil
 	}
 	for _, id := range damaged {
@@ -408,4 +481,73 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 		return nil, err
 	}
 	return res, nil
+}
+
+// packSalvage is what a pack still holds: the blobs that read correctly,
+// with their plaintexts, the IDs of those that do not, and why the pack
+// is damaged (nil: it is whole).
+type packSalvage struct {
+	good   []salvagedBlob
+	bad    []ID
+	reason error
+}
+
+// salvagedBlob is a blob read intact out of a damaged pack.
+type salvagedBlob struct {
+	b     PackedBlob
+	plain []byte
+}
+
+// salvagePack reads pack id whole and sorts its blobs into readable and
+// not. A pack whose header or trailer cannot be read is read through the
+// index instead: each blob indexed in it is taken at its offset and
+// authenticated, so that damage there costs only the blobs it touches.
+// Those places are remembered in headerless, for a second call after the
+// pack has left the index.
+func (r *Repository) salvagePack(ctx context.Context, id ID, headerless map[ID][]IndexedBlob) (packSalvage, error) {
+	var sv packSalvage
+	data, err := r.be.Load(ctx, Handle{Type: PackFile, Name: id.String()}, 0, -1)
+	if err != nil {
+		return sv, fmt.Errorf("read pack %s: %w", id.Short(), err)
+	}
+	handed := 0
+	// SplitPack decrypts in place, but only after it read the header: a
+	// pack it rejects at once is still as stored, for the index's places.
+	err = r.SplitPack(id, data, func(b PackedBlob, plain []byte, err error) {
+		handed++
+		if err != nil {
+			sv.bad = append(sv.bad, b.ID)
+			if sv.reason == nil {
+				sv.reason = err
+			}
+			return
+		}
+		sv.good = append(sv.good, salvagedBlob{b, bytes.Clone(plain)})
+	})
+	if err == nil || handed > 0 {
+		if err != nil {
+			sv.reason = err
+		}
+		return sv, nil
+	}
+	sv.reason = err
+	places, ok := headerless[id]
+	if !ok {
+		places = r.idx.placesIn(id)
+		headerless[id] = places
+	}
+	for _, b := range places {
+		end := int64(b.Offset) + int64(b.Length)
+		if end > int64(len(data)) {
+			sv.bad = append(sv.bad, b.ID)
+			continue
+		}
+		plain, err := r.openBlob(b.PackedBlob, bytes.Clone(data[b.Offset:end]), nil)
+		if err != nil {
+			sv.bad = append(sv.bad, b.ID)
+			continue
+		}
+		sv.good = append(sv.good, salvagedBlob{b.PackedBlob, bytes.Clone(plain)})
+	}
+	return sv, nil
 }

@@ -63,12 +63,6 @@ func (r *Repository) RepairSnapshots(ctx context.Context, opts RepairSnapshotsOp
 		}
 		slices.Sort(ids)
 	}
-	pinned := map[string]bool{}
-	if opts.Forget {
-		if pinned, err = r.pinnedSet(ctx); err != nil {
-			return nil, err
-		}
-	}
 	fix := &treeFixer{r: r, done: map[ID]fixedTree{}}
 	var written *Written
 	session := func(ctx context.Context, w *Writer) error {
@@ -130,17 +124,27 @@ func (r *Repository) RepairSnapshots(ctx context.Context, opts RepairSnapshotsOp
 			return nil, err
 		}
 		rep.Repaired = copied.ID
-		if !opts.Forget {
-			continue
+	}
+	if !opts.Forget || len(fix.pending) == 0 {
+		return res, nil
+	}
+	// The originals go by the forget protocol once every copy is stored:
+	// marked first, then the pins are read (those pinned meanwhile are
+	// kept), and each record leaves with its verification record.
+	marked := make([]string, 0, len(fix.pending))
+	for _, p := range fix.pending {
+		if err := r.markForget(ctx, p.snap.ID); err != nil {
+			return nil, fmt.Errorf("mark snapshot %s to forget: %w", p.snap.ID, err)
 		}
-		if pinned[p.snap.ID] {
-			res.KeptPinned = append(res.KeptPinned, p.snap.ID)
-			continue
-		}
-		if err := r.be.Remove(ctx, Handle{Type: SnapshotFile, Name: p.snap.ID}); err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("forget snapshot %s: %w", p.snap.ID, err)
-		}
-		rep.Forgotten = true
+		marked = append(marked, p.snap.ID)
+	}
+	removed, pinnedKept, err := r.completeForget(ctx, marked)
+	if err != nil {
+		return nil, fmt.Errorf("forget damaged originals: %w", err)
+	}
+	res.KeptPinned = append(res.KeptPinned, pinnedKept...)
+	for i := range res.Repaired {
+		res.Repaired[i].Forgotten = slices.Contains(removed, res.Repaired[i].Original)
 	}
 	return res, nil
 }
@@ -195,6 +199,12 @@ func (f *treeFixer) fixTree(ctx context.Context, id ID) (fixedTree, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return fixedTree{}, ctx.Err()
+		}
+		// Only a tree the repository lost (not indexed, its pack gone,
+		// or its bytes damaged) is given up; a storage error (network,
+		// I/O) says nothing about the tree and ends the repair.
+		if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIntegrity) {
+			return fixedTree{}, fmt.Errorf("read tree %s: %w", id.Short(), err)
 		}
 		empty, serr := f.save(ctx, &Tree{})
 		return fixedTree{id: empty, removed: []Skip{{Path: ".", Reason: "folder listing lost (" + err.Error() + "): kept empty"}}}, serr

@@ -102,17 +102,23 @@ func (r *Repository) VerifySnapshot(ctx context.Context, id string, deep bool) (
 	return rep, nil
 }
 
-// packsOfSnapshot returns the existing packs that hold a tree or a data
-// blob of the snapshot with root tree root: what a deep verification
+// packsOfSnapshot returns the existing packs that hold a copy of a tree or
+// a data blob of the snapshot with root tree root: what a deep verification
 // reads. A tree that cannot be loaded is passed over here; the walk that
 // follows reports it.
 func (r *Repository) packsOfSnapshot(ctx context.Context, root ID, packSizes map[ID]int64) (map[ID]bool, error) {
 	packs := map[ID]bool{}
 	seenTrees := map[ID]bool{}
+	// Every place of a blob is read: a healed copy beside a lost or
+	// damaged one is what keeps the snapshot whole.
 	add := func(id ID) {
-		if b, ok := r.idx.Lookup(id); ok {
-			if _, exists := packSizes[b.Pack]; exists {
-				packs[b.Pack] = true
+		b, ok := r.idx.Lookup(id)
+		if !ok {
+			return
+		}
+		for _, p := range append([]IndexedBlob{b}, r.idx.alternates(id)...) {
+			if _, exists := packSizes[p.Pack]; exists {
+				packs[p.Pack] = true
 			}
 		}
 	}

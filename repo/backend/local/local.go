@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -126,11 +128,61 @@ func (b *Backend) path(h repo.Handle) (string, error) {
 }
 
 // heldTempPrefix begins the name of every temporary file this version
-// writes: its writer holds a lock on it (tryLock) from its creation until
-// it is renamed into place or removed, so that a file whose lock can be
-// taken is provably a dead writer's (SweepTemp). Files without the prefix
-// are older versions' and give no such proof: prune removes them by age.
+// writes, followed by its host's tag (hostTag) and a dash: its writer
+// holds a lock on it (tryLock) from its creation until it is renamed into
+// place or removed, so that a file of this host whose lock can be taken
+// is provably a dead writer's (SweepTemp). A network file system may not
+// carry a flock between hosts, so another host's file gives no such
+// proof; nor do files of older versions (no host tag). Prune removes
+// those by age, under its exclusive lock.
 const heldTempPrefix = "held-"
+
+// hostTag names this host and boot in temporary file names: 16 hex digits
+// of the SHA-256 of the host name and, where the system has one, the boot
+// ID, so that the files of an earlier boot (whose writers are gone, and
+// whose flocks with them) stay this host's but another host's never are.
+var hostTag = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id") // Linux; elsewhere the host name alone
+	sum := sha256.Sum256([]byte(host + "\n" + strings.TrimSpace(string(boot))))
+	return hex.EncodeToString(sum[:8])
+})
+
+// ownTempPrefix begins the names of the temporary files this host makes.
+func ownTempPrefix() string { return heldTempPrefix + hostTag() + "-" }
+
+// openTemps holds the names of the temporary files this process has open:
+// a sweep in the same process skips them whatever its lock says (on NFS,
+// flock is a POSIX lock, which a process's second descriptor gets, and
+// closing that descriptor would drop the writer's lock).
+var openTemps = struct {
+	sync.Mutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
+// trackTemp records name as open (open true) or done with.
+func trackTemp(name string, open bool) {
+	openTemps.Lock()
+	defer openTemps.Unlock()
+	if open {
+		openTemps.names[name] = true
+	} else {
+		delete(openTemps.names, name)
+	}
+}
+
+// isOpenTemp reports whether this process has the temporary file open.
+func isOpenTemp(name string) bool {
+	openTemps.Lock()
+	defer openTemps.Unlock()
+	return openTemps.names[name]
+}
+
+// removeTemp removes a temporary file this process made and forgets it.
+func removeTemp(name string) error {
+	defer trackTemp(name, false)
+	return os.Remove(name)
+}
 
 // tempAttempts bounds how often createTemp makes a new file when a sweep
 // took the one it made before it could lock it.
@@ -155,7 +207,19 @@ func (b *Backend) createTempOnce() (*os.File, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	name := filepath.Join(b.root, tmpDir, heldTempPrefix+hex.EncodeToString(rnd[:]))
+	name := filepath.Join(b.root, tmpDir, ownTempPrefix()+hex.EncodeToString(rnd[:]))
+	// Known as open before it exists, so that no sweep of this process
+	// ever takes it.
+	trackTemp(name, true)
+	f, err := b.createTempIn(name)
+	if f == nil {
+		trackTemp(name, false)
+	}
+	return f, err
+}
+
+// createTempIn creates and locks the temporary file name (createTempOnce).
+func (b *Backend) createTempIn(name string) (*os.File, error) {
 	f, err := createExclusive(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Copies of a repository may lose empty folders (git, some sync
@@ -173,7 +237,7 @@ func (b *Backend) createTempOnce() (*os.File, error) {
 		return nil, nil
 	case err != nil:
 		f.Close()
-		os.Remove(name)
+		os.Remove(name) // forgotten by createTempOnce
 		return nil, fmt.Errorf("lock temporary file: %w", err)
 	}
 	// A sweep that locked the file before this process did removed it
@@ -204,12 +268,12 @@ func (b *Backend) writeTemp(data []byte) (*os.File, error) {
 	name := f.Name()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		os.Remove(name)
+		removeTemp(name)
 		return nil, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		os.Remove(name)
+		removeTemp(name)
 		return nil, err
 	}
 	return f, nil
@@ -217,6 +281,7 @@ func (b *Backend) writeTemp(data []byte) (*os.File, error) {
 
 // publish renames the synced temporary file into place and syncs the folder.
 func publish(tmp, final string) error {
+	defer trackTemp(tmp, false)
 	err := os.Rename(tmp, final)
 	if errors.Is(err, fs.ErrNotExist) {
 		if mkErr := os.MkdirAll(filepath.Dir(final), dirMode); mkErr == nil {
@@ -290,7 +355,7 @@ func (s *packStream) Commit(ctx context.Context, name string) error {
 	defer s.close()
 	fail := func(err error) error {
 		s.f.Close()
-		os.Remove(tmp)
+		removeTemp(tmp)
 		return fmt.Errorf("save %s: %w", h, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -321,7 +386,7 @@ func (s *packStream) Commit(ctx context.Context, name string) error {
 func (s *packStream) Abort() {
 	s.close()
 	s.f.Close()
-	os.Remove(s.f.Name())
+	removeTemp(s.f.Name())
 }
 
 // Load reads length bytes from offset (length < 0: to the end).
@@ -418,8 +483,9 @@ func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error)
 }
 
 // SweepTemp removes the temporary files whose writer is provably gone
-// (repo.TempSweeper): those this version names and locks (heldTempPrefix)
-// whose lock can be taken. A file is removed while its lock is held, and
+// (repo.TempSweeper): those this version names and locks on this host
+// (ownTempPrefix) whose lock can be taken and that this process does not
+// have open. A file is removed while its lock is held, and
 // only while its name still is that file, so a writer that locks it later
 // sees it gone and makes another. Live writers' files are counted.
 func (b *Backend) SweepTemp(ctx context.Context) (repo.TempSweep, error) {
@@ -436,10 +502,15 @@ func (b *Backend) SweepTemp(ctx context.Context) (repo.TempSweep, error) {
 		if err := ctx.Err(); err != nil {
 			return sw, err
 		}
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), heldTempPrefix) {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), ownTempPrefix()) {
 			continue
 		}
-		removed, size, err := sweepOne(filepath.Join(dir, e.Name()))
+		name := filepath.Join(dir, e.Name())
+		if isOpenTemp(name) {
+			sw.Live++ // this process writes it
+			continue
+		}
+		removed, size, err := sweepOne(name)
 		if err != nil {
 			return sw, fmt.Errorf("sweep temporary files: %w", err)
 		}
@@ -494,7 +565,8 @@ func sweepOne(name string) (removed bool, size int64, err error) {
 
 // ListTemp calls fn for each temporary file in tmp/ (repo.TempFiles) that
 // gives no proof of its writer's life: a write that was killed leaves its
-// file there. The files SweepTemp judges are not listed.
+// file there. The files SweepTemp judges (this host's) are not listed;
+// other hosts' and older versions' are.
 func (b *Backend) ListTemp(ctx context.Context, fn func(name string, size int64, modTime time.Time) error) error {
 	entries, err := os.ReadDir(filepath.Join(b.root, tmpDir))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -507,7 +579,7 @@ func (b *Backend) ListTemp(ctx context.Context, fn func(name string, size int64,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if strings.HasPrefix(e.Name(), heldTempPrefix) {
+		if strings.HasPrefix(e.Name(), ownTempPrefix()) {
 			continue
 		}
 		fi, err := e.Info()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 )
 
 // WriteProbe writes a small file into the repository's temporary folder,
@@ -22,7 +21,7 @@ func (b *Backend) WriteProbe(ctx context.Context) error {
 	}
 	name := f.Name()
 	closeErr := f.Close()
-	if err := errors.Join(closeErr, os.Remove(name)); err != nil {
+	if err := errors.Join(closeErr, removeTemp(name)); err != nil {
 		return fmt.Errorf("write probe: %w", err)
 	}
 	return nil
