@@ -137,7 +137,7 @@ func (r *Repository) RepairSnapshots(ctx context.Context, opts RepairSnapshotsOp
 			res.KeptPinned = append(res.KeptPinned, p.snap.ID)
 			continue
 		}
-		if err := r.be.Remove(ctx, Handle{Type: SnapshotFile, Name: p.snap.ID}); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := r.removeIfPresent(ctx, Handle{Type: SnapshotFile, Name: p.snap.ID}); err != nil {
 			return nil, fmt.Errorf("forget snapshot %s: %w", p.snap.ID, err)
 		}
 		rep.Forgotten = true

@@ -45,6 +45,7 @@ type Repository struct {
 	indexDamage        []IndexDamage
 	indexedFromHeaders int
 	unreadable         unreadableSnapshots // the snapshot files reads of the list skipped
+	held               heldLocks           // the locks taken and not released (lock.go)
 }
 
 // InitOptions are the choices made when a repository is created.
