@@ -31,6 +31,11 @@ type LockInfo struct {
 	// /proc/sys/kernel/random/boot_id), so that a lock's PID is only ever
 	// looked up on the boot that took it; "" where the host has none.
 	BootID string `json:"boot_id,omitempty"`
+	// PIDNamespace is the holder's PID namespace (Linux's
+	// /proc/self/ns/pid, "pid:[inode]"): a PID names the same process only
+	// inside it, so another container on the same kernel and host name
+	// judges the lock by its lease alone; "" where the system has none.
+	PIDNamespace string `json:"pid_namespace,omitempty"`
 }
 
 // ErrLockLost is the error of a lock that stopped protecting its holder

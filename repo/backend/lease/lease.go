@@ -62,6 +62,7 @@ type Backend struct {
 	lease, skew time.Duration
 	clock       Clock
 	host, boot  string
+	pidns       string
 
 	mu   sync.Mutex
 	kept map[repo.Handle]*kept
@@ -74,7 +75,7 @@ var (
 
 // Wrap returns be with leases for locks.
 func Wrap(be repo.Backend, opts ...Option) *Backend {
-	b := &Backend{Backend: be, lease: DefaultLease, skew: DefaultSkew, clock: realClock{}, boot: bootID(), kept: map[repo.Handle]*kept{}}
+	b := &Backend{Backend: be, lease: DefaultLease, skew: DefaultSkew, clock: realClock{}, boot: bootID(), pidns: pidNamespace(), kept: map[repo.Handle]*kept{}}
 	b.host, _ = os.Hostname()
 	for _, o := range opts {
 		o(b)
@@ -106,6 +107,7 @@ func (b *Backend) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInf
 	info.Refreshed = now.UTC()
 	info.LeaseSeconds = int(b.lease / time.Second)
 	info.BootID = b.boot
+	info.PIDNamespace = b.pidns
 	data, err := seal(info)
 	if err != nil {
 		return nil, err
@@ -293,8 +295,14 @@ func (b *Backend) LockAlive(ctx context.Context, h repo.Handle, load func() (rep
 	return b.clock.Now().Sub(last) <= lease+b.skew, nil
 }
 
-// sameHost reports whether the lock was taken on this host, in this boot
-// where the host tells its boots apart.
+// sameHost reports whether the lock's PID names a process this one can
+// look up: taken on this host, in this boot where the host tells its boots
+// apart, and in this PID namespace where the system has them (a lock of
+// another container on this kernel, or of a nightjar that wrote no
+// namespace, is judged by its lease alone).
 func (b *Backend) sameHost(info repo.LockInfo) bool {
-	return b.host != "" && info.Hostname == b.host && info.BootID == b.boot
+	if namespacesKnown && b.pidns == "" {
+		return false
+	}
+	return b.host != "" && info.Hostname == b.host && info.BootID == b.boot && info.PIDNamespace == b.pidns
 }
