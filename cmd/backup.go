@@ -88,7 +88,7 @@ func newBackupSummary(res *backup.Result, f backup.ProgressFigures) backupJSON {
 	}
 }
 
-func runBackup(c *cli.Context) error {
+func runBackup(c *cli.Context) (err error) {
 	p := newPrinter(c)
 	p.quiet = c.Bool("quiet")
 	stream, streamName, err := streamSource(c)
@@ -152,7 +152,9 @@ func runBackup(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	// A lock lost while the backup ran fails it: a prune may have run
+	// beside it (SaveSnapshot refuses to save then).
+	defer lock.Release(&err)
 	swept := sweepTemp(c.Context, p, r)
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err

@@ -21,7 +21,7 @@ const (
 	ExitPartial         = 3   // a snapshot was made but some files or sources were skipped
 	ExitConflict        = 4   // the job already has a queued or running run
 	ExitNoRepository    = 10  // no repository at the given location
-	ExitBusy            = 11  // the repository is locked by another live process
+	ExitBusy            = 11  // the repository is locked by another live process, or this command's lock was lost while it ran
 	ExitWrongPassword   = 12  // no key of the repository opens with the password
 	ExitInvalidManifest = 13  // prune stopped: a snapshot or a tree it references cannot be read (invalid_manifest); nothing was deleted
 	ExitStateDamaged    = 14  // the state database is damaged (SQLite's quick_check); nothing in it is needed to restore
@@ -61,13 +61,16 @@ var domainExitCodes = []struct {
 	{backend.ErrNoPath, ExitUsage},
 	// S3: a refused or expired credential is the storage's wrong password;
 	// a missing bucket is a missing repository; a bad location, a wrong
-	// region and an unreadable CA file are settings to correct.
+	// region, an unreadable CA file and a server certificate no CA
+	// vouches for are settings to correct. A server's fault that outlasts
+	// the retries (s3.ErrServer) is a plain failure (ExitFailure).
 	{s3.ErrAccessDenied, ExitWrongPassword},
 	{s3.ErrExpiredToken, ExitWrongPassword},
 	{s3.ErrNoBucket, ExitNoRepository},
 	{s3.ErrBadLocation, ExitUsage},
 	{s3.ErrWrongRegion, ExitUsage},
 	{s3.ErrBadCAFile, ExitUsage},
+	{s3.ErrUntrusted, ExitUsage},
 }
 
 func exitCode(err error) int {
@@ -78,6 +81,9 @@ func exitCode(err error) int {
 	var usage usageError
 	if errors.As(err, &usage) {
 		return ExitUsage
+	}
+	if errors.Is(err, repo.ErrLockLost) {
+		return ExitBusy
 	}
 	if errors.Is(err, context.Canceled) {
 		return ExitInterrupted

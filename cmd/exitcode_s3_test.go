@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
@@ -21,6 +22,9 @@ func TestS3ExitCodes(t *testing.T) {
 		{s3.ErrBadCAFile, ExitUsage},
 		{s3.ErrClockSkew, ExitFailure},
 		{s3.ErrNetwork, ExitFailure},
+		{s3.ErrServer, ExitFailure},
+		{s3.ErrUntrusted, ExitUsage},
+		{repo.ErrLockLost, ExitBusy},
 	} {
 		if got := exitCode(fmt.Errorf("open s3:http://h/b: %w", tc.err)); got != tc.want {
 			t.Errorf("exit code of %v = %d, want %d", tc.err, got, tc.want)

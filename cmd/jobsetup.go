@@ -231,7 +231,8 @@ func idPrefix(id string) string { return id[:min(8, len(id))] }
 
 // createRepository creates a configured repository, or opens it when
 // another process created it first: the folder's flock makes concurrent
-// creators take turns, so that two never write two master keys.
+// creators take turns, so that two never write two master keys; on object
+// storage the loser of the conditional config save opens the winner's.
 func createRepository(ctx context.Context, rc config.Repository, password func() ([]byte, error)) (*repo.Repository, error) {
 	pw, err := password()
 	if err != nil {
@@ -250,7 +251,14 @@ func createRepository(ctx context.Context, rc config.Repository, password func()
 		return nil, err
 	}
 	cp := chunker.DefaultParams
-	return repo.Init(ctx, be, pw, repo.InitOptions{Chunker: repo.ChunkerParams{Min: cp.Min, Avg: cp.Avg, Max: cp.Max}})
+	r, err := repo.Init(ctx, be, pw, repo.InitOptions{Chunker: repo.ChunkerParams{Min: cp.Min, Avg: cp.Avg, Max: cp.Max}})
+	if errors.Is(err, repo.ErrAlreadyExists) {
+		// Another host created it between our look and our config (object
+		// storage has no creation lock; its config save is conditional):
+		// Init removed its own key, and the other's repository is opened.
+		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return pw, nil }})
+	}
+	return r, err
 }
 
 // jobSources gives the executor each job's sources and tags.

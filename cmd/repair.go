@@ -73,25 +73,26 @@ func repairSnapshotsArgs(c *cli.Context) (repairArgs, error) {
 }
 
 // lockForRepair takes the exclusive lock a repair needs, unless it is a
-// dry run; release is a no-op then.
-func lockForRepair(c *cli.Context, r *repo.Repository, a repairArgs, purpose string) (func(), error) {
+// dry run; release is a no-op then. release sets *errp, when nil, to the
+// error of a lock lost meanwhile (repo.Lock.Release).
+func lockForRepair(c *cli.Context, r *repo.Repository, a repairArgs, purpose string) (release func(errp *error), err error) {
 	if a.dryRun {
-		return func() {}, nil
+		return func(*error) {}, nil
 	}
 	lock, err := lockRepo(c.Context, r, true, purpose)
 	if err != nil {
 		return nil, err
 	}
-	return func() { _ = lock.Unlock() }, nil
+	return lock.Release, nil
 }
 
 func runRepairIndex(c *cli.Context) error {
-	return withRepository(c, repairIndexArgs, func(c *cli.Context, p *printer, r *repo.Repository, a repairArgs) error {
+	return withRepository(c, repairIndexArgs, func(c *cli.Context, p *printer, r *repo.Repository, a repairArgs) (err error) {
 		release, err := lockForRepair(c, r, a, "repair index")
 		if err != nil {
 			return err
 		}
-		defer release()
+		defer release(&err)
 		res, err := r.RepairIndex(c.Context, repo.RepairIndexOptions{DryRun: a.dryRun})
 		if err != nil {
 			return fmt.Errorf("repair index: %w", err)
@@ -131,12 +132,12 @@ func printRepairIndex(p *printer, res *repo.RepairIndexResult, dryRun bool) {
 }
 
 func runRepairPacks(c *cli.Context) error {
-	return withRepository(c, repairPacksArgs, func(c *cli.Context, p *printer, r *repo.Repository, a repairArgs) error {
+	return withRepository(c, repairPacksArgs, func(c *cli.Context, p *printer, r *repo.Repository, a repairArgs) (err error) {
 		release, err := lockForRepair(c, r, a, "repair packs")
 		if err != nil {
 			return err
 		}
-		defer release()
+		defer release(&err)
 		res, err := r.RepairPacks(c.Context, repo.RepairPacksOptions{Packs: a.packs, DryRun: a.dryRun})
 		if err != nil {
 			return fmt.Errorf("repair packs: %w", err)
@@ -186,14 +187,14 @@ func warnIndexDamage(p *printer, r *repo.Repository) {
 }
 
 func runRepairSnapshots(c *cli.Context) error {
-	return withRepository(c, repairSnapshotsArgs, func(c *cli.Context, p *printer, r *repo.Repository, a repairArgs) error {
+	return withRepository(c, repairSnapshotsArgs, func(c *cli.Context, p *printer, r *repo.Repository, a repairArgs) (err error) {
 		if !a.dryRun {
 			// Removing originals is destructive; writing copies is not.
 			lock, err := lockRepo(c.Context, r, a.forget, "repair snapshots")
 			if err != nil {
 				return err
 			}
-			defer lock.Unlock()
+			defer lock.Release(&err)
 		}
 		if err := r.LoadIndex(c.Context); err != nil {
 			return err

@@ -34,6 +34,11 @@ func Classify(err error) error {
 	}
 	class, code := pass.ClassUnknown, "ERROR"
 	switch {
+	case errors.Is(err, repo.ErrLockLost):
+		// Another process judged the lock dead and may hold a conflicting
+		// one: the work stopped before its next write; a later try runs
+		// once that process is done.
+		class, code = pass.ClassBusy, "LOCK_LOST"
 	case errors.Is(err, context.Canceled):
 		class, code = pass.ClassCancelled, pass.CodeCancelled
 	case errors.Is(err, repo.ErrWrongPassword):
@@ -54,13 +59,17 @@ func Classify(err error) error {
 		class, code = pass.ClassRepository, "S3_NO_BUCKET"
 	case errors.Is(err, s3.ErrWrongRegion):
 		class, code = pass.ClassRepository, "S3_WRONG_REGION"
-	case errors.Is(err, s3.ErrBadLocation), errors.Is(err, s3.ErrBadCAFile):
+	case errors.Is(err, s3.ErrBadLocation), errors.Is(err, s3.ErrBadCAFile), errors.Is(err, s3.ErrUntrusted):
 		class, code = pass.ClassConfig, "S3_BAD_SETTINGS"
 	case errors.Is(err, s3.ErrClockSkew):
 		// The host's clock may be set right by the next try (NTP).
 		class, code = pass.ClassNetwork, "S3_CLOCK_SKEW"
 	case errors.Is(err, s3.ErrNetwork):
 		class, code = pass.ClassNetwork, "S3_UNREACHABLE"
+	case errors.Is(err, s3.ErrServer):
+		// Throttling or a server's fault outlasted the client's retries:
+		// the scheduler's later try may find the server well.
+		class, code = pass.ClassNetwork, "S3_SERVER_ERROR"
 	case errors.Is(err, fs.ErrPermission):
 		class, code = pass.ClassSecurity, "PERMISSION_DENIED"
 	case errors.Is(err, syscall.ENOSPC):

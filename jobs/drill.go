@@ -51,7 +51,7 @@ type DrillOptions struct {
 // DRILL_UNREADABLE, both of class integrity; a job without a snapshot with
 // NO_SNAPSHOT. Sources without a snapshot yet, unreadable snapshot records
 // and entries the restore could not make are skipped objects.
-func (e *Executor) drillRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
+func (e *Executor) drillRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (_ pass.Result, err error) {
 	res := pass.Result{Figures: pass.Figures{Counters: map[string]int64{
 		CounterSnapshotsChecked: 0, CounterFilesChecked: 0, CounterBytesChecked: 0, CounterMismatches: 0, CounterAbandonedRemoved: 0}}}
 	host, err := os.Hostname()
@@ -62,7 +62,7 @@ func (e *Executor) drillRun(ctx context.Context, job pass.JobDef, progress func(
 	if err != nil {
 		return res, err
 	}
-	defer release()
+	defer release(&err)
 	removeAbandonedDrills(e.Drill.TempDir, &res.Figures)
 	targets, err := drillTargets(ctx, r, job, host, &res.Figures)
 	if err != nil {

@@ -85,8 +85,9 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 // openShared opens the job's repository, takes its shared lock for the
 // purpose ("backup", "verify", "drill": the lock says "PURPOSE of job
 // NAME") and loads its index, as every run that reads or adds data does;
-// release unlocks and closes it. Its errors carry a class.
-func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose string) (r *repo.Repository, release func(), err error) {
+// release unlocks and closes it, and sets *errp, when nil, to the classed
+// error of a lock lost meanwhile. Its errors carry a class.
+func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose string) (r *repo.Repository, release func(errp *error), err error) {
 	r, err = e.openRepository(ctx, job)
 	if err != nil {
 		return nil, nil, err
@@ -96,12 +97,14 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 		r.Close()
 		return nil, nil, Classify(err)
 	}
-	release = func() {
-		_ = lock.Unlock()
+	release = func(errp *error) {
+		if err := lock.Unlock(); err != nil && *errp == nil {
+			*errp = Classify(err)
+		}
 		r.Close()
 	}
 	if err := r.LoadIndex(ctx); err != nil {
-		release()
+		release(&err)
 		return nil, nil, Classify(err)
 	}
 	return r, release, nil
@@ -138,7 +141,7 @@ func (e *Executor) backupSources(ctx context.Context, job pass.JobDef, run pass.
 	if err != nil {
 		return res, err
 	}
-	defer release()
+	defer release(&err)
 	defer func() { reportUnreadable(r, &res.Figures) }()
 	sweepTemp(ctx, r, &res.Figures)
 	var limiter *limit.Limiter

@@ -37,6 +37,10 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("save: %w", s3.ErrClockSkew), pass.ClassNetwork},
 		{fmt.Errorf("load: %w: %w", s3.ErrNetwork, errors.New("connection refused")), pass.ClassNetwork},
 		{fmt.Errorf("%w s3:h: no bucket", s3.ErrBadLocation), pass.ClassConfig},
+		{fmt.Errorf("save: %w: SlowDown: reduce your rate", s3.ErrServer), pass.ClassNetwork},
+		{fmt.Errorf("open: %w: x509: certificate signed by unknown authority", s3.ErrUntrusted), pass.ClassConfig},
+		{fmt.Errorf("prune: delete pack 1234: %w: lock 99 not refreshed", repo.ErrLockLost), pass.ClassBusy},
+		{fmt.Errorf("save snapshot: %w: %w", repo.ErrLockLost, context.Canceled), pass.ClassBusy},
 		{&pass.ClassError{Class: pass.ClassNetwork, Code: "X", Err: errors.New("kept")}, pass.ClassNetwork},
 	} {
 		var ce *pass.ClassError

@@ -75,7 +75,7 @@ func PlanVerify(snaps []*repo.Snapshot, records map[string]*repo.Verification, v
 // verification fails the run with class integrity and code VERIFY_FAILED,
 // naming the snapshot and its first problem; the pass then still queues the
 // job's retention, which keeps that snapshot without counting it.
-func (e *Executor) verifyRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
+func (e *Executor) verifyRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (_ pass.Result, err error) {
 	var res pass.Result
 	host, err := os.Hostname()
 	if err != nil {
@@ -85,7 +85,7 @@ func (e *Executor) verifyRun(ctx context.Context, job pass.JobDef, progress func
 	if err != nil {
 		return res, err
 	}
-	defer release()
+	defer release(&err)
 	plan, err := e.planVerify(ctx, r, job, host)
 	if err != nil {
 		return res, Classify(err)

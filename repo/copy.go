@@ -56,7 +56,7 @@ const maxCopiedTrees = 1 << 20
 // Copy reads one directory listing per level of the tree being copied and
 // one chunk per core at a time, never a whole file. It holds a shared lock on both
 // repositories, and loads both indexes.
-func Copy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (*CopyResult, error) {
+func Copy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (_ *CopyResult, err error) {
 	if src.ID() == dst.ID() {
 		return nil, ErrSameRepository
 	}
@@ -64,12 +64,12 @@ func Copy(ctx context.Context, src, dst *Repository, snaps []*Snapshot) (*CopyRe
 	if err != nil {
 		return nil, fmt.Errorf("copy: source: %w", err)
 	}
-	defer srcLock.Unlock()
+	defer srcLock.Release(&err)
 	dstLock, err := dst.Lock(ctx, false, "copy")
 	if err != nil {
 		return nil, fmt.Errorf("copy: destination: %w", err)
 	}
-	defer dstLock.Unlock()
+	defer dstLock.Release(&err)
 	for _, r := range []*Repository{src, dst} {
 		if err := r.LoadIndex(ctx); err != nil {
 			return nil, fmt.Errorf("copy: %w", err)

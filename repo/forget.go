@@ -51,7 +51,7 @@ type forgetMark struct {
 // others and then their marks. Every step can be repeated: a forget that
 // fails or dies at any point is completed by the next one. Data that only
 // the removed snapshots referenced stays until a prune.
-func (r *Repository) Forget(ctx context.Context, opts ForgetOptions) (*ForgetResult, error) {
+func (r *Repository) Forget(ctx context.Context, opts ForgetOptions) (_ *ForgetResult, err error) {
 	if opts.Plan == nil || opts.GroupKey == nil {
 		return nil, errors.New("forget: no plan or no grouping")
 	}
@@ -59,7 +59,7 @@ func (r *Repository) Forget(ctx context.Context, opts ForgetOptions) (*ForgetRes
 	if err != nil {
 		return nil, fmt.Errorf("forget: %w", err)
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 
 	res := &ForgetResult{}
 	pending, err := r.ForgettingIDs(ctx)
@@ -203,6 +203,9 @@ func (r *Repository) planForget(ctx context.Context, opts ForgetOptions, skip ma
 
 // markForget writes the durable mark that snapshot id is being forgotten.
 func (r *Repository) markForget(ctx context.Context, id string) error {
+	if err := r.checkLocks(); err != nil {
+		return err
+	}
 	m := forgetMark{Snapshot: id, PID: os.Getpid(), Time: r.now().UTC()}
 	m.Hostname, _ = os.Hostname()
 	plain, err := json.Marshal(m)
@@ -264,8 +267,12 @@ func (r *Repository) completeForget(ctx context.Context, marked []string) (remov
 }
 
 // removeIfPresent removes an object; one that is already gone is no error,
-// so that a step done before a crash can be done again.
+// so that a step done before a crash can be done again. It removes
+// nothing once a lock this Repository holds is lost.
 func (r *Repository) removeIfPresent(ctx context.Context, h Handle) error {
+	if err := r.checkLocks(); err != nil {
+		return err
+	}
 	if err := r.be.Remove(ctx, h); err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}

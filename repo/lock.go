@@ -31,6 +31,11 @@ type LockInfo struct {
 	// /proc/sys/kernel/random/boot_id), so that a lock's PID is only ever
 	// looked up on the boot that took it; "" where the host has none.
 	BootID string `json:"boot_id,omitempty"`
+	// PIDNamespace is the holder's PID namespace (Linux's
+	// /proc/self/ns/pid, "pid:[inode]"): a PID names the same process only
+	// inside it, so another container on the same kernel and host name
+	// judges the lock by its lease alone; "" where the system has none.
+	PIDNamespace string `json:"pid_namespace,omitempty"`
 }
 
 // ErrLockLost is the error of a lock that stopped protecting its holder
@@ -45,6 +50,10 @@ type LockLoser interface {
 	// Lost returns a channel that is closed when the lock object h, kept by
 	// KeepLock and not yet released, has been lost; nil for an unknown h.
 	Lost(h Handle) <-chan struct{}
+	// LockValid returns an error wrapping ErrLockLost when h no longer
+	// protects its holder now, by the wall clock: it does not wait for the
+	// next refresh to learn that a suspended host's lease ran out.
+	LockValid(h Handle) error
 }
 
 func (l LockInfo) String() string {
@@ -60,11 +69,80 @@ func (l LockInfo) String() string {
 type Lock struct {
 	release func() error
 	lost    <-chan struct{}
+	valid   func() error // nil where the lock cannot be lost
+	held    *heldLocks   // the Repository's, which checks it before writes
 }
 
 // Unlock releases the lock. Its error wraps ErrLockLost when the lock
 // stopped protecting its holder before.
-func (l *Lock) Unlock() error { return l.release() }
+func (l *Lock) Unlock() error {
+	l.held.drop(l)
+	return l.release()
+}
+
+// Release unlocks and, when *errp is nil, sets it to Unlock's error, so
+// that a lock lost while its holder worked fails the work (defer
+// lock.Release(&err)).
+func (l *Lock) Release(errp *error) {
+	if err := l.Unlock(); err != nil && *errp == nil {
+		*errp = err
+	}
+}
+
+// Check returns an error wrapping ErrLockLost when the lock no longer
+// protects its holder; nil while it does, and always for a lock that
+// cannot be lost.
+func (l *Lock) Check() error {
+	if l.valid == nil {
+		return nil
+	}
+	return l.valid()
+}
+
+// heldLocks are the locks a Repository took and has not released. Every
+// write that a conflicting process could make harmful (removing objects,
+// saving a snapshot, marking a forget) checks them first, so that a lock
+// lost while its holder works stops the work before its next such step.
+type heldLocks struct {
+	mu    sync.Mutex
+	locks map[*Lock]struct{}
+}
+
+func (h *heldLocks) add(l *Lock) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.locks == nil {
+		h.locks = map[*Lock]struct{}{}
+	}
+	h.locks[l] = struct{}{}
+}
+
+func (h *heldLocks) drop(l *Lock) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.locks, l)
+}
+
+// check returns the error of the first held lock that is lost.
+func (h *heldLocks) check() error {
+	h.mu.Lock()
+	locks := make([]*Lock, 0, len(h.locks))
+	for l := range h.locks {
+		locks = append(locks, l)
+	}
+	h.mu.Unlock()
+	for _, l := range locks {
+		if err := l.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLocks returns an error wrapping ErrLockLost when a lock this
+// Repository holds was lost: the step about to run could then harm (or
+// be harmed by) a process that took a conflicting lock meanwhile.
+func (r *Repository) checkLocks() error { return r.held.check() }
 
 // Lost returns a channel that is closed when the lock is lost while held
 // (see ErrLockLost), so that its holder can stop its work; it is never
@@ -109,10 +187,12 @@ func (r *Repository) Lock(ctx context.Context, exclusive bool, purpose string) (
 		}
 		return nil, fmt.Errorf("%w: %s", ErrBusy, conflict)
 	}
-	l := &Lock{release: release}
+	l := &Lock{release: release, held: &r.held}
 	if loser, ok := keeper.(LockLoser); ok {
 		l.lost = loser.Lost(h)
+		l.valid = func() error { return loser.LockValid(h) }
 	}
+	r.held.add(l)
 	return l, nil
 }
 

@@ -30,7 +30,7 @@ type Pin struct {
 // reason. The snapshot must exist. It holds the repository's shared lock
 // while it works, so that it never runs beside a forget (see docs/FORMAT.md,
 // Pins): a busy repository fails at once with an error wrapping ErrBusy.
-func (r *Repository) Pin(ctx context.Context, snapshotID, reason string) (*Pin, error) {
+func (r *Repository) Pin(ctx context.Context, snapshotID, reason string) (_ *Pin, err error) {
 	if !ValidSnapshotID(snapshotID) {
 		return nil, fmt.Errorf("pin %q: %w", snapshotID, ErrSnapshotNotFound)
 	}
@@ -38,7 +38,7 @@ func (r *Repository) Pin(ctx context.Context, snapshotID, reason string) (*Pin, 
 	if err != nil {
 		return nil, fmt.Errorf("pin %s: %w", snapshotID, err)
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 	switch ok, err := r.HasSnapshot(ctx, snapshotID); {
 	case err != nil:
 		return nil, fmt.Errorf("pin %s: %w", snapshotID, err)
@@ -65,7 +65,7 @@ func (r *Repository) Pin(ctx context.Context, snapshotID, reason string) (*Pin, 
 // Unpin removes the pin of the snapshot with this full ID; the snapshot
 // itself need not exist any more. A snapshot without a pin fails with an
 // error wrapping ErrNotPinned. Like Pin, it holds the shared lock.
-func (r *Repository) Unpin(ctx context.Context, snapshotID string) error {
+func (r *Repository) Unpin(ctx context.Context, snapshotID string) (err error) {
 	if !ValidSnapshotID(snapshotID) {
 		return fmt.Errorf("unpin %q: %w", snapshotID, ErrNotPinned)
 	}
@@ -73,7 +73,7 @@ func (r *Repository) Unpin(ctx context.Context, snapshotID string) error {
 	if err != nil {
 		return fmt.Errorf("unpin %s: %w", snapshotID, err)
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 	err = r.be.Remove(ctx, Handle{Type: PinFile, Name: snapshotID})
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("unpin %s: %w", snapshotID, ErrNotPinned)

@@ -129,7 +129,7 @@ type indexFileInfo struct {
 // in-memory index (LoadIndex): the index files are streamed. Once it has
 // changed anything, the Repository's in-memory index is emptied; call
 // LoadIndex again before reading blobs.
-func (r *Repository) Prune(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+func (r *Repository) Prune(ctx context.Context, opts PruneOptions) (_ *PruneResult, err error) {
 	if opts.MaxRepackSize < 0 || opts.LeftoverAge < 0 || opts.MaxUnused.Fraction < 0 || opts.MaxUnused.Bytes < 0 {
 		return nil, errors.New("prune: negative limit: max-unused, max-repack-size and the leftover age must be at least 0")
 	}
@@ -143,7 +143,7 @@ func (r *Repository) Prune(ctx context.Context, opts PruneOptions) (*PruneResult
 		if err != nil {
 			return nil, fmt.Errorf("prune: %w", err)
 		}
-		defer lock.Unlock()
+		defer lock.Release(&err)
 		p.progress("forget", 0, 0)
 		pending, err := r.ForgettingIDs(ctx)
 		if err != nil {
@@ -290,6 +290,9 @@ func (p *pruneRun) tempFiles(ctx context.Context) error {
 		return nil
 	}
 	for _, name := range old {
+		if err := p.r.checkLocks(); err != nil {
+			return err
+		}
 		if err := tf.RemoveTemp(ctx, name); err != nil {
 			return err
 		}

@@ -229,7 +229,7 @@ func (r *Repository) RepairIndex(ctx context.Context, opts RepairIndexOptions) (
 		if written[name] {
 			continue
 		}
-		if err := r.be.Remove(ctx, Handle{Type: IndexFile, Name: name}); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := r.removeIfPresent(ctx, Handle{Type: IndexFile, Name: name}); err != nil {
 			return nil, fmt.Errorf("remove old index %s: %w", name, err)
 		}
 		res.IndexFilesRemoved++
@@ -471,7 +471,7 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 		return res, nil
 	}
 	for _, id := range damaged {
-		if err := r.be.Remove(ctx, Handle{Type: PackFile, Name: id.String()}); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := r.removeIfPresent(ctx, Handle{Type: PackFile, Name: id.String()}); err != nil {
 			return nil, fmt.Errorf("remove damaged pack %s: %w", id.Short(), err)
 		}
 		res.PacksRemoved++

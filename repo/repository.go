@@ -45,6 +45,7 @@ type Repository struct {
 	indexDamage        []IndexDamage
 	indexedFromHeaders int
 	unreadable         unreadableSnapshots // the snapshot files reads of the list skipped
+	held               heldLocks           // the locks taken and not released (lock.go)
 }
 
 // InitOptions are the choices made when a repository is created.
@@ -106,6 +107,14 @@ func Init(ctx context.Context, be Backend, password []byte, opts InitOptions) (*
 	}
 	// The config is written last: its presence is what makes a repository.
 	if err := be.Save(ctx, Handle{Type: ConfigFile, Name: "config"}, data); err != nil {
+		if errors.Is(err, ErrAlreadyExists) && keyName != "" {
+			// Another creator's config won (a conditional save on object
+			// storage): this key opens nothing, and must not be left
+			// where its password would try it first.
+			if rerr := be.Remove(context.WithoutCancel(ctx), Handle{Type: KeyFile, Name: keyName}); rerr != nil && !errors.Is(rerr, ErrNotFound) {
+				return nil, fmt.Errorf("init: %w (and remove its own key %s: %v)", err, keyName, rerr)
+			}
+		}
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	return newRepository(be, cfg, mk, keyName, opts.Insecure, now)
@@ -142,15 +151,14 @@ func Open(ctx context.Context, be Backend, opts OpenOptions) (*Repository, error
 	if err != nil {
 		return nil, err
 	}
-	mk, keyName, err := unlock(ctx, be, password)
-	if err != nil {
-		return nil, err
-	}
-	s, err := newAEADSealer(mk.Encrypt)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := decodeConfig(s, data)
+	var cfg Config
+	mk, keyName, err := unlock(ctx, be, password, func(mk *MasterKey) error {
+		s, err := newAEADSealer(mk.Encrypt)
+		if err == nil {
+			cfg, err = decodeConfig(s, data)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +185,12 @@ func openInsecure(ctx context.Context, be Backend, data []byte, now func() time.
 	return newRepository(be, cfg, cfg.InsecureKey, "", true, now)
 }
 
-// unlock tries password on every key file.
-func unlock(ctx context.Context, be Backend, password []byte) (*MasterKey, string, error) {
+// unlock tries password on every key file, and returns the first master
+// key that opens and that fits (fit: it authenticates the config). A key
+// that opens but does not fit is skipped: the key of a creator that lost a
+// race to write the config (left behind by a crash before it removed it)
+// may have the same password.
+func unlock(ctx context.Context, be Backend, password []byte, fit func(*MasterKey) error) (*MasterKey, string, error) {
 	var names []string
 	if err := be.List(ctx, KeyFile, func(name string, _ int64) error {
 		names = append(names, name)
@@ -213,14 +225,25 @@ func unlock(ctx context.Context, be Backend, password []byte) (*MasterKey, strin
 		files = append(files, keyFile{name: name, data: data, cost: info.KDF.cost()})
 	}
 	slices.SortStableFunc(files, func(a, b keyFile) int { return cmp.Compare(a.cost, b.cost) })
+	var unfit error // the first key that opened but did not fit
 	for _, f := range files {
 		mk, _, err := openKeyFile(f.name, f.data, password)
 		if err == nil {
-			return mk, f.name, nil
+			if err = fit(mk); err == nil {
+				return mk, f.name, nil
+			}
+			if unfit == nil {
+				unfit = err
+			}
+			continue
 		}
 		if !errors.Is(err, ErrWrongPassword) {
 			damaged = append(damaged, err)
 		}
+	}
+	if unfit != nil {
+		// The password is right, but no key it opens fits the config.
+		return nil, "", unfit
 	}
 	if len(damaged) == len(names) {
 		return nil, "", fmt.Errorf("no key file is readable: %w", errors.Join(damaged...))

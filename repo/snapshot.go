@@ -85,6 +85,11 @@ func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 		return errors.New("save snapshot: no finished write session")
 	}
 	r := w.r
+	// A snapshot saved after its lock was lost may name blobs a prune
+	// beside it deleted.
+	if err := r.checkLocks(); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
 	if !r.idx.Has(s.Tree) {
 		return fmt.Errorf("save snapshot: its tree %s is not stored", s.Tree.Short())
 	}

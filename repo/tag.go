@@ -62,12 +62,12 @@ type TagsChanged struct {
 // and the runs that recorded it still refer to it, and a crash leaves
 // either the old record or the new one. A snapshot that an interrupted
 // forget marked is not changed: the next forget removes it.
-func (r *Repository) ChangeTags(ctx context.Context, selectSnaps TagSelect, change TagChange) (*TagResult, error) {
+func (r *Repository) ChangeTags(ctx context.Context, selectSnaps TagSelect, change TagChange) (_ *TagResult, err error) {
 	lock, err := r.Lock(ctx, true, "tag")
 	if err != nil {
 		return nil, fmt.Errorf("tag: %w", err)
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 	snaps, err := r.Snapshots(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tag: %w", err)
@@ -141,6 +141,9 @@ func (r *Repository) retagSnapshot(ctx context.Context, id string, tags []string
 		return nil, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	s.ID = id
+	if err := r.checkLocks(); err != nil {
+		return nil, err
+	}
 	if err := r.be.Save(ctx, h, sealObject(r.seal, "snapshot", id, plain)); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup/limit"
 	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 )
 
 // rawS3 is a repository's s3 table: [repository.NAME.s3], or its dotted
@@ -93,6 +94,12 @@ func (l *loader) url(key, url string) {
 		l.addf(key, "unknown scheme %q (known: %s)", scheme, list)
 	case strings.TrimPrefix(url, scheme+":") == "":
 		l.addf(key, "%q names no place after the scheme", url)
+	case scheme == "s3":
+		// The run would refuse it; validate says so first. The message
+		// never echoes a location that holds credentials.
+		if _, err := s3.ParseLocation(strings.TrimPrefix(url, "s3:")); err != nil {
+			l.addf(key, "%v", err)
+		}
 	}
 }
 

@@ -75,6 +75,31 @@ ca_file = "ca.pem"
 	}
 }
 
+// A url with credentials in it fails validation, and no problem line holds
+// any part of them.
+func TestRepositoryURLWithCredentialsIsRefusedUnechoed(t *testing.T) {
+	withS3(t)
+	text := "[repository.r]\n" + s3Password + "url = \"s3:https://AKIAEXAMPLE:wJalrSECRET@h.example/bkt\"\n"
+	_, err := Parse("/c.toml", text, testNow)
+	var invalid *ErrInvalid
+	if !errors.As(err, &invalid) {
+		t.Fatalf("parse: %v, want problems", err)
+	}
+	found := false
+	for _, p := range invalid.Problems {
+		if strings.Contains(p, "AKIAEXAMPLE") || strings.Contains(p, "wJalrSECRET") {
+			t.Errorf("problem %q holds the credentials", p)
+		}
+		found = found || strings.Contains(p, "repository.r.url: ") && strings.Contains(p, "AWS_ACCESS_KEY_ID")
+	}
+	if !found {
+		t.Errorf("problems %q: none refuses the url and says where credentials come from", invalid.Problems)
+	}
+	if strings.Contains(err.Error(), "wJalrSECRET") {
+		t.Errorf("error %q holds the secret", err)
+	}
+}
+
 // Every wrong storage setting is one problem line that names its key, its
 // line and what is allowed.
 func TestRepositoryStorageRejections(t *testing.T) {
@@ -95,6 +120,8 @@ func TestRepositoryStorageRejections(t *testing.T) {
 		{"bad bucket lookup", repoWith("url = \"s3:https://h/b\"\ns3.bucket_lookup = \"virtual\"\n"), `:4: repository.r.s3.bucket_lookup: "virtual" is not one of auto, path, dns`},
 		{"s3 settings on a local path", repoWith("path = \"/x\"\n[repository.r.s3]\nregion = \"x\"\n"), `:4: repository.r.s3: s3 settings apply to a url starting with s3: only`},
 		{"unknown s3 key", repoWith("url = \"s3:https://h/b\"\ns3.bucket = \"b\"\n"), `:4: repository.r.s3.bucket: unknown key (allowed here: bucket_lookup, region, ca_file)`},
+		{"s3 url without a bucket", repoWith("url = \"s3:https://h.example\"\n"), `:3: repository.r.url: bad s3 location s3:https://h.example: no bucket`},
+		{"s3 url with a bad port", repoWith("url = \"s3:https://h.example:0/bkt\"\n"), `bad port "0"`},
 		{"bad upload rate", repoWith("path = \"/x\"\nupload_bandwidth = \"fast\"\n"), ":4: repository.r.upload_bandwidth: invalid bandwidth"},
 		{"rate without a unit", repoWith("path = \"/x\"\ndownload_bandwidth = \"4096\"\n"), ":4: repository.r.download_bandwidth: "},
 	} {

@@ -29,7 +29,10 @@ type Clock interface {
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                         { return time.Now() }
+// Now is the wall clock without its monotonic reading: a lease is judged
+// by other hosts on wall time, which (unlike Go's monotonic clock) goes on
+// while this host is suspended.
+func (realClock) Now() time.Time                         { return time.Now().Round(0) }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Option changes a setting of Wrap.
@@ -59,6 +62,7 @@ type Backend struct {
 	lease, skew time.Duration
 	clock       Clock
 	host, boot  string
+	pidns       string
 
 	mu   sync.Mutex
 	kept map[repo.Handle]*kept
@@ -71,7 +75,7 @@ var (
 
 // Wrap returns be with leases for locks.
 func Wrap(be repo.Backend, opts ...Option) *Backend {
-	b := &Backend{Backend: be, lease: DefaultLease, skew: DefaultSkew, clock: realClock{}, boot: bootID(), kept: map[repo.Handle]*kept{}}
+	b := &Backend{Backend: be, lease: DefaultLease, skew: DefaultSkew, clock: realClock{}, boot: bootID(), pidns: pidNamespace(), kept: map[repo.Handle]*kept{}}
 	b.host, _ = os.Hostname()
 	for _, o := range opts {
 		o(b)
@@ -89,6 +93,10 @@ func (b *Backend) Lease() time.Duration { return b.lease }
 type kept struct {
 	stop, done, lost chan struct{}
 	lostErr          error // set before lost is closed
+	loseOnce         sync.Once
+
+	mu   sync.Mutex
+	last time.Time // the last successful save, by the wall clock
 }
 
 // KeepLock saves the lock object h and refreshes it every lease/5 until
@@ -99,6 +107,7 @@ func (b *Backend) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInf
 	info.Refreshed = now.UTC()
 	info.LeaseSeconds = int(b.lease / time.Second)
 	info.BootID = b.boot
+	info.PIDNamespace = b.pidns
 	data, err := seal(info)
 	if err != nil {
 		return nil, err
@@ -106,14 +115,14 @@ func (b *Backend) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInf
 	if err := b.Backend.Save(ctx, h, data); err != nil {
 		return nil, err
 	}
-	k := &kept{stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{})}
+	k := &kept{stop: make(chan struct{}), done: make(chan struct{}), lost: make(chan struct{}), last: now.Round(0)}
 	b.mu.Lock()
 	b.kept[h] = k
 	b.mu.Unlock()
 	// The refresher outlives a cancelled ctx: the holder is still working
 	// until it calls release, and its lock must protect it until then.
 	bg := context.WithoutCancel(ctx)
-	go b.refresh(bg, h, info, seal, now, k)
+	go b.refresh(bg, h, info, seal, k)
 	var once sync.Once
 	var releaseErr error
 	release := func() error {
@@ -147,21 +156,23 @@ func (b *Backend) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInf
 // up, and marks the lock lost, when the lock object is gone or when its
 // last successful refresh is a whole lease old: from then on another
 // process may judge the lock dead, and a refresh must not bring it back.
-func (b *Backend) refresh(ctx context.Context, h repo.Handle, info repo.LockInfo, seal func(repo.LockInfo) ([]byte, error), last time.Time, k *kept) {
+func (b *Backend) refresh(ctx context.Context, h repo.Handle, info repo.LockInfo, seal func(repo.LockInfo) ([]byte, error), k *kept) {
 	defer close(k.done)
 	interval := b.lease / 5
 	var lastErr error
 	for {
 		// Wake at the next refresh, or when the lease runs out if that
 		// is sooner (after failed refreshes), to give up in time.
-		wait := min(interval, last.Add(b.lease).Sub(b.clock.Now()))
+		wait := min(interval, k.left(b.lease, b.clock.Now()))
 		select {
 		case <-k.stop:
 			return
+		case <-k.lost: // LockValid found the lease run out
+			return
 		case <-b.clock.After(max(wait, 0)):
 		}
-		now := b.clock.Now()
-		left := last.Add(b.lease).Sub(now)
+		now := b.clock.Now().Round(0)
+		left := k.left(b.lease, now)
 		if left <= 0 {
 			b.lose(k, fmt.Errorf("%w: lock %s not refreshed for %s, its lease (last error: %v)", repo.ErrLockLost, h.Name, b.lease, lastErr))
 			return
@@ -177,8 +188,19 @@ func (b *Backend) refresh(ctx context.Context, h repo.Handle, info repo.LockInfo
 			lastErr = err
 			continue
 		}
-		last, lastErr = now, nil
+		k.mu.Lock()
+		k.last = now
+		k.mu.Unlock()
+		lastErr = nil
 	}
+}
+
+// left returns how long the lease protects its holder after now, by the
+// wall clock (negative once it ran out).
+func (k *kept) left(lease time.Duration, now time.Time) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.last.Add(lease).Sub(now.Round(0))
 }
 
 // refreshOnce saves the lock with the refresh time now, if its object is
@@ -196,8 +218,33 @@ func (b *Backend) refreshOnce(ctx context.Context, h repo.Handle, info repo.Lock
 }
 
 func (b *Backend) lose(k *kept, err error) {
-	k.lostErr = err
-	close(k.lost)
+	k.loseOnce.Do(func() {
+		k.lostErr = err
+		close(k.lost)
+	})
+}
+
+// LockValid returns an error wrapping repo.ErrLockLost when the lock h is
+// lost or its lease has run out by the wall clock now (a host that was
+// suspended learns it here, before its refresher wakes); the lock is then
+// lost for good. A lock this Backend does not keep is not its to judge:
+// nil.
+func (b *Backend) LockValid(h repo.Handle) error {
+	b.mu.Lock()
+	k, ok := b.kept[h]
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if k.left(b.lease, b.clock.Now()) <= 0 {
+		b.lose(k, fmt.Errorf("%w: lock %s not refreshed for %s, its lease, by the wall clock", repo.ErrLockLost, h.Name, b.lease))
+	}
+	select {
+	case <-k.lost:
+		return k.lostErr
+	default:
+		return nil
+	}
 }
 
 // Lost returns a channel that is closed when the lock h, kept and not yet
@@ -248,8 +295,14 @@ func (b *Backend) LockAlive(ctx context.Context, h repo.Handle, load func() (rep
 	return b.clock.Now().Sub(last) <= lease+b.skew, nil
 }
 
-// sameHost reports whether the lock was taken on this host, in this boot
-// where the host tells its boots apart.
+// sameHost reports whether the lock's PID names a process this one can
+// look up: taken on this host, in this boot where the host tells its boots
+// apart, and in this PID namespace where the system has them (a lock of
+// another container on this kernel, or of a nightjar that wrote no
+// namespace, is judged by its lease alone).
 func (b *Backend) sameHost(info repo.LockInfo) bool {
-	return b.host != "" && info.Hostname == b.host && info.BootID == b.boot
+	if namespacesKnown && b.pidns == "" {
+		return false
+	}
+	return b.host != "" && info.Hostname == b.host && info.BootID == b.boot && info.PIDNamespace == b.pidns
 }

@@ -307,6 +307,7 @@ func TestRacingTakersNeverHoldConflictingLocks(t *testing.T) {
 			for i := range repos {
 				repos[i] = openRepo(t, lease.Wrap(mem))
 			}
+			won := 0 // rounds in which some taker got a lock
 			for round := range rounds {
 				var start, tried, done sync.WaitGroup
 				start.Add(1)
@@ -343,10 +344,22 @@ func TestRacingTakersNeverHoldConflictingLocks(t *testing.T) {
 				if exclusive > 0 && holders > 1 {
 					t.Fatalf("round %d: %d takers held locks at once, %d of them exclusive", round, holders, exclusive)
 				}
+				if holders > 0 {
+					won++
+				}
 				if names := lockNames(t, mem); len(names) != 0 {
 					t.Fatalf("round %d: lock objects %v left", round, names)
 				}
 			}
+			// The protocol lets every taker of one round back off (each
+			// saw another's lock before it was removed), so a round may
+			// have no winner; but a taker that lists before the others
+			// save wins, and over many rounds some must, or Lock fails
+			// every contended try.
+			if won == 0 {
+				t.Fatalf("no taker got a lock in any of %d rounds", rounds)
+			}
+			t.Logf("%d of %d rounds had a winner", won, rounds)
 		})
 	}
 }
@@ -373,17 +386,21 @@ func TestLockOfAGoneProcessOnThisHost(t *testing.T) {
 	// Without Unwrap, the lease sees no ObjectTimer: only the lock's
 	// content tells its refresh time.
 	be := lease.Wrap(timeless{mem})
-	ownBoot := bootOfThisHost(t, be)
+	ownBoot, ownNS := bootOfThisHost(t, be)
 	now := time.Now()
 	tests := []struct {
 		name      string
 		info      repo.LockInfo
 		wantAlive bool
 	}{
-		{"this host, gone", repo.LockInfo{Hostname: host, BootID: ownBoot, PID: gone, Refreshed: now}, false},
-		{"this host, live", repo.LockInfo{Hostname: host, BootID: ownBoot, PID: os.Getppid(), Refreshed: now}, true},
-		{"another host", repo.LockInfo{Hostname: host + "-other", BootID: ownBoot, PID: gone, Refreshed: now}, true},
-		{"an earlier boot", repo.LockInfo{Hostname: host, BootID: ownBoot + "-earlier", PID: gone, Refreshed: now}, true},
+		{"this host, gone", repo.LockInfo{Hostname: host, BootID: ownBoot, PIDNamespace: ownNS, PID: gone, Refreshed: now}, false},
+		{"this host, live", repo.LockInfo{Hostname: host, BootID: ownBoot, PIDNamespace: ownNS, PID: os.Getppid(), Refreshed: now}, true},
+		{"another host", repo.LockInfo{Hostname: host + "-other", BootID: ownBoot, PIDNamespace: ownNS, PID: gone, Refreshed: now}, true},
+		{"an earlier boot", repo.LockInfo{Hostname: host, BootID: ownBoot + "-earlier", PIDNamespace: ownNS, PID: gone, Refreshed: now}, true},
+		// Another container on this kernel, with this host name: its PIDs
+		// are not this namespace's, so a PID unknown here proves nothing.
+		{"another PID namespace", repo.LockInfo{Hostname: host, BootID: ownBoot, PIDNamespace: "pid:[1]", PID: gone, Refreshed: now}, true},
+		{"a holder that wrote no namespace", repo.LockInfo{Hostname: host, BootID: ownBoot, PID: gone, Refreshed: now}, ownNS != ""},
 		{"another host, lease ran out", repo.LockInfo{Hostname: host + "-other", PID: gone, Refreshed: now.Add(-lease.DefaultLease - lease.DefaultSkew - time.Minute)}, false},
 		{"a shorter lease of its holder ran out", repo.LockInfo{Hostname: host + "-other", PID: gone, LeaseSeconds: 10, Refreshed: now.Add(-lease.DefaultSkew - time.Minute)}, false},
 	}
@@ -391,6 +408,9 @@ func TestLockOfAGoneProcessOnThisHost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.name == "an earlier boot" && ownBoot == "" {
 				t.Skip("this system has no boot ID") // only Linux has one
+			}
+			if tt.name == "another PID namespace" && ownNS == "" {
+				t.Skip("this system has no PID namespaces") // only Linux has them
 			}
 			alive, err := be.LockAlive(ctx, h, func() (repo.LockInfo, error) { return tt.info, nil })
 			if err != nil {
@@ -438,8 +458,9 @@ func TestStorageTimeOfALockCounts(t *testing.T) {
 	}
 }
 
-// bootOfThisHost returns the boot ID the lease protocol writes into a lock.
-func bootOfThisHost(t *testing.T, be *lease.Backend) string {
+// bootOfThisHost returns the boot ID and PID namespace the lease protocol
+// writes into a lock.
+func bootOfThisHost(t *testing.T, be *lease.Backend) (boot, pidns string) {
 	t.Helper()
 	var got repo.LockInfo
 	release, err := be.KeepLock(context.Background(), repo.Handle{Type: repo.LockFile, Name: "probe"}, repo.LockInfo{},
@@ -450,7 +471,7 @@ func bootOfThisHost(t *testing.T, be *lease.Backend) string {
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	return got.BootID
+	return got.BootID, got.PIDNamespace
 }
 
 // holderEnv names the repository folder a helper process locks.
@@ -523,6 +544,7 @@ func TestRacingProcessesNeverBothHoldTheExclusiveLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	initRepo(t, be)
+	won := 0 // rounds in which a racer got the lock
 	for round := range rounds {
 		type racer struct {
 			cmd   *exec.Cmd
@@ -570,6 +592,7 @@ func TestRacingProcessesNeverBothHoldTheExclusiveLock(t *testing.T) {
 		if locked > 1 {
 			t.Fatalf("round %d: %d processes held the exclusive lock at once", round, locked)
 		}
+		won += locked
 		for i, r := range all {
 			r.stdin.Close()
 			if err := r.cmd.Wait(); err != nil {
@@ -580,6 +603,14 @@ func TestRacingProcessesNeverBothHoldTheExclusiveLock(t *testing.T) {
 			t.Fatalf("round %d: lock objects %v left", round, names)
 		}
 	}
+	// All racers of one round may back off (the protocol does not promise
+	// a winner under contention), but a Lock that never wins one fails
+	// here: over the rounds, some racer that listed before the others
+	// saved must have won.
+	if won == 0 {
+		t.Fatalf("no racer got the lock in any of %d rounds", rounds)
+	}
+	t.Logf("%d of %d rounds had a winner", won, rounds)
 }
 
 func holdLock(dir string) {

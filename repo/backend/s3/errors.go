@@ -2,8 +2,11 @@ package s3
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"syscall"
@@ -32,6 +35,15 @@ var (
 	ErrNetwork = errors.New("s3 server unreachable")
 	// ErrBadCAFile: the CA file cannot be read or holds no PEM certificate.
 	ErrBadCAFile = errors.New("bad CA file")
+	// ErrServer: the server failed the request (a 5xx answer, throttling
+	// such as SlowDown, or a body cut short) through all of the client's
+	// retries: a fault of the server or the way to it, which a later try
+	// may not meet.
+	ErrServer = errors.New("s3 server failed the request after retries")
+	// ErrUntrusted: the server's TLS certificate could not be verified (an
+	// unknown authority, an expired certificate, another host's name): a
+	// setting to correct, which no retry mends.
+	ErrUntrusted = errors.New("s3 server's certificate is not trusted (give the CA that signed it as the repository's s3.ca_file, or fix the server's certificate)")
 )
 
 // mapError turns an error of the S3 client into one that wraps the
@@ -63,6 +75,12 @@ func mapError(what string, err error) error {
 	case "RequestTimeTooSkewed":
 		return fmt.Errorf("%s: %w", what, ErrClockSkew)
 	}
+	if untrusted(err) {
+		return fmt.Errorf("%s: %w: %w", what, ErrUntrusted, err)
+	}
+	if resp.StatusCode >= 500 || serverBusy[resp.Code] || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w: %s", what, ErrServer, firstLine(serverSays(resp, err)))
+	}
 	if resp.Code == "" && resp.StatusCode == 0 && isNetwork(err) {
 		return fmt.Errorf("%s: %w: %w", what, ErrNetwork, err)
 	}
@@ -70,6 +88,33 @@ func mapError(what string, err error) error {
 		return fmt.Errorf("%s: s3 answered %s: %s", what, resp.Code, firstLine(resp.Message))
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// serverBusy are the codes of a server that asks its clients to slow down
+// or failed for reasons of its own, whatever their HTTP status.
+var serverBusy = map[string]bool{
+	"SlowDown": true, "InternalError": true, "ServiceUnavailable": true, "RequestTimeout": true,
+	"ServerBusy": true, "Throttling": true, "ThrottlingException": true, "RequestLimitExceeded": true,
+	"TooManyRequests": true,
+}
+
+// serverSays is what a failed request's answer says: its code and message,
+// or the client's error where there was no answer.
+func serverSays(resp minio.ErrorResponse, err error) string {
+	if resp.Code != "" {
+		return resp.Code + ": " + resp.Message
+	}
+	return err.Error()
+}
+
+// untrusted reports whether err is a failed verification of the server's
+// TLS certificate.
+func untrusted(err error) bool {
+	var ve *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var he x509.HostnameError
+	return errors.As(err, &ve) || errors.As(err, &ua) || errors.As(err, &ci) || errors.As(err, &he)
 }
 
 // isNetwork reports whether err is a failure to reach or to hear from the

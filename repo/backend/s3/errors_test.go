@@ -1,8 +1,11 @@
 package s3_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -17,6 +20,7 @@ import (
 
 // Every S3 refusal maps to its sentinel, in one line that names it.
 func TestMapError(t *testing.T) {
+	untrusted := &url.Error{Op: "Get", URL: "https://h/b/", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}
 	refused := &url.Error{Op: "Put", URL: "http://127.0.0.1:1/b/k", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	tests := []struct {
 		err  error
@@ -35,6 +39,13 @@ func TestMapError(t *testing.T) {
 		{minio.ErrorResponse{Code: "RequestTimeTooSkewed", StatusCode: 403}, s3.ErrClockSkew, "clock"},
 		{refused, s3.ErrNetwork, "connection refused"},
 		{fmt.Errorf("put: %w", syscall.ECONNRESET), s3.ErrNetwork, "reset"},
+		{minio.ErrorResponse{Code: "SlowDown", StatusCode: 503, Message: "reduce your request rate"}, s3.ErrServer, "SlowDown: reduce your request rate"},
+		{minio.ErrorResponse{Code: "InternalError", StatusCode: 500, Message: "boom\nmore"}, s3.ErrServer, "InternalError: boom"},
+		{minio.ErrorResponse{Code: "RequestTimeout", StatusCode: 400}, s3.ErrServer, "RequestTimeout"},
+		{minio.ErrorResponse{StatusCode: 502}, s3.ErrServer, "after retries"},
+		{fmt.Errorf("read (4 tries): %w", io.ErrUnexpectedEOF), s3.ErrServer, "unexpected EOF"},
+		{untrusted, s3.ErrUntrusted, "s3.ca_file"},
+		{untrusted, s3.ErrUntrusted, "unknown authority"},
 	}
 	for _, tt := range tests {
 		got := s3.MapError("save data/ab/abcd", tt.err)
@@ -50,8 +61,8 @@ func TestMapError(t *testing.T) {
 	if s3.MapError("x", nil) != nil {
 		t.Error("map nil is not nil")
 	}
-	other := s3.MapError("x", minio.ErrorResponse{Code: "InternalError", StatusCode: 500, Message: "boom\nmore"})
-	if msg := other.Error(); msg != "x: s3 answered InternalError: boom" {
+	other := s3.MapError("x", minio.ErrorResponse{Code: "MalformedXML", StatusCode: 400, Message: "boom\nmore"})
+	if msg := other.Error(); msg != "x: s3 answered MalformedXML: boom" {
 		t.Errorf("map an unknown refusal: %q", msg)
 	}
 }

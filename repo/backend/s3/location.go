@@ -41,6 +41,11 @@ func (l Location) String() string {
 // ParseLocation parses what follows "s3:" in a location.
 func ParseLocation(rest string) (Location, error) {
 	loc := Location{Secure: true}
+	if strings.Contains(rest, "@") {
+		// Credentials (KEY:SECRET@host): the location is printed in
+		// messages, logs and the state database, so none of it is echoed.
+		return Location{}, fmt.Errorf("%w: it holds '@' (user credentials?), which an s3 location may not; credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE and its files", ErrBadLocation)
+	}
 	fail := func(format string, args ...any) (Location, error) {
 		return Location{}, fmt.Errorf("%w s3:%s: %s (use %s)", ErrBadLocation, rest, fmt.Sprintf(format, args...), locationForms)
 	}
@@ -58,8 +63,8 @@ func ParseLocation(rest string) (Location, error) {
 	if host == "" {
 		return fail("no host")
 	}
-	if strings.ContainsAny(host, "@?#") {
-		return fail("host %q holds user, query or fragment parts", host)
+	if strings.ContainsAny(host, "?#") {
+		return fail("host %q holds query or fragment parts", host)
 	}
 	if h, port, err := net.SplitHostPort(host); err == nil {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {

@@ -43,6 +43,33 @@ func TestParseLocationString(t *testing.T) {
 	}
 }
 
+// A location that holds credentials is refused in one line that says where
+// credentials come from and holds no part of them, in every form.
+func TestParseLocationNeverEchoesCredentials(t *testing.T) {
+	const key, secret = "AKIAEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzq9"
+	for _, in := range []string{
+		"https://" + key + ":" + secret + "@host.example/bucket",
+		"http://" + key + ":" + secret + "@host.example:9000/bucket/p",
+		key + ":" + secret + "@host.example/bucket",
+		"https://" + key + "@host.example/bucket",
+	} {
+		_, err := s3.ParseLocation(in)
+		if !errors.Is(err, s3.ErrBadLocation) {
+			t.Errorf("ParseLocation with credentials: %v, want ErrBadLocation", err)
+			continue
+		}
+		msg := err.Error()
+		for _, part := range []string{key, secret, "wJalr", "bPxRfiCYzq9", "K7MDENG"} {
+			if strings.Contains(msg, part) {
+				t.Errorf("message %q holds %q", msg, part)
+			}
+		}
+		if !strings.Contains(msg, "AWS_ACCESS_KEY_ID") || strings.Contains(msg, "\n") {
+			t.Errorf("message %q: want one line naming where credentials come from", msg)
+		}
+	}
+}
+
 // A bad location is one line naming what is wrong and the allowed forms.
 func TestParseLocationErrors(t *testing.T) {
 	tests := []struct{ in, says string }{
@@ -65,7 +92,7 @@ func TestParseLocationErrors(t *testing.T) {
 		{"https://host/bucket/a/../b", "bad prefix"},
 		{"https://host/bucket/a//b", "bad prefix"},
 		{"ftp://host/bucket", `unknown URL scheme "ftp"`},
-		{"https://user:pw@host/bucket", "user, query or fragment"},
+		{"https://host?x=1/bucket", "query or fragment"},
 	}
 	for _, tt := range tests {
 		_, err := s3.ParseLocation(tt.in)
