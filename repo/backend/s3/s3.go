@@ -206,7 +206,13 @@ func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 	return b.put(ctx, h, bytes.NewReader(data), int64(len(data)))
 }
 
-func (b *Backend) put(ctx context.Context, h repo.Handle, r io.Reader, size int64) error {
+// put stores the size bytes of data as h. It retries a failed PUT itself,
+// each time with a fresh reader that the client cannot rewind: after a
+// dropped connection the transport may still be reading the body of the
+// request that failed while the client's own retry rewinds that body (a
+// data race inside the client, found under -race with dropped
+// connections), so no body is ever sent twice.
+func (b *Backend) put(ctx context.Context, h repo.Handle, data io.ReaderAt, size int64) error {
 	key, err := b.key(h)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
@@ -216,7 +222,13 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, r io.Reader, size int6
 	if conditional {
 		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}
-	_, err = b.client.PutObject(ctx, b.loc.Bucket, key, r, size, opts)
+	for attempt := 1; ; attempt++ {
+		body := struct{ io.Reader }{io.NewSectionReader(data, 0, size)} // no Seek: the client sends it once
+		_, err = b.client.PutObject(ctx, b.loc.Bucket, key, body, size, opts)
+		if err == nil || attempt == maxRetries || !retryablePut(err) || !sleepCtx(ctx, putBackoff(attempt)) {
+			break
+		}
+	}
 	if h.Type == repo.PackFile {
 		b.readAhead.forget(key)
 	}
@@ -426,4 +438,41 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 		b.readAhead.forget(key)
 	}
 	return mapError("remove "+h.String(), err)
+}
+
+// retryablePut reports whether a failed PUT may succeed when sent again:
+// the server's 5xx, throttling and timeouts, and every failure of the
+// connection (no answer from the server at all).
+func retryablePut(err error) bool {
+	resp := minio.ToErrorResponse(err)
+	switch {
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests:
+		return true
+	case resp.Code == "SlowDown", resp.Code == "RequestTimeout", resp.Code == "InternalError", resp.Code == "ServiceUnavailable":
+		return true
+	}
+	return resp.StatusCode == 0 && ctxErrNone(err)
+}
+
+// ctxErrNone reports whether err is not a cancellation or deadline.
+func ctxErrNone(err error) bool {
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// putBackoff is the wait before the attempt after attempt, as the
+// client's own (maxRetries): doubling from 200 ms, at most 1 s.
+func putBackoff(attempt int) time.Duration {
+	return min(200*time.Millisecond<<min(attempt-1, 3), time.Second)
+}
+
+// sleepCtx waits d, and reports false when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -64,9 +63,6 @@ func (s *packStream) Commit(ctx context.Context, name string) error {
 	defer s.close()
 	if s.err != nil {
 		return s.err
-	}
-	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("commit pack: %w", err)
 	}
 	return s.b.put(ctx, repo.Handle{Type: repo.PackFile, Name: name}, s.f, s.size)
 }
