@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"log/slog"
 	"os"
 	"os/user"
@@ -193,7 +194,7 @@ func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.E
 
 // localProcesses answers runnerid's questions about this system's
 // processes.
-var localProcesses = runnerid.Prober{Gone: jobs.ProcessGone, StartTime: runnerid.StartTime}
+var localProcesses = runnerid.Prober{Gone: lease.ProcessGone, StartTime: runnerid.StartTime}
 
 // runnerDead reports a runner of this host, boot and PID namespace whose
 // process is gone (or whose PID a later process took). Any other runner is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -184,7 +185,7 @@ func removeAbandonedDrills(tempDir string, f *pass.Figures) {
 		rest, ok := strings.CutPrefix(entry.Name(), drillFolderPrefix)
 		pidText, _, dashed := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
-		if !ok || !dashed || err != nil || !entry.IsDir() || pid == os.Getpid() || !ProcessGone(pid) {
+		if !ok || !dashed || err != nil || !entry.IsDir() || pid == os.Getpid() || !lease.ProcessGone(pid) {
 			continue
 		}
 		dir := filepath.Join(tempDir, entry.Name())

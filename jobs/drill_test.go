@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nightjar-backup/nightjar/repo/backend/lease"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -403,7 +404,7 @@ func TestDrillRemovesTheFoldersOfKilledDrills(t *testing.T) {
 	w := newDrillWorld(t)
 	w.backup(t, 1)
 	const deadPid = 1<<22 + 1 // above Linux's largest pid_max: no process has it
-	if !ProcessGone(deadPid) {
+	if !lease.ProcessGone(deadPid) {
 		t.Fatalf("ProcessGone(%d) = false, want true", deadPid)
 	}
 	killed := filepath.Join(w.drills, fmt.Sprintf("nightjar-drill-%d-123", deadPid))

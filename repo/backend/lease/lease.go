@@ -272,7 +272,7 @@ func (b *Backend) LockAlive(ctx context.Context, h repo.Handle, load func() (rep
 	if err != nil {
 		return true, nil
 	}
-	if b.sameHost(info) && info.PID != os.Getpid() && processGone(info.PID) {
+	if b.sameHost(info) && info.PID != os.Getpid() && ProcessGone(info.PID) {
 		return false, nil
 	}
 	last := info.Refreshed

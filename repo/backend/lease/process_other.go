@@ -2,6 +2,6 @@
 
 package lease
 
-// processGone reports false: without a way to ask here, every process may
+// ProcessGone reports false: without a way to ask here, every process may
 // still exist, and a lock then dies only when its lease runs out.
-func processGone(int) bool { return false }
+func ProcessGone(int) bool { return false }

@@ -10,10 +10,10 @@ import (
 // has not exited (STILL_ACTIVE).
 const stillActive = 259
 
-// processGone reports whether no process with pid exists on this host:
+// ProcessGone reports whether no process with pid exists on this host:
 // OpenProcess finds none, or the one it finds has exited. A process this
 // user may not query exists.
-func processGone(pid int) bool {
+func ProcessGone(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
