@@ -87,6 +87,7 @@ func (e *env) environ(extra []string) []string {
 		"NIGHTJAR_PASSWORD_FILE=" + e.pwFile,
 		"TZ=UTC",
 		"LC_ALL=C",
+		buildbin.RaceEnv(),
 	}
 	env = append(env, e.extra...)
 	return append(env, extra...)

@@ -134,6 +134,7 @@ func (w *world) environ() []string {
 		"NIGHTJAR_PASSWORD_FILE=" + w.pw,
 		"TZ=UTC",
 		"LC_ALL=C",
+		buildbin.RaceEnv(),
 	}
 	return append(env, w.extra...)
 }

@@ -67,6 +67,16 @@ func Build() (string, func(), error) {
 	return build(raceDetector, "")
 }
 
+// RaceEnv is the GORACE setting for the environment of a binary Build
+// made: the race runtime's exit sleep (one second by default, which it
+// spends waiting for late reports of goroutines still running) is turned
+// off, since a test starts the binary hundreds of times and a race still
+// ends the process with status 66 when it is found. Options the caller
+// gives in GORACE come after it, and so win.
+func RaceEnv() string {
+	return strings.TrimSpace("GORACE=atexit_sleep_ms=0 " + os.Getenv("GORACE"))
+}
+
 // BuildStatic compiles the binary users get: static, without cgo.
 func BuildStatic() (string, func(), error) {
 	return build(false, "")
