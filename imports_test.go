@@ -24,7 +24,8 @@ var importRules = []struct {
 	{"schedule/pass", []string{"schedule"}},
 	{"directio", nil},
 	{"redact", nil},
-	{"repo", []string{"directio"}},
+	{"hostid", nil},
+	{"repo", []string{"directio", "hostid"}},
 	{"backup", []string{"repo"}},
 	{"restore", []string{"repo", "directio"}},
 	{"db", []string{"schedule"}},
@@ -33,7 +34,7 @@ var importRules = []struct {
 	{"notify", []string{"schedule/pass", "redact"}},
 	{"metrics", []string{"status", "schedule/pass"}},
 	{"bench", []string{"backup", "restore", "repo"}},
-	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "notify", "status", "metrics", "redact"}},
+	{"cmd", []string{"jobs", "backup", "restore", "repo", "db", "schedule", "directio", "notify", "status", "metrics", "redact", "hostid"}},
 	{"", []string{"cmd"}}, // main
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/nightjar-backup/nightjar/hostid"
 )
 
 // ID identifies one scheduler process.
@@ -23,7 +25,14 @@ func Self() ID {
 		host = "unknown"
 	}
 	pid := os.Getpid()
-	return ID{Host: host, PID: pid, Boot: bootID(), PIDNS: pidNamespace(), Start: startTime(pid)}
+	return ID{Host: host, PID: pid, Boot: hostid.BootID(), PIDNS: pidNamespaceNumber(), Start: startTime(pid)}
+}
+
+// pidNamespaceNumber is the inode number of this process's PID namespace
+// ("4026531836" of "pid:[4026531836]"): a runner ID keeps only the number,
+// since "/" and "@" separate its parts.
+func pidNamespaceNumber() string {
+	return strings.TrimSuffix(strings.TrimPrefix(hostid.PIDNamespace(), "pid:["), "]")
 }
 
 // String is "host:pid" followed, where known, by "@boot/pidns/start".

@@ -4,17 +4,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func bootID() string {
-	id, err := unix.Sysctl("kern.bootsessionuuid")
-	if err != nil {
-		return ""
-	}
-	return id
-}
-
-// pidNamespace is empty: macOS has no PID namespaces.
-func pidNamespace() string { return "" }
-
 // startTime is the process's start, in microseconds since the epoch.
 func startTime(pid int) uint64 {
 	p, err := unix.SysctlKinfoProc("kern.proc.pid", pid)

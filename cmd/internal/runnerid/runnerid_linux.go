@@ -6,24 +6,6 @@ import (
 	"strings"
 )
 
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// pidNamespace is the inode of this process's PID namespace
-// ("pid:[4026531836]"), which tells containers of one host apart.
-func pidNamespace() string {
-	link, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(link, "pid:["), "]")
-}
-
 // startTime is field 22 of /proc/PID/stat: clock ticks since boot.
 func startTime(pid int) uint64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

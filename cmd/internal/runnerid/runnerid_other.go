@@ -2,10 +2,7 @@
 
 package runnerid
 
-// Without a portable way to ask here, the boot ID, the PID namespace and
-// start times are unknown: a runner of this host is judged by its PID
-// alone, as before, and a reused PID is taken for the runner (which then
-// is left to its lease).
-func bootID() string       { return "" }
-func pidNamespace() string { return "" }
+// startTime returns 0: without a portable way to ask here, start times are
+// unknown, so a reused PID is taken for the runner (which then is left to
+// its lease).
 func startTime(int) uint64 { return 0 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/hostid"
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
@@ -75,7 +76,7 @@ var (
 
 // Wrap returns be with leases for locks.
 func Wrap(be repo.Backend, opts ...Option) *Backend {
-	b := &Backend{Backend: be, lease: DefaultLease, skew: DefaultSkew, clock: realClock{}, boot: bootID(), pidns: pidNamespace(), kept: map[repo.Handle]*kept{}}
+	b := &Backend{Backend: be, lease: DefaultLease, skew: DefaultSkew, clock: realClock{}, boot: hostid.BootID(), pidns: hostid.PIDNamespace(), kept: map[repo.Handle]*kept{}}
 	b.host, _ = os.Hostname()
 	for _, o := range opts {
 		o(b)
@@ -301,7 +302,7 @@ func (b *Backend) LockAlive(ctx context.Context, h repo.Handle, load func() (rep
 // another container on this kernel, or of a nightjar that wrote no
 // namespace, is judged by its lease alone).
 func (b *Backend) sameHost(info repo.LockInfo) bool {
-	if namespacesKnown && b.pidns == "" {
+	if hostid.NamespacesKnown && b.pidns == "" {
 		return false
 	}
 	return b.host != "" && info.Hostname == b.host && info.BootID == b.boot && info.PIDNamespace == b.pidns

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/hostid"
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
@@ -143,8 +144,7 @@ const heldTempPrefix = "held-"
 // whose flocks with them) stay this host's but another host's never are.
 var hostTag = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
-	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id") // Linux; elsewhere the host name alone
-	sum := sha256.Sum256([]byte(host + "\n" + strings.TrimSpace(string(boot))))
+	sum := sha256.Sum256([]byte(host + "\n" + hostid.BootID()))
 	return hex.EncodeToString(sum[:8])
 })
 
