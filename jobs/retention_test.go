@@ -152,6 +152,58 @@ func TestRetentionRunForgetsOnlyTheJobsVictims(t *testing.T) {
 	}
 }
 
+// Snapshots that carry job a's tag but that a's backups on this host did
+// not make are never a's retention's to forget: another host's backups of
+// a's source under the same job name (two hosts sharing a repository and a
+// config), and command-line backups tagged job:a of another folder, or of
+// a's source with another folder beside it. Each of those groups holds
+// three snapshots, so that a's policy (the two newest) would forget one of
+// each if the run considered them.
+func TestRetentionRunLeavesOtherHostsAndOtherPathsAlone(t *testing.T) {
+	ctx := context.Background()
+	w := newRetentionWorld(t)
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "f"), []byte("other"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tags := []string{JobTag("a")}
+	var foreign []string
+	for range 3 {
+		for _, opts := range []backup.Options{
+			{Paths: []string{w.sources["a"]}, Tags: tags, Hostname: "another-host"},
+			{Paths: []string{other}, Tags: tags},
+			{Paths: []string{w.sources["a"], other}, Tags: tags},
+		} {
+			opts.Now = w.now
+			out, err := backup.Backup(ctx, w.r, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			foreign = append(foreign, out.Snapshot.ID)
+		}
+	}
+	var own []string
+	for run := int64(1); run <= 3; run++ {
+		own = append(own, w.backup(t, "a", run))
+	}
+
+	res, err := w.exec.Execute(ctx, w.jobs["a"], pass.Run{ID: 4, Kind: pass.KindRetention}, func(pass.Progress) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(foreign), own[1:]...)
+	slices.Sort(want)
+	if got := w.ids(t); !slices.Equal(got, want) {
+		t.Errorf("the repository holds %v, want %v: only the job's oldest own snapshot %s forgotten", got, want, own[0])
+	}
+	if c := res.Figures.Counters; c[CounterSnapshotsKept] != 2 || c[CounterSnapshotsForgotten] != 1 {
+		t.Errorf("counters %v, want 2 kept and 1 forgotten: the others are not the job's to count", c)
+	}
+}
+
 // A retention run takes the exclusive lock only by trying: beside a backup
 // it fails at once with class busy, which is retried, and forgets nothing.
 func TestRetentionRunBesideABackupIsBusy(t *testing.T) {
