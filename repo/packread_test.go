@@ -30,67 +30,67 @@ func (p *packReads) Load(ctx context.Context, h repo.Handle, offset, length int6
 	return p.Backend.Load(ctx, h, offset, length)
 }
 
-// LoadBlobs hands every blob asked for once, with its content, and reads
-// each pack with one read where the blobs asked for lie together.
-func TestLoadBlobsOneReadPerPack(t *testing.T) {
+// LoadBlobsInOrder hands every blob asked for, in the order asked, with
+// its content, and reads each pack with one read where the blobs asked for
+// follow each other in it; a blob asked for again out of order is read on
+// its own.
+func TestLoadBlobsInOrderOneReadPerPack(t *testing.T) {
 	onePacker(t)
 	ctx := context.Background()
 	mem := memory.New()
 	r := initRepo(t, mem)
-	want := map[repo.ID][]byte{}
 	var ids []repo.ID
+	var want [][]byte
 	for i := range 40 {
 		data := backendtest.RandomBytes(uint64(i), 10<<10)
-		id := saveBlob(t, r, data)
-		want[id] = data
-		ids = append(ids, id)
+		ids = append(ids, saveBlob(t, r, data))
+		want = append(want, data)
 	}
 	flush(t, r)
 	packs := len(names(t, mem, repo.PackFile))
+	asked := append(append([]repo.ID(nil), ids...), ids[3]) // the fourth again, at the end
+	want = append(want, want[3])
 
 	counted := &packReads{Backend: mem}
 	r2 := openRepo(t, counted)
 	if err := r2.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	asked := append(append([]repo.ID(nil), ids...), ids[:5]...) // some twice
-	var mu sync.Mutex
-	got := map[repo.ID]int{}
-	err := r2.LoadBlobs(ctx, asked, 4, func(id repo.ID, plain []byte) error {
-		mu.Lock()
-		defer mu.Unlock()
-		got[id]++
-		if !bytes.Equal(plain, want[id]) {
-			t.Errorf("blob %s: %d bytes, not the %d saved", id.Short(), len(plain), len(want[id]))
+	var buf repo.BlobBuffer
+	next := 0
+	err := r2.LoadBlobsInOrder(ctx, asked, &buf, func(i int, plain []byte) error {
+		if i != next {
+			t.Fatalf("blob %d handed when %d was next", i, next)
 		}
+		if !bytes.Equal(plain, want[i]) {
+			t.Errorf("blob %d: %d bytes, not the %d saved", i, len(plain), len(want[i]))
+		}
+		next++
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || next != len(asked) {
+		t.Fatalf("load: %v after %d of %d blobs", err, next, len(asked))
 	}
-	for _, id := range ids {
-		if got[id] != 1 {
-			t.Errorf("blob %s handed %d times, want once", id.Short(), got[id])
-		}
-	}
-	if counted.n != packs {
-		t.Errorf("pack reads for %d blobs in %d packs: %d, want one per pack", len(ids), packs, counted.n)
+	if counted.n != packs+1 {
+		t.Errorf("pack reads for %d blobs in %d packs and one asked again: %d, want %d", len(ids), packs, counted.n, packs+1)
 	}
 }
 
-// A blob the index does not know fails the call before anything is read.
-func TestLoadBlobsUnknownBlob(t *testing.T) {
+// A blob the index does not know ends the call with ErrNotFound, after
+// the blobs before it.
+func TestLoadBlobsInOrderUnknownBlob(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.New()
 	r := initRepo(t, mem)
 	known := saveBlob(t, r, []byte("known"))
 	flush(t, r)
-	called := 0
-	err := r.LoadBlobs(ctx, []repo.ID{known, r.BlobID([]byte("never saved"))}, 1, func(repo.ID, []byte) error {
-		called++
+	var handed []int
+	var buf repo.BlobBuffer
+	err := r.LoadBlobsInOrder(ctx, []repo.ID{known, r.BlobID([]byte("never saved")), known}, &buf, func(i int, _ []byte) error {
+		handed = append(handed, i)
 		return nil
 	})
-	if !errors.Is(err, repo.ErrNotFound) || called != 0 {
-		t.Errorf("load with an unknown blob: %v after %d blobs; want ErrNotFound before any", err, called)
+	if !errors.Is(err, repo.ErrNotFound) || len(handed) != 1 || handed[0] != 0 {
+		t.Errorf("load with an unknown second blob: %v after blobs %v; want ErrNotFound after blob 0", err, handed)
 	}
 }
