@@ -18,15 +18,15 @@ import (
 )
 
 // LoadInto of the counting backend counts as a load too (the s3 backend
-// reads blobs with it).
+// reads blobs with it), when the backend it wraps has it.
 func (c *counting) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf []byte) error {
-	c.mu.Lock()
-	c.loads[h.Type]++
-	c.mu.Unlock()
 	bl, ok := repo.Capability[repo.BufferLoader](c.Backend)
 	if !ok {
 		return fmt.Errorf("load into: %w", errors.ErrUnsupported)
 	}
+	c.mu.Lock()
+	c.loads[h.Type]++
+	c.mu.Unlock()
 	return bl.LoadInto(ctx, h, offset, buf)
 }
 
