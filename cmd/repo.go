@@ -17,6 +17,7 @@ import (
 	"github.com/nightjar-backup/nightjar/redact"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/repo/backend/cache"
 )
 
 // repoFlags are taken by every command that works on a repository. They
@@ -26,6 +27,7 @@ func repoFlags() []cli.Flag {
 		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `LOCATION`: a folder, local:PATH or s3:https://HOST/BUCKET[/PREFIX]"},
 		&cli.StringFlag{Name: "password-file", EnvVars: []string{"NIGHTJAR_PASSWORD_FILE"}, Usage: "read the password from `FILE`"},
 		&cli.StringFlag{Name: "password-command", EnvVars: []string{"NIGHTJAR_PASSWORD_COMMAND"}, Usage: "run `COMMAND` and take the password from its output"},
+		&cli.BoolFlag{Name: "no-cache", EnvVars: []string{"NIGHTJAR_NO_CACHE"}, Usage: "read everything from a remote repository, keeping no local copy of its index and trees"},
 	}, storageFlags()...)
 }
 
@@ -154,11 +156,19 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 		return nil, err
 	}
 	be = crashpoint.Wrap(be) // the backend itself, but in the crash test's build
+	var local *cache.Backend
+	if remote(location) && !c.Bool("no-cache") {
+		local = cache.Wrap(be)
+		be = local
+	}
 	r, err := repo.Open(c.Context, be, repo.OpenOptions{
 		Password: func() ([]byte, error) { return passwordFrom(c, "enter password for repository: ") },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", be.Location(), err)
+	}
+	if local != nil {
+		attachCache(p, local, r.ID())
 	}
 	r.ReportUnreadableSnapshots(func(list []repo.UnreadableSnapshot) { reportUnreadable(c, p, list) })
 	if r.Insecure() {
@@ -169,6 +179,26 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 			be.Location(), r.ID()[:8], prev[:8])
 	}
 	return r, nil
+}
+
+// remote reports whether location is not a local folder: only a remote
+// repository has a local cache.
+func remote(location string) bool {
+	name, ok := backend.SchemeOf(location)
+	return ok && name != "local"
+}
+
+// attachCache starts the local cache of the repository id, in the user's
+// cache folder. Without a cache folder the repository is read as without
+// the cache, with a warning.
+func attachCache(p *printer, local *cache.Backend, id string) {
+	dir, err := os.UserCacheDir()
+	if err == nil {
+		err = local.Attach(filepath.Join(dir, "nightjar"), id)
+	}
+	if err != nil {
+		p.Warnf("no local cache (%v): every read goes to the repository", err)
+	}
 }
 
 // rememberRepo records which repository ID lives at a path, in the user's

@@ -128,6 +128,16 @@ type BufferLoader interface {
 	LoadInto(ctx context.Context, h Handle, offset int64, buf []byte) error
 }
 
+// TreePackLoader is implemented by backends that keep the packs that hold
+// trees near (the local cache of a remote repository): every backup reads
+// its parent's trees again, and every restore and check reads them first.
+// The repository reads tree blobs through it; an error wrapping
+// errors.ErrUnsupported means it keeps no such copies now.
+type TreePackLoader interface {
+	// LoadTreePackInto is BufferLoader.LoadInto of a pack that holds trees.
+	LoadTreePackInto(ctx context.Context, h Handle, offset int64, buf []byte) error
+}
+
 // PackStreamer is implemented by backends that take a pack while it is
 // being written, so that no pack is ever whole in memory.
 type PackStreamer interface {

@@ -192,7 +192,14 @@ func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]
 
 // loadPlace reads blob b from its pack.
 func (r *Repository) loadPlace(ctx context.Context, b IndexedBlob, buf *BlobBuffer) ([]byte, error) {
-	sealed, err := r.loadInto(ctx, Handle{Type: PackFile, Name: b.Pack.String()}, int64(b.Offset), int(b.Length), buf.sealed)
+	h := Handle{Type: PackFile, Name: b.Pack.String()}
+	var sealed []byte
+	var err error
+	if b.Type == TreeBlob {
+		sealed, err = r.loadTreeInto(ctx, h, int64(b.Offset), int(b.Length), buf.sealed)
+	} else {
+		sealed, err = r.loadInto(ctx, h, int64(b.Offset), int(b.Length), buf.sealed)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", b.ID.Short(), err)
 	}
@@ -215,6 +222,22 @@ func (r *Repository) loadInto(ctx context.Context, h Handle, offset int64, lengt
 		}
 	}
 	return r.be.Load(ctx, h, offset, int64(length))
+}
+
+// loadTreeInto is loadInto for a tree blob: through the backend's
+// TreePackLoader when it has one (a local copy of the pack).
+func (r *Repository) loadTreeInto(ctx context.Context, h Handle, offset int64, length int, buf []byte) ([]byte, error) {
+	if tl, ok := Capability[TreePackLoader](r.be); ok {
+		data := grow(buf, length)[:length]
+		err := tl.LoadTreePackInto(ctx, h, offset, data)
+		if err == nil {
+			return data, nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return nil, err
+		}
+	}
+	return r.loadInto(ctx, h, offset, length, buf)
 }
 
 // grow returns b, or a new slice, with a capacity of at least n.

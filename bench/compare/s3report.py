@@ -30,6 +30,11 @@ def load(path):
 def main(paths):
     runs = [load(p) for p in paths]
     meta = runs[0][0]
+    for m, _ in runs[1:]:
+        # A tool left out of the first run (restic-new) has its version
+        # in a later one.
+        for key, value in m.items():
+            meta.setdefault(key, value)
     tools = [t for t in ["nightjar", "restic", "restic-new"] if any(t in v for _, v in runs)]
     gb = int(meta["data_bytes"]) / 1e9
 
@@ -84,7 +89,7 @@ def main(paths):
         row(f"{name}: MB received", f"{step}.bytes_out", "{:.1f}", None, 1e-6)
     for step, name in [("b1", "first backup"), ("restore", "full restore")]:
         row(f"{name}: peak RSS (MiB)", f"{step}.rss_kib", "{:.0f}", None, 1 / 1024)
-    same = {t: all(v.get(t, {}).get("restore.identical") == "yes" for _, v in runs) for t in tools}
+    same = {t: all(v[t].get("restore.identical") == "yes" for _, v in runs if t in v) for t in tools}
     print()
     print("Restored trees identical to the data: " + ", ".join(f"{t} {'yes' if ok else 'NO'}" for t, ok in same.items()) + ".")
     print()

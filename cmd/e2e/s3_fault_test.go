@@ -76,7 +76,9 @@ func TestS3Faults(t *testing.T) {
 	}
 
 	// As for the uploads, the first five reads of pack data fail, so every
-	// rule fires.
+	// rule fires. The reads go to the server without the local cache
+	// (--no-cache), which holds the index file and the tree pack the
+	// backup wrote: the faults are the server's.
 	readFaults := []faultproxy.Rule{
 		{Method: http.MethodGet, PathContains: "/data/", Times: 2, Fault: faultproxy.Truncate},
 		{Method: http.MethodGet, PathContains: "/data/", Nth: 4, Fault: faultproxy.SlowDown},
@@ -90,13 +92,13 @@ func TestS3Faults(t *testing.T) {
 	proxy.SetRules(readFaults...)
 	proxy.ResetCounts()
 	target := filepath.Join(e.dir, "restore")
-	e.expect(exitOK, "restore", "latest", "--target", target)
+	e.expect(exitOK, "restore", "--no-cache", "latest", "--target", target)
 	expectFaults(t, proxy, "restore", readWant)
 	compareTrees(t, want, scanTree(t, filepath.Join(target, src)), false)
 
 	proxy.SetRules(readFaults...)
 	proxy.ResetCounts()
-	ck, res = e.check("--read-data")
+	ck, res = e.check("--read-data", "--no-cache")
 	if res.Code != exitOK || !ck.OK || ck.PacksRead != ck.Packs {
 		t.Errorf("check --read-data through faults:\n%s", res)
 	}

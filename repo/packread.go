@@ -1,0 +1,107 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+)
+
+// The blobs of one file, or of one folder of trees, sit next to each other
+// in a pack in the order they are read. Read one by one, each is a request
+// to an object store; read as runs, a file's blobs in a pack cost one.
+const (
+	// runGap is the most bytes between two blobs read one after the other
+	// that a run reads and throws away rather than start another read.
+	runGap = 1 << 20
+	// runMax bounds the bytes of one run (the memory it holds): a pack of
+	// the default size (16 MiB) and the blob that crossed it.
+	runMax = 20 << 20
+)
+
+// LoadBlobsInOrder reads the blobs ids and calls fn with each one's
+// position in ids and plaintext, in the order of ids; the plaintext lives
+// in buf and is valid only during the call. Blobs that follow each other
+// in ids and in one pack (forwards, with gaps of at most 1 MiB) are read
+// with one ranged read, so that a remote repository answers a file's
+// blobs in a pack with one request. A blob whose run cannot be read or
+// does not open is read alone, from another place when it has one
+// (LoadBlobTo). The first error, of a read or of fn, ends the call.
+func (r *Repository) LoadBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBuffer, fn func(i int, plain []byte) error) error {
+	for i := 0; i < len(ids); {
+		run, err := r.blobRun(ids[i:])
+		if err != nil {
+			return err
+		}
+		done, err := r.loadRun(ctx, run, buf, func(j int, plain []byte) error { return fn(i+j, plain) })
+		if err != nil {
+			return err
+		}
+		for _, b := range run[done:] {
+			plain, err := r.LoadBlobTo(ctx, b.ID, buf)
+			if err != nil {
+				return err
+			}
+			if err := fn(i+done, plain); err != nil {
+				return err
+			}
+			done++
+		}
+		i += len(run)
+	}
+	return nil
+}
+
+// blobRun returns the places of the first blobs of ids that one ranged
+// read covers: at least the first.
+func (r *Repository) blobRun(ids []ID) ([]IndexedBlob, error) {
+	first, ok := r.idx.Lookup(ids[0])
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w", ids[0].Short(), ErrNotFound)
+	}
+	run := []IndexedBlob{first}
+	start, end := int64(first.Offset), int64(first.Offset)+int64(first.Length)
+	for _, id := range ids[1:] {
+		b, ok := r.idx.Lookup(id)
+		if !ok || b.Pack != first.Pack || b.Type != first.Type {
+			break
+		}
+		at, next := int64(b.Offset), int64(b.Offset)+int64(b.Length)
+		if at < end || at-end > runGap || next-start > runMax {
+			break
+		}
+		run = append(run, b)
+		end = next
+	}
+	return run, nil
+}
+
+// loadRun reads the blobs of run with one read and hands them to fn in
+// order, returning how many it handed; it stops at the first that does
+// not open (and hands none when the read fails), leaving the rest to be
+// read alone. Only fn's error is returned.
+func (r *Repository) loadRun(ctx context.Context, run []IndexedBlob, buf *BlobBuffer, fn func(j int, plain []byte) error) (int, error) {
+	if len(run) == 1 {
+		return 0, nil // read alone, with its alternates
+	}
+	start := int64(run[0].Offset)
+	length := int64(run[len(run)-1].Offset) + int64(run[len(run)-1].Length) - start
+	load := r.loadInto
+	if run[0].Type == TreeBlob {
+		load = r.loadTreeInto // a pack of trees may have a local copy
+	}
+	data, err := load(ctx, Handle{Type: PackFile, Name: run[0].Pack.String()}, start, int(length), buf.sealed)
+	if err != nil {
+		return 0, nil
+	}
+	buf.sealed = data
+	for j, b := range run {
+		at := int64(b.Offset) - start
+		plain, err := r.openBlob(b.PackedBlob, data[at:at+int64(b.Length)], &buf.plain)
+		if err != nil {
+			return j, nil
+		}
+		if err := fn(j, plain); err != nil {
+			return j, err
+		}
+	}
+	return len(run), nil
+}
