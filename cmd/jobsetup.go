@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -138,7 +139,7 @@ func repositoryOpener(cfg *config.Config, state *db.DB) jobs.RepositoryOpener {
 			r, err = createRepository(ctx, rc, password)
 			creating.Unlock()
 		} else if err == nil {
-			r, err = repo.Open(ctx, be, repo.OpenOptions{Password: password})
+			r, err = openCached(ctx, be, configLocation(rc), true, repo.OpenOptions{Password: password}, logCacheWarning)
 		}
 		if err != nil {
 			return nil, err
@@ -169,8 +170,14 @@ func lookupOpener(cfg *config.Config) jobs.RepositoryOpener {
 		if err != nil {
 			return nil, err
 		}
-		return repo.Open(ctx, be, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }})
+		return openCached(ctx, be, configLocation(rc), true, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }}, logCacheWarning)
 	}
+}
+
+// logCacheWarning logs that a scheduled run reads its remote repository
+// without the local cache (which costs requests, never data).
+func logCacheWarning(format string, args ...any) {
+	slog.Warn(fmt.Sprintf(format, args...))
 }
 
 // notCreatedYet reports whether err says that no repository is at a

@@ -156,19 +156,11 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 		return nil, err
 	}
 	be = crashpoint.Wrap(be) // the backend itself, but in the crash test's build
-	var local *cache.Backend
-	if remote(location) && !c.Bool("no-cache") {
-		local = cache.Wrap(be)
-		be = local
-	}
-	r, err := repo.Open(c.Context, be, repo.OpenOptions{
+	r, err := openCached(c.Context, be, location, !c.Bool("no-cache"), repo.OpenOptions{
 		Password: func() ([]byte, error) { return passwordFrom(c, "enter password for repository: ") },
-	})
+	}, p.Warnf)
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", be.Location(), err)
-	}
-	if local != nil {
-		attachCache(p, local, r.ID())
 	}
 	r.ReportUnreadableSnapshots(func(list []repo.UnreadableSnapshot) { reportUnreadable(c, p, list) })
 	if r.Insecure() {
@@ -188,17 +180,30 @@ func remote(location string) bool {
 	return ok && name != "local"
 }
 
-// attachCache starts the local cache of the repository id, in the user's
-// cache folder. Without a cache folder the repository is read as without
-// the cache, with a warning.
-func attachCache(p *printer, local *cache.Backend, id string) {
+// openCached opens the repository in be, which lives at location. A remote
+// one is read through a local cache of its index files and tree packs in
+// the user's cache folder, unless useCache is false: the command line's
+// --no-cache, or a scheduled run's (which use the cache as commands do).
+// Without a cache folder the repository is read as without the cache, and
+// warn says so.
+func openCached(ctx context.Context, be repo.Backend, location string, useCache bool, opts repo.OpenOptions, warn func(format string, args ...any)) (*repo.Repository, error) {
+	var local *cache.Backend
+	if useCache && remote(location) {
+		local = cache.Wrap(be)
+		be = local
+	}
+	r, err := repo.Open(ctx, be, opts)
+	if err != nil || local == nil {
+		return r, err
+	}
 	dir, err := os.UserCacheDir()
 	if err == nil {
-		err = local.Attach(filepath.Join(dir, "nightjar"), id)
+		err = local.Attach(filepath.Join(dir, "nightjar"), r.ID())
 	}
 	if err != nil {
-		p.Warnf("no local cache (%v): every read goes to the repository", err)
+		warn("no local cache (%v): every read goes to the repository", err)
 	}
+	return r, nil
 }
 
 // rememberRepo records which repository ID lives at a path, in the user's
