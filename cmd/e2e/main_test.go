@@ -25,6 +25,25 @@ import (
 // binPath is the nightjar binary built by TestMain.
 var binPath string
 
+// The builds without the race detector that some tests use, each made
+// once for the tests that ask for it: the binary users get, and the one
+// with the crash test's hook (tag crashtest).
+var (
+	staticBinary    = buildbin.NewShared(buildbin.BuildStatic)
+	crashtestBinary = buildbin.NewShared(func() (string, func(), error) { return buildbin.BuildTagged("crashtest") })
+)
+
+// sharedBinary is the path of a shared build; a failed build fails the
+// test.
+func sharedBinary(t *testing.T, s *buildbin.Shared) string {
+	t.Helper()
+	bin, err := s.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // helperEnv makes the test binary act as a helper process instead of
 // running tests (see runHelper).
 const helperEnv = "NIGHTJAR_E2E_HELPER"
@@ -41,6 +60,8 @@ func TestMain(m *testing.M) {
 const binaryEnv = "NIGHTJAR_E2E_BINARY"
 
 func buildAndRun(m *testing.M) int {
+	defer staticBinary.Remove()
+	defer crashtestBinary.Remove()
 	if bin := os.Getenv(binaryEnv); bin != "" {
 		abs, err := filepath.Abs(bin)
 		if err != nil {

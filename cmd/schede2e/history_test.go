@@ -60,6 +60,7 @@ func historySources(t *testing.T, w *world) string {
 // state database, and page newest first: following the more lines lists
 // every run once, in order.
 func TestRunsAndJobListFilterAndPage(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
 	offsite := `
@@ -198,6 +199,7 @@ create_if_missing = true
 // and audit rows older than keep_audit; the JSON log of the pass says how
 // many, and every record about a run names the run and its job.
 func TestPassesPurgeOldHistory(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
 	w.writeConfig(header(`keep_runs = "2d"
@@ -260,6 +262,7 @@ keep_audit = "3d"`, "") + job("a", "manual", "", src) + job("b", "manual", "", s
 // resume, run, cancel, drill, and the config's create and delete; --job
 // keeps a job's rows and its runs', and pages like runs.
 func TestAuditShowsWhoDidWhat(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
 	w.writeConfig(header("", "") + job("a", "manual", "", src) + job("b", "manual", "", src))
