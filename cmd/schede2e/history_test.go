@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // moreLine is the command line a paged listing's last line gives for its
@@ -63,6 +65,9 @@ func TestRunsAndJobListFilterAndPage(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
+	if err := buildbin.CreateRepository(w.path("offsite"), testPassword); err != nil {
+		t.Fatal(err)
+	}
 	offsite := `
 [repository.offsite]
 path = "{{dir}}/offsite"
