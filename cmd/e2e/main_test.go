@@ -4,7 +4,10 @@
 // what it does to files, repositories and its own output, from the outside.
 //
 // TestMain builds the binary once. Every test gets its own repository,
-// password file, HOME and cache folder in t.TempDir(). Trees are generated
+// password file, HOME and cache folder in t.TempDir(). A local repository
+// is made in-process with a cheap key derivation (env.init), so that the
+// binary's Argon2id does not dominate the tests' time; the tests of init
+// run the binary's. Trees are generated
 // by the tests and compared by a walk written here, not by nightjar code.
 package e2e
 

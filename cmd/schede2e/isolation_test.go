@@ -150,17 +150,19 @@ func TestConfigValidateChecksPasswordSources(t *testing.T) {
 // retried, and nothing is created there; one replaced by another
 // repository fails it as REPOSITORY_REPLACED, not retried, and nothing is
 // written into it, until repository forget-id accepts the new one. The
-// first run ever, with create_if_missing, creates it.
+// config says create_if_missing; the repository exists before the first
+// run (newWorld), which records its ID (that a first run creates one is
+// TestFirstRunsIntoANewRepositoryAllSucceed's).
 func TestMissingOrReplacedRepository(t *testing.T) {
 	t.Parallel()
-	w := newWorldWithoutRepository(t)
+	w := newWorld(t)
 	src := writeSource(t, w)
 	w.writeConfig(header("", "") + hookJob("home", "[[job.source]]\npath = \""+src+"\"\n") +
 		hookJob("second", "[[job.source]]\npath = \""+src+"\"\n"))
 
 	w.must(exitOK, "job", "run", "home", "--wait")
 	if n := len(w.snapshots()); n != 1 {
-		t.Fatalf("the first run made %d snapshots, want 1 in the repository it created", n)
+		t.Fatalf("the first run made %d snapshots, want 1", n)
 	}
 
 	// The disk is not mounted: its mount point is an empty folder.
