@@ -140,8 +140,11 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 // run, and a following backup must succeed, reuse the packs the killed one
 // finished, and restore to an exact copy of the source.
 func TestCrashSafety(t *testing.T) {
-	// Not parallel: it is the heaviest test, and its first kill point is a
-	// time.
+	// Parallel with the others: the kill point that is a time (300 ms
+	// after the start) stays early in a backup of 300 MiB at 75 MiB/s
+	// however busy the machine is, and the test asserts nothing that
+	// depends on where in the backup a kill falls.
+	t.Parallel()
 	src := filepath.Join(t.TempDir(), "src")
 	total := buildBigTree(t, src)
 	want := scanTree(t, src)
