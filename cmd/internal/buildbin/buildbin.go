@@ -1,5 +1,6 @@
-// Package buildbin builds the nightjar binary for end-to-end tests and
-// runs it (Run, Result).
+// Package buildbin builds the nightjar binary for end-to-end tests, runs
+// it (Run, Result) and makes the repositories those tests start from
+// (CreateRepository).
 //
 // The go command caches a package's test result and reuses it while the
 // test binary and the files and environment the tests read are unchanged.
