@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // crashPointEnv names the Unix socket on which a binary built with the
@@ -274,11 +272,7 @@ func (f *crashFixture) verify(t *testing.T, e *env) {
 // it runs some 450 times, and the other tests run the commands under it.
 func TestCrashAtEveryStep(t *testing.T) {
 	t.Parallel()
-	bin, cleanup, err := buildbin.BuildTagged("crashtest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
+	bin := sharedBinary(t, crashtestBinary)
 	f := newCrashFixtureWith(t, bin)
 
 	forgetFirst := func(t *testing.T, e *env) { e.expect(exitOK, append([]string{"forget"}, crashKeep...)...) }

@@ -136,8 +136,26 @@ func (e *env) expect(want int, args ...string) result {
 	return res
 }
 
-// init creates the repository.
+// init creates the repository. A local one that the test itself may
+// write is made in-process with a cheap key derivation
+// (buildbin.CreateRepository): each later run of the binary then opens it
+// in milliseconds instead of seconds. The tests of init itself run the
+// binary's init; so does this, for a repository on S3 or one that another
+// user must own.
 func (e *env) init() {
+	e.t.Helper()
+	if e.cred != nil || !filepath.IsAbs(e.repo) {
+		e.initWithBinary()
+		return
+	}
+	if err := buildbin.CreateRepository(e.repo, testPassword); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// initWithBinary creates the repository with nightjar init, and so with
+// the key derivation users get.
+func (e *env) initWithBinary() {
 	e.t.Helper()
 	e.expect(exitOK, "init")
 }

@@ -17,6 +17,7 @@ import (
 // and exits 3, never 130 ("context canceled"). A restore that can bring
 // back nothing exits 1.
 func TestRestoreWithADeletedDataPack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.init()
 	// The lost file's content goes into the repository first, alone, so
@@ -95,6 +96,7 @@ func TestRestoreWithADeletedDataPack(t *testing.T) {
 // restic does, each with the mode and time of the snapshot: not the
 // folders where the pattern could have matched but nothing did.
 func TestRestoreIncludeMakesOnlyTheFoldersOnItsPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.init()
 	src := filepath.Join(e.dir, "src")

@@ -6,8 +6,6 @@ import (
 	"debug/elf"
 	"path/filepath"
 	"testing"
-
-	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // TestStaticBinary: the binary users get (CGO_ENABLED=0 go build, as the
@@ -17,11 +15,7 @@ import (
 // needs cgo; this one keeps the static build tested.
 func TestStaticBinary(t *testing.T) {
 	t.Parallel()
-	bin, cleanup, err := buildbin.BuildStatic()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	bin := sharedBinary(t, staticBinary)
 
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -39,7 +33,7 @@ func TestStaticBinary(t *testing.T) {
 
 	e := newEnv(t)
 	e.bin = bin
-	e.init()
+	e.initWithBinary()
 	src := filepath.Join(e.dir, "src")
 	mkdirAll(t, filepath.Join(src, "sub"), 0o755)
 	writeRandom(t, filepath.Join(src, "big.bin"), 1, 3<<20)

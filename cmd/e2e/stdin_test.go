@@ -18,6 +18,7 @@ import (
 // the snapshot's root, which restores bit-identical; a command that fails
 // saves no snapshot.
 func TestBackupStdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.init()
 	data := make([]byte, 400<<10)
@@ -84,6 +85,7 @@ func TestBackupStdin(t *testing.T) {
 // command that prints its environment does not put the repository's
 // password into the snapshot.
 func TestBackupFromCommandGetsNoPassword(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.init()
 	password := strings.TrimSpace(readFile(t, e.pwFile))

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // pausedRun is a run of the binary built with the crash point hook that is
@@ -130,11 +128,7 @@ func (e *env) tmpFiles() map[string]int64 {
 // leftovers of interrupted backups stayed in tmp/ forever).
 func TestTempSweep(t *testing.T) {
 	t.Parallel()
-	bin, cleanup, err := buildbin.BuildTagged("crashtest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
+	bin := sharedBinary(t, crashtestBinary)
 	e := newEnv(t)
 	e.bin = bin
 	e.init()

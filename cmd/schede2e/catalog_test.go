@@ -115,6 +115,7 @@ func (w *world) serveUntil(want string) string {
 // that fails is a warning of serve, recorded for job show, and leaves
 // the last listing.
 func TestCatalogIsRebuiltFromTheRepository(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("a")
 	makeTree(t, src, 21)

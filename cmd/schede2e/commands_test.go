@@ -26,7 +26,8 @@ import (
 // cancels a queued run, job run --wait runs it; a paused job is not
 // claimed when due, and job resume computes its next run from then on.
 func TestJobRunCancelPauseResume(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
+	w := newWorldWithoutRepository(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
@@ -190,6 +191,7 @@ func TestJobRunCancelPauseResume(t *testing.T) {
 // reads a FIFO the test writes) while the --wait process's pass finds the
 // run under way and says it waits; then the tick goes on and ends the run.
 func TestJobRunWaitWaitsForARunAnotherProcessAdmitted(t *testing.T) {
+	t.Parallel()
 	bin, cleanup, err := buildbin.BuildTagged("crashtest")
 	if err != nil {
 		t.Fatal(err)
@@ -384,7 +386,8 @@ func acceptAnnounced(t *testing.T, ln net.Listener, ended <-chan struct{}, what 
 // number; a broken config makes tick exit 2 without creating or changing
 // the state database.
 func TestBrokenConfigIsRejectedAndChangesNothing(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
+	w := newWorldWithoutRepository(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
@@ -551,6 +554,7 @@ func folderState(t *testing.T, dir string) map[string]fileState {
 // runs, b is held with a reason that names the dependency, and the next
 // tick runs b after a succeeded.
 func TestDependencyHoldsUntilPredecessorSucceeded(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srcA, srcB := w.path("a"), w.path("b")
 	for _, d := range []string{srcA, srcB} {
@@ -610,6 +614,7 @@ func TestDependencyHoldsUntilPredecessorSucceeded(t *testing.T) {
 // b, is queued. explain must say that nothing holds a back, and the next
 // tick runs it.
 func TestExplainAndTickAgreeAfterACancelledQueuedRun(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -644,6 +649,7 @@ func TestExplainAndTickAgreeAfterACancelledQueuedRun(t *testing.T) {
 // Every --json output of the scheduler commands is one JSON document and
 // nothing else; empty lists are [] and not null.
 func TestJSONOutputsAreWholeDocuments(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -716,6 +722,7 @@ func TestJSONOutputsAreWholeDocuments(t *testing.T) {
 // work (the same happens to two hosts with their own state databases that
 // share one repository).
 func TestBackupsGoOnAfterTheStateDatabaseIsLost(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	makeTree(t, src, 3)
@@ -742,6 +749,7 @@ func TestBackupsGoOnAfterTheStateDatabaseIsLost(t *testing.T) {
 // that counts them, catch_up = "skip" runs nothing; both wait for the next
 // slot afterwards.
 func TestMissedSlotsCatchUpOnceOrSkip(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -781,6 +789,7 @@ func TestMissedSlotsCatchUpOnceOrSkip(t *testing.T) {
 // A job removed from the config is soft-deleted: its queued run is
 // cancelled, its history stays listed, and it can no longer be run.
 func TestRemovedJobKeepsItsHistory(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -810,6 +819,7 @@ func TestRemovedJobKeepsItsHistory(t *testing.T) {
 // The same unknown key in two jobs is two problems, one for each line:
 // not the same lines over and over.
 func TestUnknownKeyInTwoJobsIsReportedOncePerLine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.writeConfig(`[scheduler]
 state = "{{state}}"

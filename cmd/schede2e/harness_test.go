@@ -51,7 +51,24 @@ type world struct {
 	bin   string   // the binary every run uses when set, binPath otherwise
 }
 
+// newWorld is a world whose repository "main" exists already, made
+// in-process with a cheap key derivation (buildbin.CreateRepository): every
+// run that opens it then costs milliseconds instead of seconds of Argon2id
+// in a race-detecting build. The config's create_if_missing finds it
+// there, as on a machine whose repository was made before.
 func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := newWorldWithoutRepository(t)
+	if err := buildbin.CreateRepository(w.repo, testPassword); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// newWorldWithoutRepository is a world with nothing at the repository's
+// path, for the tests of what creates a repository (create_if_missing,
+// init) and of commands that must not create one.
+func newWorldWithoutRepository(t *testing.T) *world {
 	t.Helper()
 	dir := t.TempDir()
 	w := &world{

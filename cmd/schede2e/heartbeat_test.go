@@ -26,6 +26,7 @@ type statusPasses struct {
 // tick's pass row is more than offline_after newer than its first record:
 // a pass recorded once would have been offline by then.
 func TestHeldTickRenewsItsHeartbeat(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := writeSource(t, w)
 	hold := w.path("hold")

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // moreLine is the command line a paged listing's last line gives for its
@@ -60,8 +62,12 @@ func historySources(t *testing.T, w *world) string {
 // state database, and page newest first: following the more lines lists
 // every run once, in order.
 func TestRunsAndJobListFilterAndPage(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
+	if err := buildbin.CreateRepository(w.path("offsite"), testPassword); err != nil {
+		t.Fatal(err)
+	}
 	offsite := `
 [repository.offsite]
 path = "{{dir}}/offsite"
@@ -198,6 +204,7 @@ create_if_missing = true
 // and audit rows older than keep_audit; the JSON log of the pass says how
 // many, and every record about a run names the run and its job.
 func TestPassesPurgeOldHistory(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
 	w.writeConfig(header(`keep_runs = "2d"
@@ -260,6 +267,7 @@ keep_audit = "3d"`, "") + job("a", "manual", "", src) + job("b", "manual", "", s
 // resume, run, cancel, drill, and the config's create and delete; --job
 // keeps a job's rows and its runs', and pages like runs.
 func TestAuditShowsWhoDidWhat(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := historySources(t, w)
 	w.writeConfig(header("", "") + job("a", "manual", "", src) + job("b", "manual", "", src))

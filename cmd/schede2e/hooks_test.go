@@ -59,6 +59,7 @@ func mustWrite(t *testing.T, p, text string, mode os.FileMode) {
 // writes is in the backup, on_success sees the snapshots (and no
 // password), and the output is kept with the run.
 func TestHooksAroundAScheduledBackup(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -107,6 +108,7 @@ path = "`+src+`"
 // the message and in runs show, and nothing is backed up; an after hook
 // that fails makes the run partial.
 func TestFailingHooks(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		hooks      string
@@ -157,6 +159,7 @@ func TestFailingHooks(t *testing.T) {
 // command that exits 3 saves no snapshot and fails its source with its
 // standard error.
 func TestCommandSourcesOfAScheduledBackup(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.writeConfig(header("", "") + hookJob("pg", `
 [[job.source]]

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/nightjar-backup/nightjar/cmd/internal/buildbin"
 )
 
 // vaultRepo is a second repository, "vault", whose password_command
@@ -28,6 +30,7 @@ const vaultFailure = "repository vault: its password_command failed: exit status
 // token the command printed on standard error is nowhere: not in the
 // state database, runs --json, the tick's output or its JSON log.
 func TestOneRepositorysPasswordFailsOnlyItsOwnJobs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := writeSource(t, w)
 	// Its own source, so that the limit of runs per source does not hold
@@ -98,6 +101,7 @@ func TestOneRepositorysPasswordFailsOnlyItsOwnJobs(t *testing.T) {
 // source can give a password, and names each repository with a problem;
 // a password file others can read is a warning.
 func TestConfigValidateChecksPasswordSources(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := writeSource(t, w)
 	mustWrite(t, w.path("world-writable.pass"), "pw\n", 0o600)
@@ -146,8 +150,11 @@ func TestConfigValidateChecksPasswordSources(t *testing.T) {
 // retried, and nothing is created there; one replaced by another
 // repository fails it as REPOSITORY_REPLACED, not retried, and nothing is
 // written into it, until repository forget-id accepts the new one. The
-// first run ever, with create_if_missing, creates it.
+// config says create_if_missing; the repository exists before the first
+// run (newWorld), which records its ID (that a first run creates one is
+// TestFirstRunsIntoANewRepositoryAllSucceed's).
 func TestMissingOrReplacedRepository(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := writeSource(t, w)
 	w.writeConfig(header("", "") + hookJob("home", "[[job.source]]\npath = \""+src+"\"\n") +
@@ -155,7 +162,7 @@ func TestMissingOrReplacedRepository(t *testing.T) {
 
 	w.must(exitOK, "job", "run", "home", "--wait")
 	if n := len(w.snapshots()); n != 1 {
-		t.Fatalf("the first run made %d snapshots, want 1 in the repository it created", n)
+		t.Fatalf("the first run made %d snapshots, want 1", n)
 	}
 
 	// The disk is not mounted: its mount point is an empty folder.
@@ -191,8 +198,8 @@ func TestMissingOrReplacedRepository(t *testing.T) {
 	if err := os.Remove(w.repo); err != nil {
 		t.Fatal(err)
 	}
-	if r := w.run("init", "-r", w.repo); r.Code != exitOK {
-		t.Fatalf("init: %s", r)
+	if err := buildbin.CreateRepository(w.repo, testPassword); err != nil {
+		t.Fatal(err)
 	}
 	res = w.must(exitFailure, "job", "run", "second", "--wait", "--json")
 	var replaced runRec
@@ -226,12 +233,10 @@ func TestMissingOrReplacedRepository(t *testing.T) {
 // the write probe writes, is a file: root writes anywhere a mode forbids)
 // fails before any work, as REPOSITORY_UNWRITABLE.
 func TestUnwritableRepositoryFailsBeforeWork(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := writeSource(t, w)
 	w.writeConfig(header("", "") + hookJob("home", "[[job.source]]\npath = \""+src+"\"\n"))
-	if r := w.run("init", "-r", w.repo); r.Code != exitOK {
-		t.Fatalf("init: %s", r)
-	}
 	tmp := filepath.Join(w.repo, "tmp")
 	if err := os.RemoveAll(tmp); err != nil {
 		t.Fatal(err)
@@ -252,7 +257,8 @@ func TestUnwritableRepositoryFailsBeforeWork(t *testing.T) {
 // A pass that runs a backup into an unencrypted repository warns of it,
 // once per repository, and so does job show.
 func TestUnencryptedRepositoryWarnings(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
+	w := newWorldWithoutRepository(t)
 	src := writeSource(t, w)
 	w.writeConfig(header("", "") + hookJob("home", "[[job.source]]\npath = \""+src+"\"\n"))
 	if r := w.run("init", "--insecure-no-encryption", "-r", w.repo); r.Code != exitOK {

@@ -22,6 +22,7 @@ import (
 // The password command holds the prune run as it opens the repository:
 // the tick reads no password before a run needs it.
 func TestScheduledPruneHoldsTheRepositorysBackups(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -139,6 +140,7 @@ prune = "weekly sun 04:00"
 // one restores and compares the job's snapshot; slots missed while no tick
 // ran are caught up by one run.
 func TestScheduledDrillRunsAsADrillOfItsJob(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {

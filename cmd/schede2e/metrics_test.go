@@ -86,6 +86,7 @@ next:
 // right values for a job that succeeded and one that failed. A textfile
 // that cannot be written is a warning, and the pass's outcome stands.
 func TestMetricsTextfileAfterTick(t *testing.T) {
+	t.Parallel()
 	w := metricsWorld(t, "[metrics]\ntextfile = \"{{dir}}/textfile/nightjar.prom\"\n")
 	textfile := w.path("textfile/nightjar.prom")
 	if err := os.MkdirAll(filepath.Dir(textfile), 0o755); err != nil {
@@ -187,6 +188,7 @@ func TestMetricsTextfileAfterTick(t *testing.T) {
 // serve answers GET /metrics on [metrics] listen (port 0: the port it
 // prints), with the state of its passes.
 func TestMetricsServeListen(t *testing.T) {
+	t.Parallel()
 	w := metricsWorld(t, "[metrics]\nlisten = \"127.0.0.1:0\"\n")
 	w.must(exitOK, "job", "run", "good")
 
@@ -260,6 +262,7 @@ func TestMetricsServeListen(t *testing.T) {
 // An address serve cannot listen on stops it at once, with one line
 // naming the address.
 func TestMetricsServeListenError(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -106,6 +106,7 @@ type hookDoc struct {
 // /start and then /fail. The run IDs, figures and snapshots are those
 // tick --json reports.
 func TestNotifyWebhooksAndHealthchecks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srv := newHookServer(t, false)
 	src := w.path("data")
@@ -191,6 +192,7 @@ func TestNotifyWebhooksAndHealthchecks(t *testing.T) {
 // each notification that was not delivered is one warning on stderr
 // naming the scheme and host only, never the URL's token.
 func TestNotifyFailuresDoNotFailTheRun(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	down := newHookServer(t, false)
 	down.Close()
@@ -231,6 +233,7 @@ func TestNotifyFailuresDoNotFailTheRun(t *testing.T) {
 // serve tells webhooks of the runs of its passes, and warns of a
 // notification that was not delivered while it goes on running.
 func TestNotifyServe(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	good := newHookServer(t, false)
 	down := newHookServer(t, false)

@@ -83,6 +83,7 @@ func waitUntilBackingUp(t *testing.T, w *world, p *proc) runRec {
 // ORPHANED, and queues a retry that a later tick runs to success. The
 // repository is sound afterwards.
 func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
+	t.Parallel()
 	w, unhold := heldJobWorld(t, 40_000_000, "heartbeat = \"1s\"\nstale_after = \"3s\"")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick", "--json")
@@ -151,6 +152,7 @@ func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
 // SIGTERM during a backup: the tick exits well within 30 s, records the run
 // as interrupted and queues it again.
 func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
+	t.Parallel()
 	w, _ := heldJobWorld(t, 40_000_000, "")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick", "--json")
@@ -209,6 +211,7 @@ func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
 // heartbeat is renewed); runs cancel then stops the running run at its next
 // heartbeat, as cancelled and without a retry.
 func TestLiveRunIsLeftAloneAndCancelStopsIt(t *testing.T) {
+	t.Parallel()
 	w, _ := heldJobWorld(t, 40_000_000, "heartbeat = \"1s\"\nstale_after = \"3s\"")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick", "--json")
@@ -260,6 +263,7 @@ func TestLiveRunIsLeftAloneAndCancelStopsIt(t *testing.T) {
 // running" is an event, not a matter of speed. SIGTERM then stops serve,
 // and the long run is interrupted and queued again.
 func TestServeStartsOtherRunsDuringALongBackup(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	slow, quick := w.path("slow"), w.path("quick")
 	for _, d := range []string{slow, quick} {

@@ -28,6 +28,7 @@ type progressRec struct {
 // files and bytes it has read so far, and in which source. The test ends
 // the run by cancelling it.
 func TestRunningRunShowsItsProgress(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("data")
 	if err := os.MkdirAll(src, 0o755); err != nil {

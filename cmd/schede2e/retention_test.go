@@ -50,6 +50,7 @@ func snapshotIDs(snaps []snapRec) []string {
 // decisions, and changes nothing: another job's snapshots and a
 // command-line backup of the same path (even a newer one) are not in it.
 func TestJobRetentionListsOnlyTheJobsSnapshotsAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srcA, srcB := w.path("a"), w.path("b")
 	makeTree(t, srcA, 1)
@@ -108,6 +109,7 @@ func TestJobRetentionListsOnlyTheJobsSnapshotsAndChangesNothing(t *testing.T) {
 // another job's in the same repository. What stays checks clean and
 // restores bit-identical.
 func TestRetentionRunsAfterEachBackupAndKeepsOtherJobsSnapshots(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srcA, srcB := w.path("a"), w.path("b")
 	makeTree(t, srcA, 11)

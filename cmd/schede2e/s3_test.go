@@ -15,7 +15,7 @@ import (
 // config, with the credentials of srv in every run's environment.
 func s3World(t *testing.T, srv *s3test.Server, location string) *world {
 	t.Helper()
-	w := newWorld(t)
+	w := newWorldWithoutRepository(t)
 	w.repo = location
 	w.extra = srv.Env()
 	return w
@@ -51,6 +51,7 @@ func (w *world) dueTick() runRec {
 // as init makes a missing bucket), and its snapshot is listed and restores
 // identical.
 func TestS3ScheduledJob(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t)
 	w := s3World(t, srv, srv.Location("scheduled", "repo"))
 	src := w.path("src")
@@ -78,6 +79,7 @@ func TestS3ScheduledJob(t *testing.T) {
 // start to end; then the first is let go. Both succeed and the repository
 // with both snapshots checks clean.
 func TestS3TwoHostsBackUpIntoOneBucket(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t)
 	release := make(chan struct{})
 	held := make(chan struct{}, 1)

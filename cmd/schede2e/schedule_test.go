@@ -18,7 +18,8 @@ import (
 // before the clocks go forward, runs on Sunday when the missing 02:00 ends
 // (03:00 CEST), and its snapshot brings the deleted source back identical.
 func TestScheduledBackupAcrossDSTAndRestore(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
+	w := newWorldWithoutRepository(t)
 	src := w.path("src")
 	makeTree(t, src, 1)
 	want := manifest(t, src)
@@ -127,6 +128,7 @@ func TestScheduledBackupAcrossDSTAndRestore(t *testing.T) {
 // names the missing source with its reason, is not retried, and the good
 // source's snapshot is complete.
 func TestPartialFailureKeepsTheGoodSource(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	good := w.path("good")
 	makeTree(t, good, 2)
@@ -188,12 +190,10 @@ func TestPartialFailureKeepsTheGoodSource(t *testing.T) {
 // Four tick processes started at once on ten due jobs: each job runs once,
 // in exactly one of them, and makes one snapshot.
 func TestFourConcurrentTicksRunEachJobOnce(t *testing.T) {
+	t.Parallel()
+	// The repository exists beforehand (newWorld): this test is about
+	// claiming (the creation race of a new repository has its own test).
 	w := newWorld(t)
-	// The repository exists beforehand: this test is about claiming (the
-	// creation race of a new repository has its own test).
-	if res := w.run("init", "-r", w.repo); res.Code != exitOK {
-		t.Fatalf("init failed\n%s", res)
-	}
 	cfg := header("max_concurrent_runs = 10", "max_concurrent_runs = 10")
 	const jobs = 10
 	for i := range jobs {
@@ -286,7 +286,8 @@ func TestFourConcurrentTicksRunEachJobOnce(t *testing.T) {
 // yet (create_if_missing = true, as on a fresh server) must all succeed:
 // one creates it, the others use it.
 func TestFirstRunsIntoANewRepositoryAllSucceed(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
+	w := newWorldWithoutRepository(t)
 	cfg := header("max_concurrent_runs = 4", "max_concurrent_runs = 4")
 	for i := range 4 {
 		dir := w.path(fmt.Sprintf("src%d", i))

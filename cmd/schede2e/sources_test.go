@@ -12,6 +12,7 @@ import (
 // from, so that a change to them reruns this package's tests instead of
 // reusing a cached result (see package buildbin).
 func TestSourcesAreInputs(t *testing.T) {
+	t.Parallel()
 	if err := buildbin.ReadSources(); err != nil {
 		t.Fatal(err)
 	}

@@ -90,6 +90,7 @@ func writeSource(t *testing.T, w *world) string {
 // (a disk not mounted) is unreachable in repository list, and status says
 // repository_unavailable from the probe.
 func TestStatusFromFreshToStale(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := writeSource(t, w)
 	w.writeConfig(header("", "") + job("home", "daily 02:00", "", src))
@@ -177,7 +178,8 @@ func TestStatusFromFreshToStale(t *testing.T) {
 // --insecure-no-encryption is repository_unencrypted once a pass probed it,
 // and repository list says it is not encrypted.
 func TestStatusPausedAndUnencrypted(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
+	w := newWorldWithoutRepository(t)
 	src := writeSource(t, w)
 	if res := w.run("init", "-r", w.repo, "--insecure-no-encryption"); res.Code != exitOK {
 		t.Fatalf("init: %s", res)

@@ -22,6 +22,7 @@ import (
 // end of the wait, so the second signal surely arrives during the wait; the
 // test waits for the first signal's notice before it sends the second.
 func TestSecondSignalStopsTickAndServeAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, command := range []string{"tick", "serve"} {
 		t.Run(command, func(t *testing.T) {
 			w := newWorld(t)
@@ -116,6 +117,7 @@ func readFile(t *testing.T, path string) string {
 // after an unclean stop) and says in one line what to do, with exit 14,
 // before it writes anything into the file.
 func TestTickAfterACrashReportsADamagedStateDatabase(t *testing.T) {
+	t.Parallel()
 	w, _ := heldJobWorld(t, 40_000_000, "")
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("tick")
@@ -171,6 +173,7 @@ func TestTickAfterACrashReportsADamagedStateDatabase(t *testing.T) {
 // retrying it: the history never loses a snapshot. Its after hook never
 // ended, so the run is partial, with the hook named as skipped.
 func TestKilledRunWhoseSnapshotIsWrittenIsRecordedWithIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	if err := os.MkdirAll(src, 0o755); err != nil {

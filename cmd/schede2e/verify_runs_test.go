@@ -83,6 +83,7 @@ func lineWith(text string, subs ...string) string {
 // show and runs show show verify_failed, and snapshots and job show still
 // do after the state database is deleted.
 func TestVerifyRunsAfterBackupsAndMarkFailedSnapshots(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := w.path("src")
 	makeTree(t, src, 21)

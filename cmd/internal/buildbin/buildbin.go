@@ -1,5 +1,6 @@
-// Package buildbin builds the nightjar binary for end-to-end tests and
-// runs it (Run, Result).
+// Package buildbin builds the nightjar binary for end-to-end tests, runs
+// it (Run, Result) and makes the repositories those tests start from
+// (CreateRepository).
 //
 // The go command caches a package's test result and reuses it while the
 // test binary and the files and environment the tests read are unchanged.
@@ -20,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -173,4 +175,36 @@ func ReadSources() error {
 		}
 		return nil
 	})
+}
+
+// Shared is one build that several tests of a package use: made by the
+// first test that asks for it, so that tests running in parallel do not
+// each compile the same binary, and removed after the tests (Remove).
+type Shared struct {
+	build   func() (string, func(), error)
+	once    sync.Once
+	path    string
+	cleanup func()
+	err     error
+}
+
+// NewShared is a Shared made by build (BuildStatic, or a closure calling
+// BuildTagged).
+func NewShared(build func() (string, func(), error)) *Shared {
+	return &Shared{build: build}
+}
+
+// Path builds the binary at the first call and returns its path, or the
+// error of that one build.
+func (s *Shared) Path() (string, error) {
+	s.once.Do(func() { s.path, s.cleanup, s.err = s.build() })
+	return s.path, s.err
+}
+
+// Remove deletes the binary if it was built. Call it after m.Run.
+func (s *Shared) Remove() {
+	s.once.Do(func() { s.err = errors.New("build nightjar: asked for after the tests ended") })
+	if s.cleanup != nil {
+		s.cleanup()
+	}
 }
