@@ -36,9 +36,17 @@ const (
 	exitInterrupted   = 130
 )
 
-// commandTimeout bounds every run of the binary, so that a hang fails the
-// test instead of the whole package.
-const commandTimeout = 2 * time.Minute
+// commandTimeout bounds every run of the binary, so that a hang fails one
+// test instead of the whole package. It is a safety net, never a
+// verdict: far beyond what any command takes on a loaded machine (a
+// 300 MB backup through the race-detecting build at load 38 took over
+// 2 minutes), since tests decide by events.
+const commandTimeout = 15 * time.Minute
+
+// patience bounds every wait for an event that a test polls for, as a
+// safety net like commandTimeout: on a loaded machine events come late,
+// never wrongly.
+const patience = 10 * time.Minute
 
 // env is one test's world: a repository path, a password file, HOME and a
 // cache folder, all under t.TempDir().

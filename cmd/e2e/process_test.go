@@ -179,7 +179,7 @@ func TestCrashSafety(t *testing.T) {
 			bg := e.start("backup", "--json", "--bandwidth", rate, src)
 			if pt.delay > 0 {
 				time.Sleep(pt.delay)
-			} else if !waitFor(time.Minute, func() bool { return len(objects(t, data)) >= pt.packs || !bg.running() }) {
+			} else if !waitFor(patience, func() bool { return len(objects(t, data)) >= pt.packs || !bg.running() }) {
 				t.Fatalf("no %d packs after a minute", pt.packs)
 			}
 			if !bg.kill() {
@@ -386,7 +386,7 @@ func TestChangedDuringRead(t *testing.T) {
 	// 12 MiB at 4 MiB/s: the read lasts about 2 seconds after the burst.
 	bg := e.start("backup", "--json", "--bandwidth", "4MiB", src)
 	locks := filepath.Join(e.repo, "locks")
-	if !waitFor(10*time.Second, func() bool { return len(objects(t, locks)) > 0 || !bg.running() }) || !bg.running() {
+	if !waitFor(patience, func() bool { return len(objects(t, locks)) > 0 || !bg.running() }) || !bg.running() {
 		t.Fatalf("the backup took no lock or ended early:\n%s", bg.Stderr.String())
 	}
 	time.Sleep(500 * time.Millisecond)

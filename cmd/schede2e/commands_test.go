@@ -297,7 +297,7 @@ create_if_missing = true
 			<-opened
 			f.Close()
 		}
-		t.Fatalf("the tick ended before it read the password\n%s", ticker.wait(t, time.Minute))
+		t.Fatalf("the tick ended before it read the password\n%s", ticker.wait(t, patience))
 	}
 	if running := w.runs()[0]; running.ID != id || running.Status != "running" {
 		t.Fatalf("with the tick held in the password command: run %+v, want run %d running", running, id)
@@ -328,7 +328,7 @@ create_if_missing = true
 	if err := password.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tickRes := ticker.wait(t, time.Minute)
+	tickRes := ticker.wait(t, patience)
 	var rec passRec
 	decodeWhole(t, tickRes, &rec)
 	if tickRes.Code != exitOK || len(rec.Finished) != 1 || rec.Finished[0].ID != id || rec.Finished[0].Status != "succeeded" ||

@@ -32,8 +32,16 @@ const (
 )
 
 // commandTimeout bounds every run of the binary, so that a hang fails one
-// test instead of the whole package.
-const commandTimeout = 2 * time.Minute
+// test instead of the whole package. It is a safety net, never a
+// verdict: far beyond what any command takes on a loaded machine (a
+// 300 MB backup through the race-detecting build at load 38 took over
+// 2 minutes), since tests decide by events.
+const commandTimeout = 15 * time.Minute
+
+// patience bounds every wait for an event that a test polls for, as a
+// safety net like commandTimeout: on a loaded machine events come late,
+// never wrongly.
+const patience = 10 * time.Minute
 
 const testPassword = "scheduler end to end"
 
@@ -252,7 +260,8 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	}
 }
 
-// wait waits for the process to end, at most timeout, and returns what it did.
+// wait waits for the process to end, at most timeout (a safety net:
+// patience, or commandTimeout), and returns what it did.
 func (p *proc) wait(t *testing.T, timeout time.Duration) result {
 	t.Helper()
 	select {

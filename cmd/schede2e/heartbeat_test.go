@@ -51,7 +51,7 @@ func TestHeldTickRenewsItsHeartbeat(t *testing.T) {
 		decodeWhole(t, w.nj("status", "--json"), &s)
 		return s
 	}
-	eventually(t, 2*time.Minute, 200*time.Millisecond, "the slow run is running", func() bool {
+	eventually(t, patience, 200*time.Millisecond, "the slow run is running", func() bool {
 		runs := w.runsOf("slow")
 		return len(runs) == 1 && runs[0].Status == "running"
 	})
@@ -60,7 +60,7 @@ func TestHeldTickRenewsItsHeartbeat(t *testing.T) {
 		t.Fatalf("passes while the tick runs: %+v, want the tick's (pid %d)", first.Passes, p.cmd.Process.Pid)
 	}
 	var held statusPasses
-	eventually(t, 2*time.Minute, 250*time.Millisecond, "the held tick renews its pass past offline_after", func() bool {
+	eventually(t, patience, 250*time.Millisecond, "the held tick renews its pass past offline_after", func() bool {
 		held = passesOf()
 		return len(held.Passes) == 1 && held.Passes[0].At.Sub(first.Passes[0].At) > offlineAfter
 	})
@@ -87,7 +87,7 @@ func TestHeldTickRenewsItsHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if res := p.wait(t, 2*time.Minute); res.Code != exitOK {
+	if res := p.wait(t, patience); res.Code != exitOK {
 		t.Fatalf("the released tick: exit %d\n%s", res.Code, res)
 	}
 	runs := w.runsOf("slow")

@@ -55,10 +55,10 @@ prune = "weekly sun 04:00"
 	slot := at(t, "2026-06-07T04:00:30Z")
 	ticker := w.startNJ("tick", "--json", "--at", rfc(slot))
 	var prune runRec
-	eventually(t, 5*time.Minute, 100*time.Millisecond, "the prune run is running and opening the repository", func() bool {
+	eventually(t, patience, 100*time.Millisecond, "the prune run is running and opening the repository", func() bool {
 		select {
 		case <-ticker.done:
-			t.Fatalf("the tick ended before the prune was held\n%s", ticker.wait(t, time.Second))
+			t.Fatalf("the tick ended before the prune was held\n%s", ticker.wait(t, patience))
 		default:
 		}
 		if _, err := os.Stat(blocked); !errors.Is(err, os.ErrNotExist) {
@@ -92,7 +92,7 @@ prune = "weekly sun 04:00"
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tickRes := ticker.wait(t, time.Minute)
+	tickRes := ticker.wait(t, patience)
 	var rec passRec
 	decodeWhole(t, tickRes, &rec)
 	if tickRes.Code != exitOK || len(rec.Finished) != 1 || rec.Finished[0].ID != prune.ID || rec.Finished[0].Status != "succeeded" {

@@ -57,11 +57,11 @@ func waitUntilBackingUp(t *testing.T, w *world, p *proc) runRec {
 	notEnded := func() {
 		select {
 		case <-p.done:
-			t.Fatalf("the tick ended before the test could catch its run running\n%s", p.wait(t, time.Second))
+			t.Fatalf("the tick ended before the test could catch its run running\n%s", p.wait(t, patience))
 		default:
 		}
 	}
-	eventually(t, 2*time.Minute, 200*time.Millisecond, "the run is running", func() bool {
+	eventually(t, patience, 200*time.Millisecond, "the run is running", func() bool {
 		notEnded()
 		for _, r := range w.runs() {
 			if r.Status == "running" {
@@ -71,7 +71,7 @@ func waitUntilBackingUp(t *testing.T, w *world, p *proc) runRec {
 		}
 		return false
 	})
-	eventually(t, 2*time.Minute, 100*time.Millisecond, "the backup holds a repository lock and wrote a pack", func() bool {
+	eventually(t, patience, 100*time.Millisecond, "the backup holds a repository lock and wrote a pack", func() bool {
 		notEnded()
 		return len(dirEntries(t, filepath.Join(w.repo, "locks"))) > 0 && len(packFiles(t, w.repo)) > 0
 	})
@@ -91,7 +91,7 @@ func TestKilledTickIsReclaimedAndItsRetrySucceeds(t *testing.T) {
 
 	p.signal(t, syscall.SIGKILL)
 	killed := time.Now()
-	if res := p.wait(t, 10*time.Second); res.Code != -1 {
+	if res := p.wait(t, patience); res.Code != -1 {
 		t.Fatalf("the tick was not killed\n%s", res)
 	}
 
@@ -160,7 +160,7 @@ func TestSIGTERMInterruptsTheRunAndQueuesItAgain(t *testing.T) {
 
 	sent := time.Now()
 	p.signal(t, syscall.SIGTERM)
-	res := p.wait(t, 45*time.Second)
+	res := p.wait(t, patience)
 	took := time.Since(sent)
 	t.Logf("tick exited %d, %s after SIGTERM", res.Code, took.Round(time.Millisecond))
 	if took > 30*time.Second {
@@ -239,7 +239,7 @@ func TestLiveRunIsLeftAloneAndCancelStopsIt(t *testing.T) {
 	if !strings.Contains(res.Stdout, "cancel") {
 		t.Errorf("runs cancel of a running run says:\n%s", res)
 	}
-	done := p.wait(t, 30*time.Second)
+	done := p.wait(t, patience)
 	t.Logf("the tick ended %s after the cancellation, exit %d", time.Since(asked).Round(time.Millisecond), done.Code)
 	if done.Code != exitOK {
 		t.Errorf("a tick whose run was cancelled by a user: exit %d, want 0\n%s", done.Code, done)
@@ -284,7 +284,7 @@ func TestServeStartsOtherRunsDuringALongBackup(t *testing.T) {
 	w.must(exitOK, "job", "run", "slow")
 	p := w.startNJ("serve")
 	var running runRec
-	eventually(t, 2*time.Minute, 200*time.Millisecond, "the slow run is running", func() bool {
+	eventually(t, patience, 200*time.Millisecond, "the slow run is running", func() bool {
 		runs := w.runsOf("slow")
 		if len(runs) == 1 && runs[0].Status == "running" {
 			running = runs[0]
@@ -294,7 +294,7 @@ func TestServeStartsOtherRunsDuringALongBackup(t *testing.T) {
 	})
 
 	w.must(exitOK, "job", "run", "quick")
-	eventually(t, 2*time.Minute, 250*time.Millisecond, "the quick job, queued while the slow one runs, succeeded", func() bool {
+	eventually(t, patience, 250*time.Millisecond, "the quick job, queued while the slow one runs, succeeded", func() bool {
 		runs := w.runsOf("quick")
 		return len(runs) == 1 && runs[0].Status == "succeeded"
 	})
@@ -303,7 +303,7 @@ func TestServeStartsOtherRunsDuringALongBackup(t *testing.T) {
 	}
 
 	p.signal(t, syscall.SIGTERM)
-	if res := p.wait(t, 2*time.Minute); res.Code != 130 {
+	if res := p.wait(t, patience); res.Code != 130 {
 		t.Errorf("serve after SIGTERM: exit %d, want 130 as tick (interrupted)\n%s", res.Code, res)
 	}
 	runs := w.runsOf("slow")

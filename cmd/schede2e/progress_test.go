@@ -47,10 +47,10 @@ func TestRunningRunShowsItsProgress(t *testing.T) {
 
 	tick := w.startNJ("tick", "--json")
 	var rec progressRec
-	eventually(t, time.Minute, 200*time.Millisecond, "runs show says the small files are read and the big one is being read", func() bool {
+	eventually(t, patience, 200*time.Millisecond, "runs show says the small files are read and the big one is being read", func() bool {
 		select {
 		case <-tick.done:
-			t.Fatalf("the tick ended while its backup should be held\n%s", tick.wait(t, time.Second))
+			t.Fatalf("the tick ended while its backup should be held\n%s", tick.wait(t, patience))
 		default:
 		}
 		rec = progressRec{}
@@ -70,7 +70,7 @@ func TestRunningRunShowsItsProgress(t *testing.T) {
 	}
 
 	w.must(exitOK, "runs", "cancel", id)
-	tick.wait(t, time.Minute)
+	tick.wait(t, patience)
 	if got := runByID(t, w.runs(), runID); got.Status != "cancelled" {
 		t.Errorf("the run ended %s after its cancellation, want cancelled", got.Status)
 	}

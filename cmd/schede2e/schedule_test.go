@@ -216,7 +216,7 @@ func TestFourConcurrentTicksRunEachJobOnce(t *testing.T) {
 	finishedBy := map[int64]int{}
 	claimedBy := map[int64]int{}
 	for i, p := range procs {
-		res := p.wait(t, 90*time.Second)
+		res := p.wait(t, patience)
 		if res.Code != exitOK {
 			t.Errorf("tick %d: want exit 0\n%s", i, res)
 			continue

@@ -72,7 +72,7 @@ func TestSecondSignalStopsTickAndServeAtOnce(t *testing.T) {
 				}
 				return false
 			}
-			eventually(t, 2*time.Minute, 100*time.Millisecond, "the run is in its after hook", func() bool {
+			eventually(t, patience, 100*time.Millisecond, "the run is in its after hook", func() bool {
 				exited()
 				_, err := os.Stat(mark)
 				return err == nil
@@ -80,7 +80,7 @@ func TestSecondSignalStopsTickAndServeAtOnce(t *testing.T) {
 			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 2*time.Minute, 50*time.Millisecond, "the first signal's notice", func() bool {
+			eventually(t, patience, 50*time.Millisecond, "the first signal's notice", func() bool {
 				exited()
 				return strings.Contains(readFile(t, stderrPath), "a second signal stops at once")
 			})
@@ -123,7 +123,7 @@ func TestTickAfterACrashReportsADamagedStateDatabase(t *testing.T) {
 	p := w.startNJ("tick")
 	waitUntilBackingUp(t, w, p)
 	p.signal(t, syscall.SIGKILL)
-	if res := p.wait(t, time.Minute); res.Code != -1 {
+	if res := p.wait(t, patience); res.Code != -1 {
 		t.Fatalf("the tick was not killed\n%s", res)
 	}
 
@@ -195,17 +195,17 @@ func TestKilledRunWhoseSnapshotIsWrittenIsRecordedWithIt(t *testing.T) {
 		job("held", "manual", "retention = \"off\"\nverify = \"off\"\n[job.hooks]\nafter = \"touch "+mark+"; cat "+hold+"\"", src))
 	w.must(exitOK, "job", "run", "held")
 	p := w.startNJ("tick")
-	eventually(t, 2*time.Minute, 100*time.Millisecond, "the run is in its after hook", func() bool {
+	eventually(t, patience, 100*time.Millisecond, "the run is in its after hook", func() bool {
 		select {
 		case <-p.done:
-			t.Fatalf("the tick ended before its run reached the after hook\n%s", p.wait(t, time.Second))
+			t.Fatalf("the tick ended before its run reached the after hook\n%s", p.wait(t, patience))
 		default:
 		}
 		_, err := os.Stat(mark)
 		return err == nil
 	})
 	p.signal(t, syscall.SIGKILL)
-	if res := p.wait(t, time.Minute); res.Code != -1 {
+	if res := p.wait(t, patience); res.Code != -1 {
 		t.Fatalf("the tick was not killed\n%s", res)
 	}
 	snaps := w.snapshots()
