@@ -38,6 +38,7 @@ func main() {
 	create := flag.Bool("make", false, "make the repository")
 	blobs := flag.Int("blobs", 1_000_000, "data blobs of the repository made")
 	memProfile := flag.String("memprofile", "", "write a heap profile after the index is loaded")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("bigrepo: -dir is required")
@@ -48,12 +49,23 @@ func main() {
 	}
 	var err error
 	ctx := context.Background()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatalf("bigrepo: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("bigrepo: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *create {
 		err = makeRepository(ctx, *dir, *blobs, password)
 	} else {
 		err = openTimed(ctx, *dir, password, *memProfile)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		log.Fatalf("bigrepo: %v", err)
 	}
 }

@@ -13,7 +13,9 @@
 # into each repository, so that the timed backup is an unchanged one.
 #
 # Environment: WORK=/tmp/nightjar-bigrepo, NS="1000000 10000000",
-# ROUNDS=1, NIGHTJAR_PASSWORD=bigrepo, NIGHTJAR=PATH (default: built from this tree into WORK),
+# ROUNDS=1, NIGHTJAR_PASSWORD=bigrepo, NIGHTJAR=PATH and BIGREPO=PATH (default:
+# built from this tree into WORK; for a baseline, build both from the other
+# tree, bigrepo with this main.go copied in),
 # LIMIT_MIB=512 (a step above it is marked FAIL and the exit status is 1).
 # Every figure is written with the load average when the step began into
 # WORK/results.tsv (N, step, peak RSS MiB, wall s, user+sys s, load) and
@@ -26,7 +28,10 @@ NS=${NS:-1000000 10000000}
 ROUNDS=${ROUNDS:-1}
 LIMIT_MIB=${LIMIT_MIB:-512}
 mkdir -p "$WORK"
-go build -o "$WORK/bigrepo" ./bench/bigrepo
+if [ -z "${BIGREPO:-}" ]; then
+	BIGREPO=$WORK/bigrepo
+	go build -o "$BIGREPO" ./bench/bigrepo
+fi
 if [ -z "${NIGHTJAR:-}" ]; then
 	NIGHTJAR=$WORK/nightjar
 	go build -o "$NIGHTJAR" .
@@ -52,14 +57,14 @@ measure() {
 for n in $NS; do
 	R=$WORK/repo-$n
 	if [ ! -f "$R/config" ]; then
-		"$WORK/bigrepo" -dir "$R" -make -blobs "$n"
+		"$BIGREPO" -dir "$R" -make -blobs "$n"
 	fi
 	if [ ! -f "$R.backed-up" ]; then
 		"$NIGHTJAR" backup -r "$R" "$SRC" >/dev/null
 		touch "$R.backed-up"
 	fi
 	for round in $(seq "$ROUNDS"); do
-		measure "$n" open "$WORK/bigrepo" -dir "$R"
+		measure "$n" open "$BIGREPO" -dir "$R"
 		grep '^open' "$WORK/step.out"
 		measure "$n" snapshots "$NIGHTJAR" snapshots -r "$R"
 		measure "$n" backup "$NIGHTJAR" backup -r "$R" "$SRC"
