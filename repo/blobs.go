@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -402,7 +403,9 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	var mu sync.Mutex
 	var damaged []IndexDamage
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
+	// An index file being read costs about 4 times its size until it is
+	// added: more files at a time than cores only add to the peak.
+	g.SetLimit(min(4, runtime.GOMAXPROCS(0)))
 	for _, name := range names {
 		g.Go(func() error {
 			blobs, _, err := r.ReadIndexFile(gctx, name)

@@ -84,10 +84,10 @@ func newSortedBlobs(expected int) *sortedBlobs {
 	if buckets == 1 {
 		s.shift = 64
 	}
-	// A bucket's size is binomial: four standard deviations above the
-	// mean is seldom passed (and then append grows it).
+	// A bucket's size is binomial: three standard deviations above the
+	// mean is passed by one bucket in 700 (and then append grows it).
 	mean := float64(expected) / float64(buckets)
-	capacity := int(mean + 4*math.Sqrt(mean) + 16)
+	capacity := int(mean + 3*math.Sqrt(mean) + 16)
 	for i := range s.ids {
 		s.ids[i] = make([]ID, 0, capacity)
 		s.ents[i] = make([]sortedEntry, 0, capacity)
@@ -237,11 +237,11 @@ func (x *Index) startLoad(expected int) *indexLoad {
 }
 
 // loadCollectEvery is how many blobs a load adds between two garbage
-// collections it asks for (two index files of a backup). Reading an index
+// collections it asks for (an index file of a backup). Reading an index
 // file leaves about 3 times its size in garbage (the file, its opened
 // body, its decoded blobs), and the collector, left alone, lets garbage
 // grow to the size of what is kept: the peak memory of the load doubled.
-const loadCollectEvery = 1 << 17
+const loadCollectEvery = 1 << 16
 
 // addFile adds one index file's blobs; safe for concurrent use.
 func (l *indexLoad) addFile(blobs []IndexedBlob) {
