@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 
@@ -407,14 +408,27 @@ func (r *Repository) ReadIndexFile(ctx context.Context, name string) ([]IndexedB
 // that backups and restores go on (repair index replaces the file). Any
 // other failure to read an index file is an error.
 func (r *Repository) LoadIndex(ctx context.Context) error {
-	names, err := r.ListIndexFiles(ctx)
+	var names []string
+	expected := 0
+	err := r.be.List(ctx, IndexFile, func(name string, size int64) error {
+		names = append(names, name)
+		expected += int(size / indexEntrySize)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("load index: %w", err)
+	}
+	add := r.idx.add
+	load := r.idx.startLoad(expected)
+	if load != nil {
+		add = load.addFile
 	}
 	var mu sync.Mutex
 	var damaged []IndexDamage
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
+	// An index file being read costs about 4 times its size until it is
+	// added: more files at a time than cores only add to the peak.
+	g.SetLimit(min(4, runtime.GOMAXPROCS(0)))
 	for _, name := range names {
 		g.Go(func() error {
 			blobs, _, err := r.ReadIndexFile(gctx, name)
@@ -427,12 +441,15 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("load index: %w (nightjar check tells more)", err)
 			}
-			r.idx.add(blobs)
+			add(blobs)
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if load != nil {
+		load.finish()
 	}
 	sort.Slice(damaged, func(i, j int) bool { return damaged[i].Name < damaged[j].Name })
 	r.indexDamage = damaged

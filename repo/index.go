@@ -124,12 +124,15 @@ func decodeIndexBody(p []byte) (indexFile, error) {
 	return f, nil
 }
 
-// Index is the in-memory map from blob ID to where the blob is stored, and
-// the set of blobs being written by this process. Safe for concurrent use.
+// Index is the in-memory index: where each blob is stored, and the set of
+// blobs being written by this process. Safe for concurrent use.
 type Index struct {
 	mu      sync.RWMutex
 	packs   []ID
 	packNum map[ID]uint32
+	// sorted holds what LoadIndex loaded (indexsorted.go), blobs what
+	// was added since; a blob is in one of them at most.
+	sorted  *sortedBlobs
 	blobs   map[ID]indexEntry
 	pending map[ID]struct{}
 	// alts holds the other places of blobs stored in more than one pack
@@ -141,7 +144,7 @@ type Index struct {
 	packEnds []int64
 }
 
-// indexEntry is the compact in-memory form of IndexedBlob (24 bytes).
+// indexEntry is a blob's place, unpacked (24 bytes).
 type indexEntry struct {
 	pack      uint32
 	offset    uint32
@@ -166,30 +169,88 @@ func (x *Index) packNumber(pack ID) uint32 {
 	return n
 }
 
+func (x *Index) entry(b IndexedBlob) indexEntry {
+	e := indexEntry{
+		pack: x.packNumber(b.Pack), offset: b.Offset, length: b.Length,
+		rawLength: b.RawLength, typ: b.Type, comp: b.Compression,
+	}
+	x.packEnds[e.pack] = max(x.packEnds[e.pack], int64(e.offset)+int64(e.length))
+	return e
+}
+
+// find returns id's first place; x.mu is held.
+func (x *Index) find(id ID) (indexEntry, bool) {
+	if e, ok := x.blobs[id]; ok {
+		return e, true
+	}
+	return x.sorted.lookup(id)
+}
+
+// set makes e id's first place; x.mu is held.
+func (x *Index) set(id ID, e indexEntry) {
+	if b, i, ok := x.sorted.find(id); ok {
+		if packed, ok := packSorted(e); ok {
+			if x.sorted.ents[b][i].packMeta == droppedEntry {
+				x.sorted.live++
+			}
+			x.sorted.ents[b][i] = packed
+			return
+		}
+		x.removeSorted(b, i)
+	}
+	x.blobs[id] = e
+}
+
+// remove forgets id's first place; x.mu is held.
+func (x *Index) remove(id ID) {
+	if _, ok := x.blobs[id]; ok {
+		delete(x.blobs, id)
+		return
+	}
+	if b, i, ok := x.sorted.find(id); ok {
+		x.removeSorted(b, i)
+	}
+}
+
+func (x *Index) removeSorted(b, i int) {
+	if x.sorted.ents[b][i].packMeta != droppedEntry {
+		x.sorted.ents[b][i].packMeta = droppedEntry
+		x.sorted.live--
+	}
+}
+
+// eachFirst calls fn with every blob's first place; x.mu is held.
+func (x *Index) eachFirst(fn func(id ID, e indexEntry)) {
+	x.sorted.each(fn)
+	for id, e := range x.blobs {
+		fn(id, e)
+	}
+}
+
 // add records blobs as stored; a blob already known keeps its first place.
 func (x *Index) add(blobs []IndexedBlob) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, b := range blobs {
 		delete(x.pending, b.ID)
-		e := indexEntry{
-			pack: x.packNumber(b.Pack), offset: b.Offset, length: b.Length,
-			rawLength: b.RawLength, typ: b.Type, comp: b.Compression,
-		}
-		x.packEnds[e.pack] = max(x.packEnds[e.pack], int64(e.offset)+int64(e.length))
-		first, ok := x.blobs[b.ID]
-		if !ok {
-			x.blobs[b.ID] = e
-			continue
-		}
-		if first.pack == e.pack || slices.ContainsFunc(x.alts[b.ID], func(a indexEntry) bool { return a.pack == e.pack }) {
-			continue
-		}
-		if x.alts == nil {
-			x.alts = map[ID][]indexEntry{}
-		}
-		x.alts[b.ID] = append(x.alts[b.ID], e)
+		x.addPlace(b.ID, x.entry(b))
 	}
+}
+
+// addPlace records e as a place of id: the first, or another; x.mu is held.
+func (x *Index) addPlace(id ID, e indexEntry) {
+	first, ok := x.find(id)
+	if !ok {
+		x.set(id, e)
+		return
+	}
+	if first.pack == e.pack || slices.ContainsFunc(x.alts[id], func(a indexEntry) bool { return a.pack == e.pack }) {
+		return
+	}
+	if x.alts == nil {
+		x.alts = map[ID][]indexEntry{}
+	}
+	x.alts[id] = append(x.alts[id], e)
 }
 
 // alternates returns the other places of blob id than Lookup's.
@@ -207,7 +268,7 @@ func (x *Index) alternates(id ID) []IndexedBlob {
 // another pack where there is one; x.mu is held. It reports whether the
 // blob has no place left.
 func (x *Index) dropPlace(id ID, gone map[ID]bool) bool {
-	e, ok := x.blobs[id]
+	e, ok := x.find(id)
 	if !ok {
 		return false
 	}
@@ -220,11 +281,12 @@ func (x *Index) dropPlace(id ID, gone map[ID]bool) bool {
 	}
 	if gone[x.packs[e.pack]] {
 		if len(kept) == 0 {
-			delete(x.blobs, id)
+			x.remove(id)
 			delete(x.alts, id)
 			return true
 		}
-		x.blobs[id], kept = kept[0], kept[1:]
+		x.set(id, kept[0])
+		kept = kept[1:]
 	}
 	if len(kept) == 0 {
 		delete(x.alts, id)
@@ -242,12 +304,16 @@ func (x *Index) dropPacks(gone map[ID]bool) int {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	dropped := 0
-	for id, e := range x.blobs {
+	var affected []ID
+	x.eachFirst(func(id ID, e indexEntry) {
 		if gone[x.packs[e.pack]] || len(x.alts[id]) > 0 {
-			if x.dropPlace(id, gone) {
-				dropped++
-			}
+			affected = append(affected, id)
+		}
+	})
+	dropped := 0
+	for _, id := range affected {
+		if x.dropPlace(id, gone) {
+			dropped++
 		}
 	}
 	for p := range gone {
@@ -288,7 +354,7 @@ func (x *Index) forget(blobs []IndexedBlob, packs map[ID]bool) {
 func (x *Index) Lookup(id ID) (IndexedBlob, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	e, ok := x.blobs[id]
+	e, ok := x.find(id)
 	if !ok {
 		return IndexedBlob{}, false
 	}
@@ -305,7 +371,7 @@ func (x *Index) expand(id ID, e indexEntry) IndexedBlob {
 // Has reports whether blob id is stored.
 func (x *Index) Has(id ID) bool {
 	x.mu.RLock()
-	_, ok := x.blobs[id]
+	_, ok := x.find(id)
 	x.mu.RUnlock()
 	return ok
 }
@@ -315,7 +381,7 @@ func (x *Index) Has(id ID) bool {
 func (x *Index) reserve(id ID) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if _, ok := x.blobs[id]; ok {
+	if _, ok := x.find(id); ok {
 		return false
 	}
 	if _, ok := x.pending[id]; ok {
@@ -343,16 +409,18 @@ func (x *Index) HasPack(pack ID) bool {
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.blobs)
+	n := len(x.blobs)
+	if x.sorted != nil {
+		n += x.sorted.live
+	}
+	return n
 }
 
 // Each calls fn for every indexed blob, in no set order.
 func (x *Index) Each(fn func(IndexedBlob)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	for id, e := range x.blobs {
-		fn(x.expand(id, e))
-	}
+	x.eachFirst(func(id ID, e indexEntry) { fn(x.expand(id, e)) })
 }
 
 // EachPlace calls fn for every place of every indexed blob (a blob in
@@ -360,9 +428,7 @@ func (x *Index) Each(fn func(IndexedBlob)) {
 func (x *Index) EachPlace(fn func(IndexedBlob)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	for id, e := range x.blobs {
-		fn(x.expand(id, e))
-	}
+	x.eachFirst(func(id ID, e indexEntry) { fn(x.expand(id, e)) })
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			fn(x.expand(id, e))
@@ -395,6 +461,7 @@ func (x *Index) reset() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.packs, x.packNum, x.blobs, x.alts, x.packEnds = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil, nil
+	x.sorted = nil
 }
 
 // placesIn returns every place the index knows in pack, alternates
@@ -407,11 +474,11 @@ func (x *Index) placesIn(pack ID) []IndexedBlob {
 		return nil
 	}
 	var out []IndexedBlob
-	for id, e := range x.blobs {
+	x.eachFirst(func(id ID, e indexEntry) {
 		if e.pack == n {
 			out = append(out, x.expand(id, e))
 		}
-	}
+	})
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			if e.pack == n {
