@@ -19,10 +19,13 @@
 #                              mixed   the same tree and two files of
 #                                      LARGE_MIB=512 MiB each (run.sh's mixed)
 #   LARGE_MIB                  size of each big file (see DATASET)
-#   ROUNDS=5                   rounds; odd rounds restore with nightjar
-#                              first, even rounds with restic first
+#   ROUNDS=5                   rounds; the order of the tools turns by one
+#                              each round (nightjar first in the first)
 #   RESTIC=/tmp/peers/restic   restic binary (0.19.1 there)
 #   NIGHTJAR_BIN=PATH          nightjar binary (default: built from this checkout)
+#   NIGHTJAR_BASE=PATH         a second nightjar binary, measured as nightjar-base
+#                              on nightjar's repository (an earlier build, say);
+#                              unset: left out
 #   WARM_REPO=1                after the page cache is emptied, the tool's
 #                              repository is read once, so that both tools read
 #                              it from memory; 0 leaves it cold
@@ -95,7 +98,7 @@ unset NIGHTJAR_PASSWORD NIGHTJAR_PASSWORD_COMMAND NIGHTJAR_REPOSITORY
 # and cache.
 in_tool() { (
 	case $1 in
-	nightjar)
+	nightjar | nightjar-base)
 		export NIGHTJAR_REPOSITORY=$B/repo-nightjar NIGHTJAR_PASSWORD_FILE=$PW
 		export XDG_CACHE_HOME=$B/cache-nightjar XDG_CONFIG_HOME=$B/config-nightjar XDG_STATE_HOME=$B/state-nightjar
 		;;
@@ -104,7 +107,18 @@ in_tool() { (
 	shift
 	exec "$@"
 ); }
-tool_bin() { if [ "$1" = nightjar ]; then echo "$NIGHTJAR"; else echo "$RESTIC"; fi; }
+tool_bin() {
+	case $1 in
+	nightjar) echo "$NIGHTJAR" ;;
+	nightjar-base) echo "$NIGHTJAR_BASE" ;;
+	restic) echo "$RESTIC" ;;
+	esac
+}
+tools=(nightjar restic)
+if [ -n "${NIGHTJAR_BASE:-}" ]; then
+	[ -x "$NIGHTJAR_BASE" ] || die "NIGHTJAR_BASE=$NIGHTJAR_BASE is not executable"
+	tools+=(nightjar-base)
+fi
 
 can_drop=0
 if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; else log "cannot write /proc/sys/vm/drop_caches: the page cache stays as it is"; fi
@@ -134,19 +148,20 @@ bytes=$(du -sb "$DATA" | cut -f1)
 fstype=$(df -T "$B" | awk 'NR == 2 { print $2 }')
 {
 	echo "# data: $DATASET, $files files, $bytes bytes, on $fstype ($B)"
-	echo "# nightjar: $NIGHTJAR_VERSION; restic: $("$RESTIC" version | awk '{ print $2 }')"
+	echo "# nightjar: $NIGHTJAR_VERSION${NIGHTJAR_BASE:+; nightjar-base: $NIGHTJAR_BASE}; restic: $("$RESTIC" version | awk '{ print $2 }')"
 	echo "# cache: $([ "$can_drop" = 1 ] && echo 'dropped before each restore' || echo 'not dropped (not root)'); repository $([ "$WARM_REPO" = 1 ] && echo 'read once after the drop' || echo 'cold')"
 	printf 'tool\tround\twall\tuser\tsys\trss_kib\tsync\tload1\n'
 } >"$RES/times.tsv"
 
 for r in $(seq 1 "$ROUNDS"); do
-	order="nightjar restic"
-	if [ $((r % 2)) = 0 ]; then order="restic nightjar"; fi
-	for t in $order; do
+	n=${#tools[@]}
+	order=()
+	for i in $(seq 0 $((n - 1))); do order+=("${tools[$(((i + r - 1) % n))]}"); done
+	for t in "${order[@]}"; do
 		target=$B/restore-$t
 		rm -rf "$target"
 		settle
-		if [ "$WARM_REPO" = 1 ]; then find "$B/repo-$t" -type f -exec cat {} + >/dev/null; fi
+		if [ "$WARM_REPO" = 1 ]; then find "$B/repo-${t%-base}" -type f -exec cat {} + >/dev/null; fi
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		in_tool "$t" /usr/bin/time -f '%e %U %S %M' -o "$RES/$t.$r.time" \
 			"$(tool_bin $t)" restore latest --target "$target" >"$RES/$t.$r.out" 2>&1 ||
@@ -194,6 +209,6 @@ if "nightjar" in med and "restic" in med:
     print()
     print("nightjar / restic, medians: restore %.2f ×, restore + sync %.2f ×" % (
         med["nightjar"][0] / med["restic"][0], med["nightjar"][1] / med["restic"][1]))
-print("(%d rounds; each cell: median (min–max))" % len({d["round"] for d in rows}))
+print("(%d rounds; each cell: median (min–max))" % len({r[1] for r in rows}))
 EOF
 log "results in $RES"
