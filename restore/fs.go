@@ -52,6 +52,16 @@ type FS interface {
 	SetMTime(root, name string, mtime time.Time) error
 }
 
+// exclusiveRenamer is an FS that renames without replacing in one call
+// (renameat2 with RENAME_NOREPLACE on Linux), so that placing a restored
+// file asks no Lstat first.
+type exclusiveRenamer interface {
+	// RenameExclusive moves oldname to newname in one call that fails
+	// with an error matching fs.ErrExist if newname exists, or
+	// errors.ErrUnsupported where the file system cannot.
+	RenameExclusive(root, oldname, newname string) error
+}
+
 // File is a file being restored.
 type File interface {
 	io.WriterAt

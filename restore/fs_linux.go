@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -42,6 +43,21 @@ func openDirBeneath(rootFD int, dir string) (int, error) {
 		}
 	}
 	return walkBeneath(rootFD, dir)
+}
+
+var _ exclusiveRenamer = OS{}
+
+// RenameExclusive moves oldname to newname unless something is there
+// (renameat2 RENAME_NOREPLACE, Linux 3.15, on the file systems that take
+// it; others answer EINVAL, an older kernel ENOSYS).
+func (OS) RenameExclusive(root, oldname, newname string) error {
+	err := atTwo("rename", root, oldname, newname, func(oldDir int, oldBase string, newDir int, newBase string) error {
+		return unix.Renameat2(oldDir, oldBase, newDir, newBase, unix.RENAME_NOREPLACE)
+	})
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	}
+	return err
 }
 
 // Mknod makes a FIFO or a device node.

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -146,5 +147,106 @@ func testOpenBeneath(t *testing.T, root, file string, want, or error) {
 	data, err := io.ReadAll(f)
 	if err != nil || string(data) != "f" {
 		t.Errorf("read %q (%v), want f", data, err)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// A held target keeps the folders its calls use open, at most cachedDirs
+// of them: calls in more folders than that all succeed, a folder
+// evicted and used again is opened again, and releasing the target
+// closes every descriptor it kept.
+func TestHeldRootCachesFolders(t *testing.T) {
+	root := t.TempDir()
+	before := openFDs(t)
+	release := holdRoot(root)
+	folders := 2*cachedDirs + 3
+	create := func(name string) {
+		t.Helper()
+		f, err := (OS{}).CreateExclusive(root, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for i := range folders {
+		dir := fmt.Sprintf("d%03d", i)
+		for _, d := range []string{dir, dir + "/sub"} {
+			if err := (OS{}).Mkdir(root, d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		create(dir + "/sub/x")
+		create(dir + "/sub/y")
+	}
+	create("d000/sub/again") // its folder was evicted long ago
+	v, ok := heldRoots.Load(root)
+	if !ok {
+		t.Fatal("the target is not held")
+	}
+	h := v.(*heldRoot)
+	h.mu.Lock()
+	cached := len(h.dirs)
+	h.mu.Unlock()
+	if cached != cachedDirs {
+		t.Errorf("%d folders kept open after calls in %d, want %d", cached, folders, cachedDirs)
+	}
+	if n := openFDs(t); n != before+1+cachedDirs {
+		t.Errorf("%d descriptors open while the target is held, want %d (the target and %d folders)", n, before+1+cachedDirs, cachedDirs)
+	}
+	release()
+	if n := openFDs(t); n != before {
+		t.Errorf("%d descriptors open after the target was released, want %d as before", n, before)
+	}
+}
+
+// A folder swapped for a symlink after its descriptor was cached keeps
+// receiving the calls made in it where it was moved to, inside the
+// target; the symlink is never followed, and a call that opens the
+// folder afresh (OpenBeneath, for verify) is refused.
+func TestCachedFolderSwappedForASymlink(t *testing.T) {
+	base := t.TempDir()
+	root, outside := filepath.Join(base, "target"), filepath.Join(base, "outside")
+	for _, d := range []string{root, outside} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer holdRoot(root)()
+	if err := (OS{}).Mkdir(root, "d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := (OS{}).CreateExclusive(root, "d/first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Rename(filepath.Join(root, "d"), filepath.Join(root, "parked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	f, err = (OS{}).CreateExclusive(root, "d/second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := os.Lstat(filepath.Join(root, "parked", "second")); err != nil {
+		t.Errorf("the second file is not in the folder moved inside the target: %v", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("the symlink was followed: %d entries outside the target", len(entries))
+	}
+	if _, err := (OS{}).OpenBeneath(root, "d/first"); !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("OpenBeneath through the swapped folder answers %v, want ELOOP or ENOTDIR", err)
 	}
 }

@@ -35,27 +35,46 @@ func splitName(name string) (dir, base string, err error) {
 	return strings.TrimSuffix(dir, "/"), base, nil
 }
 
-// parentOf opens the folder of root/name beneath root and returns its
-// descriptor, which the caller closes with closeDir, and name's last
-// element.
-func parentOf(root, name string) (int, string, error) {
+// parentOf opens the folder of root/name beneath root and returns it,
+// which the caller lets go of with release, and name's last element.
+// With reuse the folder may come from the held root's cache.
+func parentOf(root, name string, reuse bool) (dirHandle, string, error) {
 	dir, base, err := splitName(name)
 	if err != nil {
-		return -1, "", err
+		return dirHandle{}, "", err
 	}
-	fd, err := openBeneathDir(root, dir)
-	return fd, base, err
+	d, err := openBeneathDir(root, dir, reuse)
+	return d, base, err
 }
 
 // heldRoots are the targets of the restores running, each opened once
 // for all the calls below it (holdRoot): a call then opens only the
-// folder it needs, not the target first.
+// folder it needs, not the target first, and the folders opened are
+// kept for the next calls in them.
 var heldRoots sync.Map // root path -> *heldRoot
 
 type heldRoot struct {
 	fd   int
 	refs atomic.Int32
+	// dirs are folders below the target opened beneath it, kept open
+	// for the calls that follow in the same folder: a restore makes many
+	// entries in one folder one after the other, and opening the folder
+	// (openat2 and close) was two of every file's ten system calls.
+	mu    sync.Mutex
+	dirs  map[string]*cachedDir // by name below the target
+	clock uint64                // counts takes, for eviction
 }
+
+// cachedDir is a folder's descriptor kept open by its held root.
+type cachedDir struct {
+	fd    int
+	users int    // calls using fd now: it is not closed while they do
+	used  uint64 // the held root's clock when last taken
+}
+
+// cachedDirs is the most folder descriptors a held root keeps: enough for
+// the folders that the file workers and the walk are in at once.
+const cachedDirs = 64
 
 // heldMu orders holdRoot and its release, so that a root's descriptor is
 // closed only when no restore holds it.
@@ -74,7 +93,7 @@ func holdRoot(root string) (release func()) {
 		if err != nil {
 			return func() {}
 		}
-		h := &heldRoot{fd: fd}
+		h := &heldRoot{fd: fd, dirs: map[string]*cachedDir{}}
 		h.refs.Store(1)
 		heldRoots.Store(root, h)
 	}
@@ -84,49 +103,120 @@ func holdRoot(root string) (release func()) {
 		v, _ := heldRoots.Load(root)
 		if h := v.(*heldRoot); h.refs.Add(-1) == 0 {
 			heldRoots.Delete(root)
+			h.mu.Lock()
+			for _, d := range h.dirs {
+				unix.Close(d.fd)
+			}
+			h.dirs = nil
+			h.mu.Unlock()
 			unix.Close(h.fd)
 		}
 	}
 }
 
-// heldDir marks a descriptor that is a held root's: closeDir leaves it
-// open. Descriptors are never negative, so no real one is mistaken.
-const heldDir = -2
+// take returns the folder dir below the held root, from its cache or
+// opened beneath it (and cached when there is room).
+func (h *heldRoot) take(dir string) (dirHandle, error) {
+	h.mu.Lock()
+	if d, ok := h.dirs[dir]; ok {
+		d.users++
+		h.clock++
+		d.used = h.clock
+		h.mu.Unlock()
+		return dirHandle{fd: d.fd, cached: d, held: h}, nil
+	}
+	h.mu.Unlock()
+	fd, err := openDirBeneath(h.fd, dir)
+	if err != nil {
+		return dirHandle{}, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.dirs[dir]; ok || h.dirs == nil || !h.evict() {
+		return dirHandle{fd: fd, owned: true}, nil
+	}
+	h.clock++
+	d := &cachedDir{fd: fd, users: 1, used: h.clock}
+	h.dirs[dir] = d
+	return dirHandle{fd: fd, cached: d, held: h}, nil
+}
+
+// evict makes room for one more folder in the cache, closing the one
+// used longest ago that no call is using; false when there is no room.
+// h.mu is held.
+func (h *heldRoot) evict() bool {
+	if len(h.dirs) < cachedDirs {
+		return true
+	}
+	var oldest string
+	var found *cachedDir
+	for name, d := range h.dirs {
+		if d.users == 0 && (found == nil || d.used < found.used) {
+			oldest, found = name, d
+		}
+	}
+	if found == nil {
+		return false
+	}
+	delete(h.dirs, oldest)
+	unix.Close(found.fd)
+	return true
+}
+
+// dirHandle is a folder opened beneath a target, for *at calls: a held
+// root's own descriptor, one of its cached folders, or a descriptor of
+// the caller's own (owned), which release closes.
+type dirHandle struct {
+	fd     int
+	owned  bool
+	cached *cachedDir
+	held   *heldRoot
+}
+
+// release lets go of the folder: a cached one stays open for the next
+// call, one of the caller's own is closed.
+func (d dirHandle) release() {
+	switch {
+	case d.owned:
+		unix.Close(d.fd)
+	case d.cached != nil:
+		d.held.mu.Lock()
+		d.cached.users--
+		d.held.mu.Unlock()
+	}
+}
 
 // openBeneathDir opens the folder root/dir ("": root) for use as the
-// folder of *at calls, following no symlink below root. For a held root
-// and dir "" it returns the held descriptor, which closeDir leaves open.
-func openBeneathDir(root, dir string) (int, error) {
+// folder of *at calls, following no symlink below root. Below a held root
+// and with reuse, the folder comes from the held root's cache: a folder
+// replaced by a symlink after it was opened keeps receiving the calls
+// made in it wherever it was moved, as a call already under way would;
+// nothing is ever followed through the symlink.
+func openBeneathDir(root, dir string, reuse bool) (dirHandle, error) {
 	if v, ok := heldRoots.Load(root); ok {
-		rootFD := v.(*heldRoot).fd
-		if dir == "" {
-			return heldDir - rootFD, nil
+		h := v.(*heldRoot)
+		switch {
+		case dir == "":
+			return dirHandle{fd: h.fd}, nil
+		case reuse:
+			return h.take(dir)
 		}
-		return openDirBeneath(rootFD, dir)
+		fd, err := openDirBeneath(h.fd, dir)
+		return dirHandle{fd: fd, owned: err == nil}, err
 	}
 	rootFD, err := unix.Open(root, dirOpenFlags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil || dir == "" {
-		return rootFD, err
+	if err != nil {
+		return dirHandle{}, err
+	}
+	if dir == "" {
+		return dirHandle{fd: rootFD, owned: true}, nil
 	}
 	fd, err := openDirBeneath(rootFD, dir)
 	unix.Close(rootFD)
-	return fd, err
-}
-
-// dirFD is the descriptor to pass to an *at call for what openBeneathDir
-// returned.
-func dirFD(fd int) int {
-	if fd <= heldDir {
-		return heldDir - fd
+	if err != nil {
+		return dirHandle{}, err
 	}
-	return fd
-}
-
-// closeDir closes what openBeneathDir returned, unless it is a held root.
-func closeDir(fd int) {
-	if fd > heldDir {
-		unix.Close(fd)
-	}
+	return dirHandle{fd: fd, owned: true}, nil
 }
 
 // walkBeneath opens dir below the folder rootFD one element at a time,
@@ -151,10 +241,10 @@ func walkBeneath(rootFD int, dir string) (int, error) {
 // An error is a *fs.PathError naming root/name, as the os package's, or
 // with what "" the bare errno, as the metadata calls of x/sys answer.
 func at(what, root, name string, op func(dir int, base string) error) error {
-	dir, base, err := parentOf(root, name)
+	dir, base, err := parentOf(root, name, true)
 	if err == nil {
-		err = op(dirFD(dir), base)
-		closeDir(dir)
+		err = op(dir.fd, base)
+		dir.release()
 	}
 	if err != nil && what != "" {
 		return &fs.PathError{Op: what, Path: filepath.Join(root, name), Err: err}
@@ -224,12 +314,12 @@ func atTwo(what, root, oldname, newname string, op func(oldDir int, oldBase stri
 		if newFolder, _, _ := splitName(newname); newFolder == oldFolder {
 			return op(newDir, oldBase, newDir, newBase)
 		}
-		oldDir, err := openBeneathDir(root, oldFolder)
+		oldDir, err := openBeneathDir(root, oldFolder, true)
 		if err != nil {
 			return err
 		}
-		defer closeDir(oldDir)
-		return op(dirFD(oldDir), oldBase, newDir, newBase)
+		defer oldDir.release()
+		return op(oldDir.fd, oldBase, newDir, newBase)
 	})
 }
 
@@ -279,15 +369,17 @@ func (OS) SetMTime(root, name string, mtime time.Time) error {
 }
 
 // OpenBeneath opens root/name for reading, never through a symlink below
-// root.
+// root. Its folder is opened afresh, not taken from the cache: verify
+// reads what the target holds now, and a folder moved away since the
+// restore wrote it is not the target's any more.
 func (OS) OpenBeneath(root, name string) (ReadFile, error) {
 	full := filepath.Join(root, name)
-	dir, base, err := parentOf(root, name)
+	dir, base, err := parentOf(root, name, false)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}
-	fd, err := unix.Openat(dirFD(dir), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	closeDir(dir)
+	fd, err := unix.Openat(dir.fd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir.release()
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: full, Err: err}
 	}

@@ -153,9 +153,10 @@ func linked(n repo.Node, ino uint64, links uint64) repo.Node {
 
 // faultFS is the OS with a hook called before every operation: an error
 // from it is the operation's result. op is the FS method ("Mkdir",
-// "Rename", ...) or "Open" for OpenBeneath (name is root/name), "WriteAt"
-// for a write to a file being restored (at offset off, n bytes),
-// "Truncate" (to off), "Read" for a read of verify.
+// "Rename", which RenameExclusive reports too, ...) or "Open" for
+// OpenBeneath (name is root/name), "WriteAt" for a write to a file being
+// restored (at offset off, n bytes), "Truncate" (to off), "Read" for a
+// read of verify.
 type faultFS struct {
 	restore.OS
 	hook hook

@@ -155,6 +155,7 @@ type pendingFile struct {
 	// nothing: that spinning was 14% of a restore's CPU time.
 	writing sync.Mutex
 	written atomic.Int64 // bytes the parts have covered, holes included
+	holes   atomic.Bool  // a chunk of zeros was left unwritten: the size is set at the end
 	mu      sync.Mutex
 	err     error // the first failure of any part
 }
@@ -491,6 +492,20 @@ func tempName(target string) string {
 // place renames a finished temporary entry to its final name, unless
 // something is there and Overwrite is off. A folder is never replaced.
 func (rs *restorer) place(tmp, target string) error {
+	if r, ok := rs.fs.(exclusiveRenamer); ok && !rs.opts.Overwrite {
+		// One call where the file system can: the common case, nothing
+		// in the way, needs no Lstat first.
+		err := r.RenameExclusive(rs.root, tmp, target)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, errors.ErrUnsupported):
+			rs.fs.Remove(rs.root, tmp)
+			return err
+		}
+		// Something is in the way (below: what), or the file system
+		// cannot rename exclusively.
+	}
 	if fi, err := rs.fs.Lstat(rs.root, target); err == nil {
 		switch {
 		case fi.IsDir():
@@ -604,6 +619,7 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 		switch {
 		case isZero(data):
 			// A hole: what is staged before it goes out now.
+			f.holes.Store(true)
 			if direct != nil {
 				err = direct.Flush()
 			}
@@ -679,10 +695,16 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 		return f.err
 	}
 	written := f.written.Load()
-	if err := f.out.Truncate(written); err != nil {
-		f.out.Close()
-		rs.fs.Remove(rs.root, f.tmp)
-		return err
+	// Where every chunk was written the file has its size already; a
+	// hole (a chunk of zeros not written) may be at its end, and direct
+	// writes are checked here too. A truncate to the same size is still
+	// a change of the inode on a journaling file system.
+	if f.holes.Load() || f.direct != nil {
+		if err := f.out.Truncate(written); err != nil {
+			f.out.Close()
+			rs.fs.Remove(rs.root, f.tmp)
+			return err
+		}
 	}
 	if err := f.out.Close(); err != nil {
 		rs.fs.Remove(rs.root, f.tmp)
