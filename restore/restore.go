@@ -27,7 +27,7 @@ import (
 // walker, its blobs, and their sizes from the index.
 type Repository interface {
 	Walk(ctx context.Context, root repo.ID, opts repo.WalkOptions, v repo.WalkVisitor) error
-	LoadBlobTo(ctx context.Context, id repo.ID, buf *repo.BlobBuffer) ([]byte, error)
+	LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error
 	Index() *repo.Index
 	BlobID(data []byte) repo.ID
 }
@@ -581,6 +581,13 @@ type damageError struct{ err error }
 func (e *damageError) Error() string { return e.err.Error() }
 func (e *damageError) Unwrap() error { return e.err }
 
+// writeError carries an error of writing the target out of a blob read
+// (LoadBlobsInOrder), so that it is not taken for damage.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
 // writePart writes one part's chunks into the file's temporary file, which
 // the first part to start creates. Runs of zeros become holes, so that a
 // sparse file stays sparse. Big files go through stage to direct writes.
@@ -611,11 +618,10 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 		direct = directio.NewWriter(f.out, f.direct, stage.get(), &f.writing)
 	}
 	offset := p.offset
-	for _, id := range f.node.Content[p.first:p.end] {
-		data, err := rs.r.LoadBlobTo(ctx, id, buf)
-		if err != nil {
-			return &damageError{err}
-		}
+	// The part's blobs come in order, those that lie together in a pack
+	// with one read (one request on object storage).
+	err := rs.r.LoadBlobsInOrder(ctx, f.node.Content[p.first:p.end], buf, func(_ int, data []byte) error {
+		var err error
 		switch {
 		case isZero(data):
 			// A hole: what is staged before it goes out now.
@@ -631,10 +637,18 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 			f.writing.Unlock()
 		}
 		if err != nil {
-			return err
+			return &writeError{err}
 		}
 		offset += int64(len(data))
 		rs.prog.bytesDone.Add(int64(len(data)))
+		return nil
+	})
+	var local *writeError
+	switch {
+	case errors.As(err, &local):
+		return local.err // a local error, reported as such
+	case err != nil:
+		return &damageError{err}
 	}
 	if direct != nil {
 		if err := direct.Flush(); err != nil {

@@ -130,9 +130,11 @@ type recordingRepo struct {
 	read map[repo.ID]bool
 }
 
-func (r *recordingRepo) LoadBlobTo(ctx context.Context, id repo.ID, buf *repo.BlobBuffer) ([]byte, error) {
-	r.read[id] = true
-	return r.Repository.LoadBlobTo(ctx, id, buf)
+func (r *recordingRepo) LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(int, []byte) error) error {
+	return r.Repository.LoadBlobsInOrder(ctx, ids, buf, func(i int, plain []byte) error {
+		r.read[ids[i]] = true
+		return fn(i, plain)
+	})
 }
 
 func TestRestoreReadsWhatTheWalkerReports(t *testing.T) {
@@ -807,12 +809,19 @@ type failingRepo struct {
 
 var errLoad = errors.New("injected load failure")
 
-func (r *failingRepo) LoadBlobTo(ctx context.Context, id repo.ID, buf *repo.BlobBuffer) ([]byte, error) {
-	if id == r.fail {
-		r.once.Do(func() { close(r.failed) })
-		return nil, errLoad
+func (r *failingRepo) LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(int, []byte) error) error {
+	for i, id := range ids {
+		if id == r.fail {
+			// The blobs before it are handed over first, as a read of
+			// them would.
+			if err := r.Repository.LoadBlobsInOrder(ctx, ids[:i], buf, fn); err != nil {
+				return err
+			}
+			r.once.Do(func() { close(r.failed) })
+			return errLoad
+		}
 	}
-	return r.Repository.LoadBlobTo(ctx, id, buf)
+	return r.Repository.LoadBlobsInOrder(ctx, ids, buf, fn)
 }
 
 func (r *failingRepo) Walk(ctx context.Context, root repo.ID, opts repo.WalkOptions, v repo.WalkVisitor) error {
