@@ -106,7 +106,8 @@ done
 
 kdf=$(python3 -c 'import glob, json, sys
 k = json.load(open(sorted(glob.glob(sys.argv[1] + "/keys/*"))[0]))
-print(f"scrypt N={k[\"N\"]} r={k[\"r\"]} p={k[\"p\"]}: {128 * k[\"N\"] * k[\"r\"] / 2**20:.0f} MiB")' "$WORK/repo-restic")
+n, r, p = k["N"], k["r"], k["p"]
+print(f"scrypt N={n} r={r} p={p}: {128 * n * r / 2**20:.0f} MiB")' "$WORK/repo-restic")
 python3 - "$TSV" "$SET" "$kdf" "$("$NIGHTJAR" version | head -1)" "$("$RESTIC" version)" <<'PY' | tee "$RES/memsteps.md"
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
