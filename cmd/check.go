@@ -156,7 +156,7 @@ func runCheck(c *cli.Context) error {
 // instead of 100% for check, unless GOGC is set. Check's live heap is
 // mostly the index, which lives to the end, and since it streams packs
 // through reused buffers it makes little garbage: at 1 million files
-// this took its peak RSS from 285 to 222 MiB for 2 to 6% more CPU time
+// this took its peak RSS from 278 to 217 MiB for 2 to 6% more CPU time
 // (docs/PERFORMANCE.md, "Memory at every step").
 func tuneGCForCheck() {
 	if os.Getenv("GOGC") == "" {

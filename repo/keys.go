@@ -69,8 +69,8 @@ func (p KDFParams) derive(password []byte) []byte {
 	// once lets what the command allocates next reuse its pages instead
 	// of new ones, and sets the collector's next goal by the live heap
 	// instead of by the area: without this, an unchanged re-backup of the
-	// mixed set peaked at 122 MiB instead of about 75 (docs/PERFORMANCE.md,
-	// "Memory at every step").
+	// mixed set peaked at 118 to 123 MiB instead of 85 to 87, the key's own
+	// peak (docs/PERFORMANCE.md, "Memory at every step").
 	runtime.GC()
 	return key
 }
