@@ -256,8 +256,9 @@ func flagSpelling(name string) string {
 // instead of 100% for commands that back up, unless GOGC is set. A
 // backup's live heap is mostly reused pack buffers while hashing and
 // compression make short-lived garbage: this keeps its peak RSS about
-// 55 MiB lower for no measurable CPU. Restore and check are not tuned: for
-// them it cost 10 to 20% more CPU (docs/PERFORMANCE.md).
+// 55 MiB lower for no measurable CPU. Restore is not tuned: for it (and
+// for check, before check streamed its packs) it cost 10 to 20% more CPU
+// (docs/PERFORMANCE.md); check is tuned by tuneGCForCheck.
 func tuneGCForBackup() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)

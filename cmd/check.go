@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -76,6 +78,7 @@ func runCheck(c *cli.Context) error {
 		// Only under a lock: without one the repository may be read-only.
 		swept = sweepTemp(c.Context, p, r)
 	}
+	tuneGCForCheck()
 	opts.Progress = &repo.CheckProgress{}
 	progress := startLine(c, p, checkFigures(opts.Progress, sinceStart()))
 	report, err := r.Check(c.Context, opts)
@@ -147,4 +150,16 @@ func runCheck(c *cli.Context) error {
 	}
 	p.Printf("no errors were found\n")
 	return nil
+}
+
+// tuneGCForCheck makes the garbage collector work at 50% heap growth
+// instead of 100% for check, unless GOGC is set. Check's live heap is
+// mostly the index, which lives to the end, and since it streams packs
+// through reused buffers it makes little garbage: at 1 million files
+// this took its peak RSS from 278 to 217 MiB for 2 to 6% more CPU time
+// (docs/PERFORMANCE.md, "Memory at every step").
+func tuneGCForCheck() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }

@@ -240,7 +240,7 @@ func (c *checker) readIndex(ctx context.Context) error {
 		return fmt.Errorf("list index: %w", err)
 	}
 	c.report.IndexFiles = len(names)
-	if _, err := c.readIndexFiles(ctx, names); err != nil {
+	if _, err := c.readIndexFiles(ctx, names, false); err != nil {
 		return err
 	}
 	c.report.Blobs = c.r.idx.Len()
@@ -248,8 +248,10 @@ func (c *checker) readIndex(ctx context.Context) error {
 }
 
 // readIndexFiles reads the index files names into the index, reporting
-// damaged ones, and returns the blobs they list.
-func (c *checker) readIndexFiles(ctx context.Context, names []string) ([]IndexedBlob, error) {
+// damaged ones, and with keep returns the blobs they list (a copy of the
+// index as big as the index itself: only for the few files a reread
+// finds).
+func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool) ([]IndexedBlob, error) {
 	var read []IndexedBlob
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
@@ -267,9 +269,11 @@ func (c *checker) readIndexFiles(ctx context.Context, names []string) ([]Indexed
 				return nil
 			}
 			c.r.idx.add(blobs)
-			c.mu.Lock()
-			read = append(read, blobs...)
-			c.mu.Unlock()
+			if keep {
+				c.mu.Lock()
+				read = append(read, blobs...)
+				c.mu.Unlock()
+			}
 			return nil
 		})
 	}
@@ -303,7 +307,7 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	blobs, err := c.readIndexFiles(ctx, fresh)
+	blobs, err := c.readIndexFiles(ctx, fresh, true)
 	if err != nil {
 		return err
 	}
@@ -444,6 +448,14 @@ func selectPacks(packSizes map[ID]int64, idx *Index, opts CheckOptions) map[ID]b
 }
 
 // readPacks reads the selected packs whole and verifies every blob.
+//
+// Its memory does not grow with the number of blobs: each reading slot
+// streams its pack through a few buffers it reuses (streamPack), and a
+// pack's blobs are matched with the index by looking each one up; the
+// number of index places in each pack, counted up front, tells whether
+// the index places a blob in a pack that does not hold it as indexed.
+// Only for such a pack, and for one that cannot be read at all, are the
+// index places gathered (damagedPlaces), in one pass for all of them.
 func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selected map[ID]bool) error {
 	ids := make([]ID, 0, len(selected))
 	for id := range selected {
@@ -451,52 +463,59 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	}
 	// Read in name order: sequential on disk for most file systems.
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
-	indexed := map[ID][]IndexedBlob{}
+	places := make(map[ID]int, len(selected))
 	c.r.idx.EachPlace(func(b IndexedBlob) {
 		if selected[b.Pack] {
-			indexed[b.Pack] = append(indexed[b.Pack], b)
+			places[b.Pack]++
 		}
 	})
 
+	var mu sync.Mutex
+	unread := map[ID]error{}            // packs that could not be read, or whose header could not
+	mismatched := map[ID][]PackedBlob{} // packs that do not hold every index place in them as indexed: their headers
 	g, gctx := errgroup.WithContext(ctx)
 	// One pack more in flight than there are cores, so that a read from
 	// the backend overlaps the checking of the others.
 	limit := runtime.GOMAXPROCS(0) + 1
 	g.SetLimit(limit)
-	// Pack buffers go round instead of being allocated per pack.
-	bufs := make(chan []byte, limit)
+	// The reading slots' buffers go round instead of being allocated per
+	// pack.
+	scratch := make(chan *packScratch, limit)
+	for range limit {
+		scratch <- &packScratch{}
+	}
 	for _, id := range ids {
 		g.Go(func() error {
 			defer c.progress.read(packSizes[id]) // a broken pack is done too
-			var buf []byte
-			select {
-			case buf = <-bufs:
-			default:
-			}
-			data, err := c.r.loadInto(gctx, Handle{Type: PackFile, Name: id.String()}, 0, int(packSizes[id]), buf)
-			if data != nil {
-				defer func() { bufs <- data }()
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
+			s := <-scratch
+			defer func() { scratch <- s }()
+			matched, handed := 0, 0
+			blobs, err := c.r.streamPack(gctx, id, packSizes[id], s, func(b PackedBlob, _ []byte, err error) {
+				handed++
+				if err != nil {
+					c.placeBad(IndexedBlob{PackedBlob: b, Pack: id}, err.Error(), "holds a damaged copy of a blob another pack holds whole: run nightjar repair packs")
 				}
-				c.packBroken(id, indexed[id], err)
+				if c.indexedAs(b, id) {
+					matched++
+				}
+			})
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil && isPackRead(err) {
+				mu.Lock()
+				unread[id] = err
+				mu.Unlock()
 				return nil
 			}
 			c.mu.Lock()
 			c.report.PacksRead++
-			c.report.BytesRead += int64(len(data))
+			c.report.BytesRead += packSizes[id]
 			c.mu.Unlock()
-			inPack := map[ID]PackedBlob{}
-			err = c.r.SplitPack(id, data, func(b PackedBlob, _ []byte, err error) {
-				inPack[b.ID] = b
-				if err != nil {
-					c.placeBad(IndexedBlob{PackedBlob: b, Pack: id}, err.Error(), "holds a damaged copy of a blob another pack holds whole: run nightjar repair packs")
-				}
-			})
-			if err != nil && len(inPack) == 0 {
-				c.packBroken(id, indexed[id], err)
+			if err != nil && handed == 0 {
+				mu.Lock()
+				unread[id] = err // the header cannot be read
+				mu.Unlock()
 				return nil
 			}
 			if err != nil {
@@ -504,10 +523,10 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 				// are marked.
 				c.problem("pack "+id.String(), err.Error())
 			}
-			for _, b := range indexed[id] {
-				if got, ok := inPack[b.ID]; !ok || got != b.PackedBlob {
-					c.placeBad(b, "index entry does not match pack "+id.Short(), "index entry does not match the pack: run nightjar repair index")
-				}
+			if matched != places[id] {
+				mu.Lock()
+				mismatched[id] = blobs
+				mu.Unlock()
 			}
 			return nil
 		})
@@ -515,17 +534,57 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if len(unread) > 0 || len(mismatched) > 0 {
+		c.damagedPlaces(unread, mismatched)
+	}
 	c.settle()
 	return nil
 }
 
-// packBroken reports a pack that cannot be read at all; each blob it
-// holds is broken unless another pack holds it whole.
-func (c *checker) packBroken(id ID, blobs []IndexedBlob, err error) {
-	c.problem("pack "+id.String(), err.Error())
-	for _, b := range blobs {
-		c.placeBad(b, "pack "+id.String()+" cannot be read", "")
+// indexedAs reports whether the index places blob b in pack exactly as
+// the pack's header does.
+func (c *checker) indexedAs(b PackedBlob, pack ID) bool {
+	first, ok := c.r.idx.Lookup(b.ID)
+	if !ok {
+		return false
 	}
+	if first.Pack == pack {
+		return first.PackedBlob == b
+	}
+	for _, alt := range c.r.idx.alternates(b.ID) {
+		if alt.Pack == pack {
+			return alt.PackedBlob == b
+		}
+	}
+	return false
+}
+
+// damagedPlaces, in one pass over the index, marks as bad the places in
+// the packs that could not be read (unread, with why) and the places
+// that the headers of the packs in mismatched do not hold as indexed.
+func (c *checker) damagedPlaces(unread map[ID]error, mismatched map[ID][]PackedBlob) {
+	inPack := make(map[ID]map[ID]PackedBlob, len(mismatched))
+	for id, blobs := range mismatched {
+		m := make(map[ID]PackedBlob, len(blobs))
+		for _, b := range blobs {
+			m[b.ID] = b
+		}
+		inPack[id] = m
+	}
+	for id, err := range unread {
+		c.problem("pack "+id.String(), err.Error())
+	}
+	c.r.idx.EachPlace(func(b IndexedBlob) {
+		if _, ok := unread[b.Pack]; ok {
+			c.placeBad(b, "pack "+b.Pack.String()+" cannot be read", "")
+			return
+		}
+		if m, ok := inPack[b.Pack]; ok {
+			if got, ok := m[b.ID]; !ok || got != b.PackedBlob {
+				c.placeBad(b, "index entry does not match pack "+b.Pack.Short(), "index entry does not match the pack: run nightjar repair index")
+			}
+		}
+	})
 }
 
 // loadSnapshots reads every snapshot record; one that cannot be read is
