@@ -370,12 +370,19 @@ func (r *Repository) SplitPack(id ID, data []byte, fn func(b PackedBlob, plain [
 
 // ListIndexFiles returns the names of all index files.
 func (r *Repository) ListIndexFiles(ctx context.Context) ([]string, error) {
-	var names []string
-	err := r.be.List(ctx, IndexFile, func(name string, _ int64) error {
+	names, _, err := r.listIndexFiles(ctx)
+	return names, err
+}
+
+// listIndexFiles lists the index files, and how many blobs they hold
+// about (told by their sizes), for a sorted load (startLoad).
+func (r *Repository) listIndexFiles(ctx context.Context) (names []string, expected int, err error) {
+	err = r.be.List(ctx, IndexFile, func(name string, size int64) error {
 		names = append(names, name)
+		expected += int(size / indexEntrySize)
 		return nil
 	})
-	return names, err
+	return names, expected, err
 }
 
 // ReadIndexFile loads and verifies one index file.
@@ -408,13 +415,7 @@ func (r *Repository) ReadIndexFile(ctx context.Context, name string) ([]IndexedB
 // that backups and restores go on (repair index replaces the file). Any
 // other failure to read an index file is an error.
 func (r *Repository) LoadIndex(ctx context.Context) error {
-	var names []string
-	expected := 0
-	err := r.be.List(ctx, IndexFile, func(name string, size int64) error {
-		names = append(names, name)
-		expected += int(size / indexEntrySize)
-		return nil
-	})
+	names, expected, err := r.listIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("load index: %w", err)
 	}

@@ -235,12 +235,23 @@ func (c *checker) markBroken(id ID, typ BlobType, why string) {
 // readIndex reads every index file into the index, reporting damaged
 // ones.
 func (c *checker) readIndex(ctx context.Context) error {
-	names, err := c.r.ListIndexFiles(ctx)
+	names, expected, err := c.r.listIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("list index: %w", err)
 	}
 	c.report.IndexFiles = len(names)
-	if _, err := c.readIndexFiles(ctx, names, false); err != nil {
+	// Into an empty index the files go as LoadIndex loads them, into the
+	// compact sorted form.
+	add := c.r.idx.add
+	load := c.r.idx.startLoad(expected)
+	if load != nil {
+		add = load.addFile
+	}
+	_, err = c.readIndexFiles(ctx, names, false, add)
+	if load != nil {
+		load.finish()
+	}
+	if err != nil {
 		return err
 	}
 	c.report.Blobs = c.r.idx.Len()
@@ -251,7 +262,7 @@ func (c *checker) readIndex(ctx context.Context) error {
 // damaged ones, and with keep returns the blobs they list (a copy of the
 // index as big as the index itself: only for the few files a reread
 // finds).
-func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool) ([]IndexedBlob, error) {
+func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool, add func([]IndexedBlob)) ([]IndexedBlob, error) {
 	var read []IndexedBlob
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
@@ -268,7 +279,7 @@ func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool)
 				c.problem("index "+name, err.Error())
 				return nil
 			}
-			c.r.idx.add(blobs)
+			add(blobs)
 			if keep {
 				c.mu.Lock()
 				read = append(read, blobs...)
@@ -307,7 +318,7 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	blobs, err := c.readIndexFiles(ctx, fresh, true)
+	blobs, err := c.readIndexFiles(ctx, fresh, true, c.r.idx.add)
 	if err != nil {
 		return err
 	}

@@ -12,16 +12,16 @@ import (
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 )
 
-// packReads counts the reads of packs that reach the backend it wraps.
-type packReads struct {
+// countedPackReads counts the reads of packs that reach the backend it wraps.
+type countedPackReads struct {
 	repo.Backend
 	mu sync.Mutex
 	n  int
 }
 
-func (p *packReads) Unwrap() repo.Backend { return p.Backend }
+func (p *countedPackReads) Unwrap() repo.Backend { return p.Backend }
 
-func (p *packReads) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+func (p *countedPackReads) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
 	if h.Type == repo.PackFile {
 		p.mu.Lock()
 		p.n++
@@ -51,7 +51,7 @@ func TestLoadBlobsInOrderOneReadPerPack(t *testing.T) {
 	asked := append(append([]repo.ID(nil), ids...), ids[3]) // the fourth again, at the end
 	want = append(want, want[3])
 
-	counted := &packReads{Backend: mem}
+	counted := &countedPackReads{Backend: mem}
 	r2 := openRepo(t, counted)
 	if err := r2.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
