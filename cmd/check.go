@@ -63,7 +63,7 @@ func runCheck(c *cli.Context) error {
 			return usageError{err}
 		}
 	}
-	r, err := openRepo(c, p)
+	r, err := openUncachedRepo(c, p) // damage in the repository, not in a copy
 	if err != nil {
 		return err
 	}

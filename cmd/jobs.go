@@ -447,7 +447,7 @@ func openJobRepository(ctx context.Context, cfg *config.Config, name string) (*r
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", name, err)
 	}
-	r, err := openCached(ctx, be, configLocation(rc), true, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }}, logCacheWarning)
+	r, err := openCached(ctx, be, configLocation(rc), scheduledCache(), repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }}, logCacheWarning)
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -114,15 +115,32 @@ func repositoryPassword(ctx context.Context, rc config.Repository) ([]byte, erro
 	return pw, nil
 }
 
-// repositoryOpener opens configured repositories for the executor, one
+// repositoryOpeners open configured repositories for the executor, one
 // run at a time and only when a run needs one (a password_command runs
 // then), so that one repository that cannot be set up fails only the runs
 // of its own jobs. The repository found must be the one recorded under
 // its name in state (readyForRun), and must take a write before any
 // work is done. A repository is created on first use when
 // create_if_missing says so and its name never had one.
-func repositoryOpener(cfg *config.Config, state *db.DB) jobs.RepositoryOpener {
+//
+// open reads a remote repository through the local cache (unless
+// NIGHTJAR_NO_CACHE says otherwise); fresh never does, for the runs that
+// judge the repository (verify, drill).
+func repositoryOpeners(cfg *config.Config, state *db.DB) (open, fresh jobs.RepositoryOpener) {
 	var creating sync.Mutex // runs of one pass create a repository once
+	return repositoryOpener(cfg, state, &creating, scheduledCache()), repositoryOpener(cfg, state, &creating, false)
+}
+
+// scheduledCache reports whether scheduled runs that may use the local
+// cache do: NIGHTJAR_NO_CACHE, as on the command line, turns it off.
+func scheduledCache() bool {
+	off, _ := strconv.ParseBool(os.Getenv("NIGHTJAR_NO_CACHE"))
+	return !off
+}
+
+// repositoryOpener is one of repositoryOpeners, with the cache or without;
+// creating is shared by both.
+func repositoryOpener(cfg *config.Config, state *db.DB, creating *sync.Mutex, useCache bool) jobs.RepositoryOpener {
 	return func(ctx context.Context, name string) (*repo.Repository, error) {
 		rc, ok := cfg.Repositories[name]
 		if !ok {
@@ -139,7 +157,7 @@ func repositoryOpener(cfg *config.Config, state *db.DB) jobs.RepositoryOpener {
 			r, err = createRepository(ctx, rc, password)
 			creating.Unlock()
 		} else if err == nil {
-			r, err = openCached(ctx, be, configLocation(rc), true, repo.OpenOptions{Password: password}, logCacheWarning)
+			r, err = openCached(ctx, be, configLocation(rc), useCache, repo.OpenOptions{Password: password}, logCacheWarning)
 		}
 		if err != nil {
 			return nil, err
@@ -170,7 +188,7 @@ func lookupOpener(cfg *config.Config) jobs.RepositoryOpener {
 		if err != nil {
 			return nil, err
 		}
-		return openCached(ctx, be, configLocation(rc), true, repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }}, logCacheWarning)
+		return openCached(ctx, be, configLocation(rc), scheduledCache(), repo.OpenOptions{Password: func() ([]byte, error) { return repositoryPassword(ctx, rc) }}, logCacheWarning)
 	}
 }
 

@@ -143,6 +143,19 @@ func withRepository[O any](c *cli.Context, parse func(*cli.Context) (O, error), 
 // openRepo opens the repository named by the flags and warns when it is
 // unencrypted or is not the one known at that path before.
 func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
+	return openRepoWith(c, p, !c.Bool("no-cache"))
+}
+
+// openUncachedRepo opens the repository as openRepo does, but reads
+// everything from the repository itself, never from the local cache: for
+// check, which must see damage in the repository, not judge its copies.
+func openUncachedRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
+	return openRepoWith(c, p, false)
+}
+
+// openRepoWith is openRepo, with the local cache of a remote repository
+// or without it.
+func openRepoWith(c *cli.Context, p *printer, useCache bool) (*repo.Repository, error) {
 	location, err := repoLocation(c)
 	if err != nil {
 		return nil, err
@@ -156,7 +169,7 @@ func openRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 		return nil, err
 	}
 	be = crashpoint.Wrap(be) // the backend itself, but in the crash test's build
-	r, err := openCached(c.Context, be, location, !c.Bool("no-cache"), repo.OpenOptions{
+	r, err := openCached(c.Context, be, location, useCache, repo.OpenOptions{
 		Password: func() ([]byte, error) { return passwordFrom(c, "enter password for repository: ") },
 	}, p.Warnf)
 	if err != nil {
@@ -182,8 +195,9 @@ func remote(location string) bool {
 
 // openCached opens the repository in be, which lives at location. A remote
 // one is read through a local cache of its index files and tree packs in
-// the user's cache folder, unless useCache is false: the command line's
-// --no-cache, or a scheduled run's (which use the cache as commands do).
+// the user's cache folder, unless useCache is false (--no-cache or
+// NIGHTJAR_NO_CACHE, and check, verify and drill runs, which judge the
+// repository itself).
 // Without a cache folder the repository is read as without the cache, and
 // warn says so.
 func openCached(ctx context.Context, be repo.Backend, location string, useCache bool, opts repo.OpenOptions, warn func(format string, args ...any)) (*repo.Repository, error) {

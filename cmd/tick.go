@@ -186,7 +186,8 @@ const drillDirEnv = "NIGHTJAR_DRILL_DIR"
 // newExecutor is the executor of the config's jobs, which keeps state's
 // catalog in step around retention runs.
 func newExecutor(cfg *config.Config, now func() time.Time, state *db.DB) *jobs.Executor {
-	return &jobs.Executor{Open: repositoryOpener(cfg, state), Lookup: lookupOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now,
+	open, fresh := repositoryOpeners(cfg, state)
+	return &jobs.Executor{Open: open, Fresh: fresh, Lookup: lookupOpener(cfg), Sources: jobSources(cfg), Version: version, Now: now,
 		Catalog: catalogHook(state), Drill: jobs.DrillOptions{TempDir: os.Getenv(drillDirEnv)},
 		Hooks: jobHooks(cfg), Environ: hookEnviron(cfg),
 		ProgressEvery: cfg.Heartbeat} // each heartbeat stores a backup's figures of that moment

@@ -36,6 +36,11 @@ type SourceSpec struct {
 // one snapshot per source, in one repository opened once per run.
 type Executor struct {
 	Open RepositoryOpener
+	// Fresh opens a repository for the runs that judge it (verify and
+	// drill): everything read comes from the repository itself, never
+	// from a local copy (cmd's cache of a remote repository's index and
+	// trees), so that damage there is seen. nil: Open.
+	Fresh RepositoryOpener
 	// Lookup opens a repository to look into it (RunSnapshots): never
 	// creating one, and read only; nil: no lookups.
 	Lookup  RepositoryOpener
@@ -88,7 +93,11 @@ func (e *Executor) Execute(ctx context.Context, job pass.JobDef, run pass.Run, p
 // release unlocks and closes it, and sets *errp, when nil, to the classed
 // error of a lock lost meanwhile. Its errors carry a class.
 func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose string) (r *repo.Repository, release func(errp *error), err error) {
-	r, err = e.openRepository(ctx, job)
+	open := e.Open
+	if (purpose == "verify" || purpose == "drill") && e.Fresh != nil {
+		open = e.Fresh
+	}
+	r, err = e.openRepository(ctx, job, open)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,11 +119,12 @@ func (e *Executor) openShared(ctx context.Context, job pass.JobDef, purpose stri
 	return r, release, nil
 }
 
-// openRepository opens the job's repository for a run. An error that
-// carries no class of its own is class repository (OPEN_FAILED): the
-// repository could not be set up, and only this job's run fails for it.
-func (e *Executor) openRepository(ctx context.Context, job pass.JobDef) (*repo.Repository, error) {
-	r, err := e.Open(ctx, job.Repository)
+// openRepository opens the job's repository for a run with open (the
+// executor's Open or Fresh). An error that carries no class of its own is
+// class repository (OPEN_FAILED): the repository could not be set up, and
+// only this job's run fails for it.
+func (e *Executor) openRepository(ctx context.Context, job pass.JobDef, open RepositoryOpener) (*repo.Repository, error) {
+	r, err := open(ctx, job.Repository)
 	if err == nil {
 		return r, nil
 	}

@@ -39,7 +39,7 @@ const CodeInvalidManifest = "INVALID_MANIFEST"
 // when no run of the repository runs, and holds their runs meanwhile.
 func (e *Executor) pruneRun(ctx context.Context, job pass.JobDef, progress func(pass.Progress)) (pass.Result, error) {
 	var res pass.Result
-	r, err := e.openRepository(ctx, job)
+	r, err := e.openRepository(ctx, job, e.Open)
 	if err != nil {
 		return res, err
 	}

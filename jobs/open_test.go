@@ -29,7 +29,7 @@ func TestOpenRepositoryClassifiesItsErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Executor{Open: func(context.Context, string) (*repo.Repository, error) { return nil, tc.err }}
-			_, err := e.openRepository(context.Background(), pass.JobDef{Name: "home", Repository: "main"})
+			_, err := e.openRepository(context.Background(), pass.JobDef{Name: "home", Repository: "main"}, e.Open)
 			var ce *pass.ClassError
 			if !errors.As(err, &ce) || ce.Class != tc.class || ce.Code != tc.code {
 				t.Fatalf("error %v: want class %s, code %s", err, tc.class, tc.code)

@@ -37,7 +37,7 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.R
 	if err != nil {
 		return res, Classify(fmt.Errorf("host name: %w", err))
 	}
-	r, err := e.openRepository(ctx, job)
+	r, err := e.openRepository(ctx, job, e.Open)
 	if err != nil {
 		return res, err
 	}

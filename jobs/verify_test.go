@@ -270,3 +270,30 @@ func mustBackup(t *testing.T, w *verifyWorld, run int64) string {
 	}
 	return res.Snapshots[0].SnapshotID
 }
+
+// A verify run judges the repository itself: it opens it with the
+// executor's Fresh opener (cmd's opener without the local cache), while a
+// backup opens it with Open.
+func TestVerifyRunOpensTheRepositoryFresh(t *testing.T) {
+	w := newVerifyWorld(t, 7*24*time.Hour)
+	var opened, fresh int
+	open := w.exec.Open
+	w.exec.Open = func(ctx context.Context, name string) (*repo.Repository, error) {
+		opened++
+		return open(ctx, name)
+	}
+	w.exec.Fresh = func(ctx context.Context, name string) (*repo.Repository, error) {
+		fresh++
+		return open(ctx, name)
+	}
+	mustBackup(t, w, 1)
+	if opened != 1 || fresh != 0 {
+		t.Fatalf("a backup opened the repository %d times with Open and %d with Fresh, want 1 and 0", opened, fresh)
+	}
+	if _, err := w.run(t, pass.KindVerify, 2); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if opened != 1 || fresh != 1 {
+		t.Errorf("a verify run opened the repository %d more times with Open and %d with Fresh, want 0 and 1", opened-1, fresh)
+	}
+}

@@ -180,7 +180,7 @@ func TestCrashSafety(t *testing.T) {
 			if pt.delay > 0 {
 				time.Sleep(pt.delay)
 			} else if !waitFor(patience, func() bool { return len(objects(t, data)) >= pt.packs || !bg.running() }) {
-				t.Fatalf("no %d packs after a minute", pt.packs)
+				t.Fatalf("no %d packs within %s", pt.packs, patience)
 			}
 			if !bg.kill() {
 				t.Fatalf("the backup ended before it was killed (%v):\n%s\n%s", bg.err, bg.Stdout.String(), bg.Stderr.String())

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"lukechampine.com/blake3"
 
@@ -35,6 +37,12 @@ type Backend struct {
 	mu       sync.Mutex
 	verified map[string]bool          // cache paths checked against their name by this process
 	fetching map[string]chan struct{} // cache paths being fetched, closed when done
+	// unmatched holds the cache paths of objects whose content, fetched
+	// by this process, did not match their name (damage in the
+	// repository): they are read through, in ranges, from then on, so
+	// that a damaged tree pack is not downloaded whole again for every
+	// tree read from it.
+	unmatched map[string]bool
 	// onFetch, when set, is told of each object fetched to be cached, for
 	// tests.
 	onFetch func(h repo.Handle)
@@ -42,7 +50,7 @@ type Backend struct {
 
 // Wrap returns be with a cache in front of it, not attached yet.
 func Wrap(be repo.Backend) *Backend {
-	return &Backend{Backend: be, verified: map[string]bool{}, fetching: map[string]chan struct{}{}}
+	return &Backend{Backend: be, verified: map[string]bool{}, fetching: map[string]chan struct{}{}, unmatched: map[string]bool{}}
 }
 
 // Unwrap returns the wrapped backend.
@@ -150,11 +158,20 @@ func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64)
 		return b.Backend.Load(ctx, h, offset, length)
 	}
 	data, err := b.whole(ctx, h, p)
+	if errors.Is(err, errUnmatched) {
+		return b.Backend.Load(ctx, h, offset, length)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return cut(data, offset, length, h)
 }
+
+// errUnmatched says that an object's content, fetched earlier by this
+// process, did not match its name: it is not cached, and is read through
+// (a tree pack in ranges, as the repository falls back to on
+// ErrUnsupported).
+var errUnmatched = fmt.Errorf("cache: the object did not match its name: %w", errors.ErrUnsupported)
 
 // whole returns the content of h from its copy, fetching it first when
 // there is none (once however many ask at the same time).
@@ -164,6 +181,10 @@ func (b *Backend) whole(ctx context.Context, h repo.Handle, p string) ([]byte, e
 			return data, nil
 		}
 		b.mu.Lock()
+		if b.unmatched[p] {
+			b.mu.Unlock()
+			return nil, errUnmatched
+		}
 		wait, busy := b.fetching[p]
 		if !busy {
 			done := make(chan struct{})
@@ -182,11 +203,9 @@ func (b *Backend) whole(ctx context.Context, h repo.Handle, p string) ([]byte, e
 		case <-ctx.Done():
 			return nil, fmt.Errorf("load %s: %w", h, ctx.Err())
 		}
-		if _, err := os.Stat(p); err != nil {
-			// The other fetch kept nothing (it failed, or the object does
-			// not match its name): this one asks the backend itself.
-			return b.Backend.Load(ctx, h, 0, -1)
-		}
+		// The other fetch ended: its copy, or its verdict that the object
+		// does not match, is read at the top; after a failed fetch this
+		// one tries in its turn.
 	}
 }
 
@@ -203,6 +222,10 @@ func (b *Backend) fetch(ctx context.Context, h repo.Handle, p string) ([]byte, e
 	}
 	if matches(h.Name, data) {
 		b.store(p, data)
+	} else {
+		b.mu.Lock()
+		b.unmatched[p] = true
+		b.mu.Unlock()
 	}
 	return data, nil
 }
@@ -345,6 +368,7 @@ func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string
 		return b.Backend.List(ctx, t, fn)
 	}
 	listed := map[string]bool{}
+	began := time.Now()
 	err := b.Backend.List(ctx, t, func(name string, size int64) error {
 		listed[name] = true
 		return fn(name, size)
@@ -352,19 +376,33 @@ func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string
 	if err != nil {
 		return err
 	}
-	b.prune(filepath.Join(*dir, string(t)), listed)
+	b.prune(filepath.Join(*dir, string(t)), listed, began)
 	return nil
 }
 
+// tempAge is how old a temporary file in the cache must be before a
+// listing removes it: younger ones may be another process's copy being
+// written.
+const tempAge = time.Hour
+
 // prune removes the files of folder that listed does not name, and
-// temporary files left by a crash.
-func (b *Backend) prune(folder string, listed map[string]bool) {
+// temporary files left by a crash. Only files older than the listing
+// (began) go: a copy stored while the listing ran (a backup's new tree
+// pack) is of an object the listing may not have seen.
+func (b *Backend) prune(folder string, listed map[string]bool, began time.Time) {
 	entries, err := os.ReadDir(folder)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if listed[e.Name()] || e.Type()&fs.ModeType != 0 {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(began) {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), ".tmp-") && !info.ModTime().Before(began.Add(-tempAge)) {
 			continue
 		}
 		p := filepath.Join(folder, e.Name())

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"lukechampine.com/blake3"
 
@@ -20,12 +23,13 @@ import (
 // counting counts the loads that reach the backend it wraps, by type.
 type counting struct {
 	repo.Backend
-	mu    sync.Mutex
-	loads map[repo.FileType]int
+	mu     sync.Mutex
+	loads  map[repo.FileType]int
+	wholes map[repo.FileType]int // loads of a whole object
 }
 
 func newCounting(be repo.Backend) *counting {
-	return &counting{Backend: be, loads: map[repo.FileType]int{}}
+	return &counting{Backend: be, loads: map[repo.FileType]int{}, wholes: map[repo.FileType]int{}}
 }
 
 func (c *counting) Unwrap() repo.Backend { return c.Backend }
@@ -33,8 +37,17 @@ func (c *counting) Unwrap() repo.Backend { return c.Backend }
 func (c *counting) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
 	c.mu.Lock()
 	c.loads[h.Type]++
+	if offset == 0 && length < 0 {
+		c.wholes[h.Type]++
+	}
 	c.mu.Unlock()
 	return c.Backend.Load(ctx, h, offset, length)
+}
+
+func (c *counting) wholeLoads(t repo.FileType) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wholes[t]
 }
 
 func (c *counting) count(t repo.FileType) int {
@@ -246,6 +259,33 @@ func TestTreePacksFromCache(t *testing.T) {
 	if n := mem.count(repo.PackFile) - packLoads; n != 2 {
 		t.Errorf("pack loads with a damaged copy: %d, want 2 (the tree pack fetched again, and the data blob)", n)
 	}
+
+	// Damage in the repository's own tree pack that leaves its trees
+	// readable (a byte past its end): the pack no longer matches its
+	// name, so it is not kept, and it is fetched whole once per process;
+	// the other trees are read in ranges.
+	h := repo.Handle{Type: repo.PackFile, Name: entries[0].Name()}
+	remote, err := mem.Backend.Load(ctx, h, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Backend.Remove(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Backend.Save(ctx, h, append(remote, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(copyPath); err != nil {
+		t.Fatal(err)
+	}
+	wholes := mem.wholeLoads(repo.PackFile)
+	readTrees("damaged in the repository")
+	if n := mem.wholeLoads(repo.PackFile) - wholes; n != 1 {
+		t.Errorf("whole loads of a tree pack that does not match its name: %d for %d trees, want 1", n, len(trees))
+	}
+	if _, err := os.Stat(copyPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a pack that does not match its name was kept: %v", err)
+	}
 }
 
 func attached2(t *testing.T, be repo.Backend, root, id string) *cache.Backend {
@@ -255,4 +295,48 @@ func attached2(t *testing.T, be repo.Backend, root, id string) *cache.Backend {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A listing removes a temporary file only when it is older than an hour
+// (younger ones may be another process's copy being written), and no file
+// younger than the listing (a copy stored while it ran).
+func TestListingKeepsYoungTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	c := attached(t, memory.New(), root)
+	folder := filepath.Join(root, repoID, "index")
+	old := time.Now().Add(-2 * time.Hour)
+	files := map[string]bool{".tmp-live": true, ".tmp-crashed": false, "stale-copy": false}
+	for name := range files {
+		p := filepath.Join(folder, name)
+		if err := os.WriteFile(p, []byte(name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if name != ".tmp-live" {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	future := filepath.Join(folder, "stored-during-the-listing")
+	files["stored-during-the-listing"] = true
+	if err := os.WriteFile(future, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(future, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, repo.IndexFile, func(string, int64) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for name, keep := range files {
+		_, err := os.Stat(filepath.Join(folder, name))
+		if keep && err != nil {
+			t.Errorf("%s was removed by the listing: %v", name, err)
+		}
+		if !keep && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was kept by the listing (%v), want it removed", name, err)
+		}
+	}
 }
