@@ -24,12 +24,11 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/bench/internal/cpuprofile"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 )
-
-// kdf derives the key quickly: the benchmark is not about the key.
-var kdf = repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1}
 
 const smallFiles = 10
 
@@ -49,23 +48,18 @@ func main() {
 	}
 	var err error
 	ctx := context.Background()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			log.Fatalf("bigrepo: %v", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatalf("bigrepo: %v", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := cpuprofile.Start(*cpuProfile)
+	if err != nil {
+		log.Fatalf("bigrepo: %v", err)
 	}
+	defer stopProfile()
 	if *create {
 		err = makeRepository(ctx, *dir, *blobs, password)
 	} else {
 		err = openTimed(ctx, *dir, password, *memProfile)
 	}
 	if err != nil {
-		pprof.StopCPUProfile()
+		stopProfile()
 		log.Fatalf("bigrepo: %v", err)
 	}
 }
@@ -78,7 +72,7 @@ func makeRepository(ctx context.Context, dir string, blobs int, password []byte)
 	if err != nil {
 		return err
 	}
-	r, err := repo.Init(ctx, be, password, repo.InitOptions{KDF: kdf, Chunker: repo.ChunkerParams{Min: 512 << 10, Avg: 1 << 20, Max: 8 << 20}})
+	r, err := repo.Init(ctx, be, password, repo.InitOptions{KDF: repotest.FastKDF, Chunker: repo.ChunkerParams{Min: 512 << 10, Avg: 1 << 20, Max: 8 << 20}})
 	if err != nil {
 		return err
 	}

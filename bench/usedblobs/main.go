@@ -20,16 +20,14 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/nightjar-backup/nightjar/bench/internal/cpuprofile"
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
 )
-
-// kdf derives the key quickly: the benchmark is not about the key.
-var kdf = repo.KDFParams{Algorithm: "argon2id", Time: 1, MemoryKiB: 64, Threads: 1}
 
 var password = []byte("usedblobs")
 
@@ -47,17 +45,11 @@ func main() {
 		log.Fatal("usedblobs: -dir is required")
 	}
 	ctx := context.Background()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			log.Fatalf("usedblobs: %v", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatalf("usedblobs: %v", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := cpuprofile.Start(*cpuProfile)
+	if err != nil {
+		log.Fatalf("usedblobs: %v", err)
 	}
-	var err error
+	defer stopProfile()
 	switch {
 	case *create:
 		err = makeRepository(ctx, *dir, *blobs)
@@ -70,7 +62,7 @@ func main() {
 		err = usage(ctx, *dir)
 	}
 	if err != nil {
-		pprof.StopCPUProfile()
+		stopProfile()
 		log.Fatalf("usedblobs: %v", err)
 	}
 }
@@ -81,7 +73,7 @@ func makeRepository(ctx context.Context, dir string, blobs int) error {
 		return err
 	}
 	// The chunker never runs here: its sizes are the usual ones.
-	r, err := repo.Init(ctx, be, password, repo.InitOptions{KDF: kdf, Chunker: repo.ChunkerParams{Min: 512 << 10, Avg: 1 << 20, Max: 8 << 20}})
+	r, err := repo.Init(ctx, be, password, repo.InitOptions{KDF: repotest.FastKDF, Chunker: repo.ChunkerParams{Min: 512 << 10, Avg: 1 << 20, Max: 8 << 20}})
 	if err != nil {
 		return err
 	}
