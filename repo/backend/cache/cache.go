@@ -145,7 +145,8 @@ func (b *Backend) store(p string, data []byte) {
 
 // Load reads an index file from its copy when there is one that matches
 // its name, else from the wrapped backend, keeping a copy. A pack with a
-// copy (a tree pack) is read from it.
+// copy (a tree pack) is read from it; a snapshot record as snapshots.go
+// says.
 func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
 	if p := b.snapshotPath(h.Name); h.Type == repo.SnapshotFile && p != "" && offset == 0 && length < 0 {
 		if _, ok := b.etagLister(); ok {
@@ -349,7 +350,8 @@ func (b *Backend) LoadTreePackInto(ctx context.Context, h repo.Handle, offset in
 }
 
 // Save saves through the wrapped backend, and keeps a copy of an index
-// file: the next command reads it from here.
+// file (the next command reads it from here) and of a snapshot record
+// (read from here while listings show the same bytes: snapshots.go).
 func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
 	if h.Type == repo.SnapshotFile {
 		b.takeETag(h.Name) // the listed version is replaced
