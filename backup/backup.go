@@ -284,7 +284,6 @@ func Backup(ctx context.Context, r Repository, opts Options) (*Result, error) {
 	s.BytesAdded = stats.Bytes
 	s.Partial = s.FilesSkipped > 0
 	snap := &repo.Snapshot{
-		ID:             repo.NewSnapshotID(),
 		Run:            opts.Run,
 		Time:           opts.Time.UTC(),
 		Hostname:       opts.Hostname,

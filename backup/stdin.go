@@ -118,7 +118,6 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 	}
 	stats := written.Stats()
 	snap := &repo.Snapshot{
-		ID:             repo.NewSnapshotID(),
 		Run:            opts.Run,
 		Time:           opts.Time.UTC(),
 		Hostname:       opts.Hostname,

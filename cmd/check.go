@@ -48,7 +48,7 @@ func parseReadDataSubset(s string, opts *repo.CheckOptions) error {
 	return nil
 }
 
-func runCheck(c *cli.Context) error {
+func runCheck(c *cli.Context) (err error) {
 	p := newPrinter(c)
 	p.quiet = c.Bool("quiet")
 	var opts repo.CheckOptions
@@ -72,7 +72,7 @@ func runCheck(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 	var swept *repo.TempSweep
 	if _, locked := lock.(*repo.Lock); locked {
 		// Only under a lock: without one the repository may be read-only.

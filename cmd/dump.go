@@ -33,7 +33,7 @@ func dumpCommand() *cli.Command {
 	}
 }
 
-func runDump(c *cli.Context) error {
+func runDump(c *cli.Context) (err error) {
 	p := newPrinter(c)
 	if c.NArg() != 2 {
 		return usageError{errors.New("dump needs SNAPSHOT and PATH (a file or folder in the snapshot)")}
@@ -51,7 +51,7 @@ func runDump(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}

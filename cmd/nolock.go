@@ -24,13 +24,16 @@ func readRepoFlags() []cli.Flag {
 	return append(repoFlags(), noLockFlag())
 }
 
-// unlocker releases a lock, or nothing where none was taken.
-type unlocker interface{ Unlock() error }
+// unlocker releases a lock, or nothing where none was taken. Release sets
+// *errp, when nil, to the error of a lock lost while it was held (its
+// lease ran out, or another process removed it): what the command read
+// may have been removed meanwhile by a prune, so it fails, as backup does.
+type unlocker interface{ Release(errp *error) }
 
 // noLock is what a command that runs without a lock holds.
 type noLock struct{}
 
-func (noLock) Unlock() error { return nil }
+func (noLock) Release(*error) {}
 
 // readLockRepo takes the shared lock of a command that only reads
 // (purpose), unless --no-lock says not to. When the lock cannot be written

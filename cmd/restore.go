@@ -31,7 +31,7 @@ func restoreCommand() *cli.Command {
 	}
 }
 
-func runRestore(c *cli.Context) error {
+func runRestore(c *cli.Context) (err error) {
 	p := newPrinter(c)
 	p.quiet = c.Bool("quiet")
 	if c.NArg() != 1 {
@@ -61,7 +61,7 @@ func runRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	defer lock.Release(&err)
 	if err := r.LoadIndex(c.Context); err != nil {
 		return err
 	}

@@ -74,9 +74,12 @@ type Lock struct {
 }
 
 // Unlock releases the lock. Its error wraps ErrLockLost when the lock
-// stopped protecting its holder before.
+// stopped protecting its holder before: also when its lease ran out by
+// the wall clock and no step of the holder asked (a read-only command on a
+// host that was suspended), before the refresher woke to learn it.
 func (l *Lock) Unlock() error {
 	l.held.drop(l)
+	_ = l.Check() // marks the lock lost; release reports it
 	return l.release()
 }
 

@@ -79,7 +79,10 @@ func ValidSnapshotID(id string) bool {
 
 // SaveSnapshot writes the snapshot record, once its write session has
 // ended: everything the snapshot names is durable and indexed. Its root
-// tree must be indexed.
+// tree must be indexed. A snapshot without an ID gets a new random one
+// (NewSnapshotID), which no snapshot in the repository can have: 128
+// random bits. An ID the caller chose is first looked up, and one that
+// exists is refused, never overwritten.
 func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 	if w == nil || w.r == nil {
 		return errors.New("save snapshot: no finished write session")
@@ -93,6 +96,10 @@ func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 	if !r.idx.Has(s.Tree) {
 		return fmt.Errorf("save snapshot: its tree %s is not stored", s.Tree.Short())
 	}
+	chosen := s.ID != ""
+	if !chosen {
+		s.ID = NewSnapshotID()
+	}
 	if !ValidSnapshotID(s.ID) {
 		return fmt.Errorf("invalid snapshot id %q", s.ID)
 	}
@@ -101,11 +108,13 @@ func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
 	h := Handle{Type: SnapshotFile, Name: s.ID}
-	switch _, err := r.be.Stat(ctx, h); {
-	case err == nil:
-		return fmt.Errorf("snapshot %s already exists", s.ID)
-	case !errors.Is(err, ErrNotFound):
-		return fmt.Errorf("save snapshot %s: %w", s.ID, err)
+	if chosen {
+		switch _, err := r.be.Stat(ctx, h); {
+		case err == nil:
+			return fmt.Errorf("snapshot %s already exists", s.ID)
+		case !errors.Is(err, ErrNotFound):
+			return fmt.Errorf("save snapshot %s: %w", s.ID, err)
+		}
 	}
 	return r.be.Save(ctx, h, sealObject(r.seal, "snapshot", s.ID, plain))
 }

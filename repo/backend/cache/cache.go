@@ -43,6 +43,9 @@ type Backend struct {
 	// that a damaged tree pack is not downloaded whole again for every
 	// tree read from it.
 	unmatched map[string]bool
+	// snapshotETags are the ETags of the snapshot records by name, as the
+	// last listing gave them (snapshots.go).
+	snapshotETags map[string]string
 	// onFetch, when set, is told of each object fetched to be cached, for
 	// tests.
 	onFetch func(h repo.Handle)
@@ -63,7 +66,7 @@ func (b *Backend) Attach(root, id string) error {
 		return fmt.Errorf("cache: repository id %q is not a folder name", id)
 	}
 	dir := filepath.Join(root, id)
-	for _, sub := range []repo.FileType{repo.IndexFile, repo.PackFile} {
+	for _, sub := range []repo.FileType{repo.IndexFile, repo.PackFile, repo.SnapshotFile} {
 		if err := os.MkdirAll(filepath.Join(dir, string(sub)), 0o700); err != nil {
 			return fmt.Errorf("cache: %w", err)
 		}
@@ -142,8 +145,14 @@ func (b *Backend) store(p string, data []byte) {
 
 // Load reads an index file from its copy when there is one that matches
 // its name, else from the wrapped backend, keeping a copy. A pack with a
-// copy (a tree pack) is read from it.
+// copy (a tree pack) is read from it; a snapshot record as snapshots.go
+// says.
 func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if p := b.snapshotPath(h.Name); h.Type == repo.SnapshotFile && p != "" && offset == 0 && length < 0 {
+		if _, ok := b.etagLister(); ok {
+			return b.loadSnapshot(ctx, h, p)
+		}
+	}
 	p := b.path(h)
 	if p == "" {
 		return b.Backend.Load(ctx, h, offset, length)
@@ -341,13 +350,22 @@ func (b *Backend) LoadTreePackInto(ctx context.Context, h repo.Handle, offset in
 }
 
 // Save saves through the wrapped backend, and keeps a copy of an index
-// file: the next command reads it from here.
+// file (the next command reads it from here) and of a snapshot record
+// (read from here while listings show the same bytes: snapshots.go).
 func (b *Backend) Save(ctx context.Context, h repo.Handle, data []byte) error {
+	if h.Type == repo.SnapshotFile {
+		b.takeETag(h.Name) // the listed version is replaced
+	}
 	if err := b.Backend.Save(ctx, h, data); err != nil {
 		return err
 	}
 	if p := b.path(h); p != "" && h.Type == repo.IndexFile && matches(h.Name, data) {
 		b.store(p, data)
+	}
+	if p := b.snapshotPath(h.Name); p != "" && h.Type == repo.SnapshotFile {
+		if _, ok := b.etagLister(); ok {
+			b.store(p, data) // used once a listing says the bucket holds these bytes
+		}
 	}
 	return nil
 }
@@ -357,6 +375,10 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 	if p := b.path(h); p != "" {
 		b.drop(p)
 	}
+	if p := b.snapshotPath(h.Name); p != "" && h.Type == repo.SnapshotFile {
+		b.takeETag(h.Name)
+		b.drop(p)
+	}
 	return b.Backend.Remove(ctx, h)
 }
 
@@ -364,6 +386,9 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 // the copies of the objects it did not name.
 func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string, size int64) error) error {
 	dir := b.dir.Load()
+	if lister, ok := b.etagLister(); ok && dir != nil && t == repo.SnapshotFile {
+		return b.listSnapshots(ctx, lister, fn)
+	}
 	if dir == nil || !cached(t) {
 		return b.Backend.List(ctx, t, fn)
 	}

@@ -135,7 +135,7 @@ func (b *Backend) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInf
 			b.mu.Unlock()
 			rctx, cancel := context.WithTimeout(bg, b.lease)
 			defer cancel()
-			err := b.Backend.Remove(rctx, h)
+			err := b.removeLock(rctx, h)
 			if errors.Is(err, repo.ErrNotFound) {
 				err = nil
 			}
@@ -151,6 +151,23 @@ func (b *Backend) KeepLock(ctx context.Context, h repo.Handle, info repo.LockInf
 		return releaseErr
 	}
 	return release, nil
+}
+
+// Deleter is implemented by storage that can remove an object without
+// first asking whether it is there (the s3 backend's Delete: S3's DELETE
+// succeeds on a missing key). Releasing a lock does not mind a lock that
+// is gone already, so the question would be a request for nothing.
+type Deleter interface {
+	Delete(ctx context.Context, h repo.Handle) error
+}
+
+// removeLock removes a released lock object, with Delete where the storage
+// has it.
+func (b *Backend) removeLock(ctx context.Context, h repo.Handle) error {
+	if d, ok := repo.Capability[Deleter](b.Backend); ok {
+		return d.Delete(ctx, h)
+	}
+	return b.Backend.Remove(ctx, h)
 }
 
 // refresh saves the lock again every lease/5 until stop is closed. It gives

@@ -56,6 +56,11 @@ type Backend struct {
 	createConfig atomic.Bool
 	tempDir      string     // where streamed packs wait for their Commit; "" is os.TempDir()
 	readAhead    *readAhead // windows of packs read, see readahead.go
+	// openedConfig is the config object Open read to find the repository,
+	// kept for the repository's own read of it, which follows at once:
+	// one GET instead of a HEAD and a GET. The first Load of the whole
+	// config takes it; every later one asks the server.
+	openedConfig atomic.Pointer[[]byte]
 }
 
 // Open opens the repository at cfg. Without a config object the error wraps
@@ -65,14 +70,15 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = b.Stat(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"})
+	config, err := b.Load(ctx, repo.Handle{Type: repo.ConfigFile, Name: "config"}, 0, -1)
 	if err == nil {
+		b.openedConfig.Store(&config)
 		return b, nil
 	}
 	if errors.Is(err, repo.ErrNotFound) || !isNamed(err) {
-		// A HEAD's answer has no body: a 404 stands also for a missing
-		// bucket (and, on some servers, for an unknown key), a 400 for a
-		// wrong region. A listing's answer names the refusal.
+		// A 404 stands also for a missing bucket (and, on some servers,
+		// for an unknown key), a 400 for a wrong region. A listing's
+		// answer names the refusal.
 		if _, perr := b.firstKey(ctx); perr != nil {
 			return nil, fmt.Errorf("open %s: %w", b.Location(), perr)
 		}
@@ -217,6 +223,9 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, data io.ReaderAt, size
 	if err != nil {
 		return fmt.Errorf("save %s: %w", h, err)
 	}
+	if h.Type == repo.ConfigFile {
+		b.openedConfig.Store(nil) // no longer the config in the bucket
+	}
 	opts := minio.PutObjectOptions{ContentType: "application/octet-stream", PartSize: partSize}
 	conditional := h.Type == repo.ConfigFile && b.createConfig.Load()
 	if conditional {
@@ -247,6 +256,11 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, data io.ReaderAt, size
 func (b *Backend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
 	if offset < 0 {
 		return nil, fmt.Errorf("load %s: negative offset %d", h, offset)
+	}
+	if h.Type == repo.ConfigFile && offset == 0 && length < 0 {
+		if config := b.openedConfig.Swap(nil); config != nil {
+			return *config, nil
+		}
 	}
 	if length >= 0 {
 		buf := make([]byte, length)
@@ -397,6 +411,13 @@ func (b *Backend) ModTime(ctx context.Context, h repo.Handle) (time.Time, error)
 // (other tools' objects, bad names) are not the repository's and are left
 // out, as a local folder's stray files are.
 func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string, size int64) error) error {
+	return b.ListETags(ctx, t, func(name string, size int64, _ string) error { return fn(name, size) })
+}
+
+// ListETags is List with each object's ETag (the MD5 of its content for
+// an object of one PUT), which the local cache compares with its copy of
+// a snapshot record (package cache).
+func (b *Backend) ListETags(ctx context.Context, t repo.FileType, fn func(name string, size int64, etag string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	dir := b.dir(t)
@@ -416,7 +437,7 @@ func (b *Backend) List(ctx context.Context, t repo.FileType, fn func(name string
 		if !repo.ValidObjectName(name) {
 			continue
 		}
-		if err := fn(name, obj.Size); err != nil {
+		if err := fn(name, obj.Size, obj.ETag); err != nil {
 			return err
 		}
 	}
@@ -433,7 +454,25 @@ func (b *Backend) Remove(ctx context.Context, h repo.Handle) error {
 	if _, err := b.Stat(ctx, h); err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	err = b.client.RemoveObject(ctx, b.loc.Bucket, key, minio.RemoveObjectOptions{})
+	return b.remove(ctx, h, key)
+}
+
+// Delete removes h whether it exists or not, with one DELETE: for a caller
+// to whom a missing object is as good as a removed one (releasing a lock),
+// the HEAD that Remove asks first would be a request for nothing.
+func (b *Backend) Delete(ctx context.Context, h repo.Handle) error {
+	key, err := b.key(h)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", h, err)
+	}
+	return b.remove(ctx, h, key)
+}
+
+func (b *Backend) remove(ctx context.Context, h repo.Handle, key string) error {
+	if h.Type == repo.ConfigFile {
+		b.openedConfig.Store(nil)
+	}
+	err := b.client.RemoveObject(ctx, b.loc.Bucket, key, minio.RemoveObjectOptions{})
 	if h.Type == repo.PackFile {
 		b.readAhead.forget(key)
 	}

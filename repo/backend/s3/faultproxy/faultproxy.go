@@ -95,7 +95,7 @@ type Counts struct {
 	// Faults are the faults done, by kind.
 	Faults map[string]int64
 	// ByFolder are the requests by method and the folder of the object
-	// ("GET data", "PUT locks"; "GET ?list" for listings, "HEAD /" for
+	// ("GET data", "PUT locks"; "GET ?list locks" for a listing of locks, "HEAD /" for
 	// the bucket), to see which of a tool's requests there are many of.
 	ByFolder map[string]int64
 }
@@ -381,12 +381,12 @@ func (p *Proxy) forward(r *http.Request) (*http.Response, error) {
 
 // folderOf names the folder of the object a request is about: the last
 // folder of its path that is not a fan-out folder of two hex digits
-// (data/ab/abcd... is in data); "?list" for a listing of the bucket and "/"
-// for the bucket itself.
+// (data/ab/abcd... is in data); "?list " and the folder of its prefix for
+// a listing ("?list locks"), and "/" for the bucket itself.
 func folderOf(r *http.Request) string {
 	q := r.URL.Query()
 	if r.Method == http.MethodGet && (q.Has("list-type") || q.Has("prefix") || q.Has("delimiter")) {
-		return "?list"
+		return "?list " + prefixFolder(q.Get("prefix"))
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) < 2 {
@@ -394,6 +394,18 @@ func folderOf(r *http.Request) string {
 	}
 	for i := len(parts) - 2; i >= 1; i-- {
 		if !isFanOut(parts[i]) {
+			return parts[i]
+		}
+	}
+	return "/"
+}
+
+// prefixFolder names the folder a listing's prefix is in, as folderOf
+// names an object's ("repo/locks/" is locks, "repo/" is repo, "" is /).
+func prefixFolder(prefix string) string {
+	parts := strings.Split(strings.Trim(prefix, "/"), "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i] != "" && !isFanOut(parts[i]) {
 			return parts[i]
 		}
 	}
