@@ -2,6 +2,7 @@ package repo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -319,7 +320,15 @@ func (c *checker) gatherPlaces(ids []ID, counts map[ID]int) map[ID][]PackedBlob 
 	out := make(map[ID][]PackedBlob, n)
 	for i, id := range ids[:n] {
 		l := lists[i]
-		sort.Slice(l, func(a, b int) bool { return l[a].Offset < l[b].Offset })
+		// By offset; places at one offset (a damaged index) by ID, so
+		// that which of them the stream opens does not depend on the
+		// order of the index.
+		sort.Slice(l, func(a, b int) bool {
+			if l[a].Offset != l[b].Offset {
+				return l[a].Offset < l[b].Offset
+			}
+			return bytes.Compare(l[a].ID[:], l[b].ID[:]) < 0
+		})
 		out[id] = l
 	}
 	return out
