@@ -2,9 +2,9 @@ package repo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"errors"
 	"reflect"
 	"strings"
 	"sync"
