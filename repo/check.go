@@ -463,8 +463,8 @@ func selectPacks(packSizes map[ID]int64, idx *Index, opts CheckOptions) map[ID]b
 // Each reading slot streams its pack through a few buffers it reuses:
 // with one ranged read (streamIndexedPack) when the backend is a
 // RangeOpener, which needs the index places of the pack up front,
-// gathered for a batch of packs at a time (gatherPlaces); else a window at
-// a time (streamPack). A pack's blobs are matched with the index by
+// gathered for a batch of packs at a time (gatherPlaces); else, and for
+// packs of trees, a window at a time (streamPack). A pack's blobs are matched with the index by
 // looking each one up; the number of index places in each pack, counted
 // up front, tells whether the index places a blob in a pack that does not
 // hold it as indexed. Only for such a pack, and for one that cannot be
@@ -526,7 +526,7 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 			}
 			var blobs []PackedBlob
 			var err error
-			if ranged {
+			if ranged && !holdsTrees(packPlaces) {
 				blobs, err = c.r.streamIndexedPack(gctx, ro, id, packSizes[id], packPlaces, s, handle)
 			} else {
 				blobs, err = c.r.streamPack(gctx, id, packSizes[id], s, handle)

@@ -333,3 +333,19 @@ func (c *checker) gatherPlaces(ids []ID, counts map[ID]int) map[ID][]PackedBlob 
 	}
 	return out
 }
+
+// holdsTrees reports whether the index places tree blobs among places.
+// check reads such a pack a window at a time (streamPack), through the
+// backend's LoadInto, even where it could stream it: the walk of the
+// snapshots that follows reads its trees again, and on S3 it finds them in
+// the read-ahead windows the pack was read through (two GETs for the pack
+// and none for the walk, where a stream and the walk's own reads made one
+// and a dozen on the mixed set).
+func holdsTrees(places []PackedBlob) bool {
+	for _, p := range places {
+		if p.Type == TreeBlob {
+			return true
+		}
+	}
+	return false
+}
