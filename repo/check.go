@@ -500,13 +500,20 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	}
 	ro, ranged := Capability[RangeOpener](c.r.be)
 	var placesIn map[ID][]PackedBlob // of the packs of the batch being started
-	batchEnd := 0
+	batchEnd, batch := 0, 0
+	if ranged {
+		total := 0
+		for _, n := range places {
+			total += n
+		}
+		batch = max(checkPlacesBatch, (total+checkPlacesPasses-1)/checkPlacesPasses)
+	}
 	for i, id := range ids {
 		if ranged && i == batchEnd {
 			if gctx.Err() != nil {
 				break
 			}
-			placesIn = c.gatherPlaces(ids[i:], places)
+			placesIn = c.gatherPlaces(ids[i:], places, batch)
 			batchEnd = i + len(placesIn)
 		}
 		packPlaces := placesIn[id]
@@ -526,10 +533,13 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 			}
 			var blobs []PackedBlob
 			var err error
-			if ranged && !holdsTrees(packPlaces) {
+			switch {
+			case ranged && holdsTrees(packPlaces):
+				blobs, err = c.r.streamPack(gctx, id, packSizes[id], checkReadWindow, s, handle)
+			case ranged:
 				blobs, err = c.r.streamIndexedPack(gctx, ro, id, packSizes[id], packPlaces, s, handle)
-			} else {
-				blobs, err = c.r.streamPack(gctx, id, packSizes[id], s, handle)
+			default:
+				blobs, err = c.r.streamPack(gctx, id, packSizes[id], checkTailRead, s, handle)
 			}
 			if err != nil && ctx.Err() != nil {
 				return ctx.Err()

@@ -66,13 +66,16 @@ func (e errPackRead) Unwrap() error { return e.err }
 // with why it is broken (nil: it is whole).
 //
 // It is the way for a backend without repo.RangeOpener; with one,
-// streamIndexedPack reads a pack with one request.
+// streamIndexedPack reads a pack with one request. firstRead is how much
+// of the pack's end the first read takes (checkTailRead, or a pack of
+// trees whole when it is no larger than a window); the blobs it holds are
+// not read again.
 //
 // Errors are SplitPack's: an error with no blob handed to fn means the
 // header is unreadable, one after blobs were handed says the pack does
 // not match its name. A failure to read from the backend is returned
 // wrapped in errPackRead, whatever was handed to fn before it.
-func (r *Repository) streamPack(ctx context.Context, id ID, size int64, s *packScratch, fn func(b PackedBlob, err error)) ([]PackedBlob, error) {
+func (r *Repository) streamPack(ctx context.Context, id ID, size, firstRead int64, s *packScratch, fn func(b PackedBlob, err error)) ([]PackedBlob, error) {
 	h := Handle{Type: PackFile, Name: id.String()}
 	if size < packTrailerSize {
 		return nil, fmt.Errorf("pack %s: too short: %w", id.Short(), ErrIntegrity)
@@ -84,12 +87,13 @@ func (r *Repository) streamPack(ctx context.Context, id ID, size int64, s *packS
 		}
 		return data, nil
 	}
-	tailLen := min(size, checkTailRead)
+	tailLen := min(size, firstRead)
 	tail, err := load(size-tailLen, int(tailLen), s.tail)
 	if err != nil {
 		return nil, err
 	}
 	s.tail = tail
+	tailAt := size - tailLen // where in the pack tail starts
 	n, err := parsePackTrailer(tail[tailLen-packTrailerSize:], size)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", id.Short(), err)
@@ -100,7 +104,7 @@ func (r *Repository) streamPack(ctx context.Context, id ID, size int64, s *packS
 		if tail, err = load(headerAt, int(n+packTrailerSize), s.tail); err != nil {
 			return nil, err
 		}
-		s.tail = tail
+		s.tail, tailAt = tail, headerAt
 	}
 	end := tail[len(tail)-int(n+packTrailerSize):] // header and trailer
 	// decodePackHeader opens the sealed header into new memory: end
@@ -119,11 +123,19 @@ func (r *Repository) streamPack(ctx context.Context, id ID, size int64, s *packS
 			j++
 		}
 		last := blobs[j-1]
-		window, err := load(start, int(int64(last.Offset)+int64(last.Length)-start), s.window)
-		if err != nil {
-			return blobs, err
+		windowEnd := int64(last.Offset) + int64(last.Length)
+		var window []byte
+		if start >= tailAt {
+			// Read with the tail already: opened in place there, before
+			// the header, which stays as read.
+			window = tail[start-tailAt : windowEnd-tailAt]
+		} else {
+			window, err = load(start, int(windowEnd-start), s.window)
+			if err != nil {
+				return blobs, err
+			}
+			s.window = window
 		}
-		s.window = window
 		// Hashed before the blobs are opened: openBlob decrypts in place.
 		hash.Write(window)
 		for _, b := range blobs[i:j] {
@@ -162,7 +174,7 @@ func (r *Repository) streamIndexedPack(ctx context.Context, ro RangeOpener, id I
 	}
 	rc, err := ro.OpenRange(ctx, h, 0, size)
 	if errors.Is(err, errors.ErrUnsupported) {
-		return r.streamPack(ctx, id, size, s, fn)
+		return r.streamPack(ctx, id, size, checkTailRead, s, fn)
 	}
 	if err != nil {
 		return nil, errPackRead{err}
@@ -208,7 +220,12 @@ func (r *Repository) streamIndexedPack(ctx context.Context, ro RangeOpener, id I
 		return buf, nil
 	}
 
-	s.results = append(s.results[:0], make([]placeResult, len(places))...)
+	if cap(s.results) < len(places) {
+		s.results = make([]placeResult, len(places))
+	} else {
+		s.results = s.results[:len(places)]
+		clear(s.results)
+	}
 	for i, p := range places {
 		start, end := int64(p.Offset), int64(p.Offset)+int64(p.Length)
 		if start < pos || !placeWhole(end, size) {
@@ -243,7 +260,7 @@ func (r *Repository) streamIndexedPack(ctx context.Context, ro RangeOpener, id I
 	}
 	headerAt := size - packTrailerSize - n
 	if headerAt < size-keep {
-		return r.streamPack(ctx, id, size, s, fn)
+		return r.streamPack(ctx, id, size, checkTailRead, s, fn)
 	}
 	end := tail[keep-(n+packTrailerSize):] // header and trailer
 	blobs, err := decodePackHeader(r.seal, end[:n], headerAt)
@@ -289,20 +306,24 @@ func isPackRead(err error) bool {
 	return errors.As(err, &e)
 }
 
-// checkPlacesBatch bounds the index places gathered at once for the packs
-// check --read-data streams (48 bytes each: 24 MiB, twice that while one
-// batch is read and the next gathered); each batch costs a pass over the
-// index. The mixed set and a million blobs fit in one or two batches, 10
-// million small blobs take 20.
-const checkPlacesBatch = 1 << 19
+// checkPlacesBatch is the fewest index places gathered at once for the
+// packs check --read-data streams (48 bytes each: 12 MiB, twice that
+// while one batch is read and the next gathered); a batch is larger only
+// to keep the passes over the index, one a batch, at checkPlacesPasses.
+// The mixed set fits in one batch, a million small blobs take four, ten
+// million eight (of 60 MiB).
+const (
+	checkPlacesBatch  = 1 << 18
+	checkPlacesPasses = 8
+)
 
 // gatherPlaces returns the index places of the first packs of ids, sorted
-// by offset, for as many packs as fit in checkPlacesBatch places (at
-// least one), in one pass over the index; counts holds the number of
-// places in each pack.
-func (c *checker) gatherPlaces(ids []ID, counts map[ID]int) map[ID][]PackedBlob {
+// by offset, for as many packs as fit in batch places (at least one), in
+// one pass over the index; counts holds the number of places in each
+// pack.
+func (c *checker) gatherPlaces(ids []ID, counts map[ID]int, batch int) map[ID][]PackedBlob {
 	n, total := 0, 0
-	for n < len(ids) && (n == 0 || total+counts[ids[n]] <= checkPlacesBatch) {
+	for n < len(ids) && (n == 0 || total+counts[ids[n]] <= batch) {
 		total += counts[ids[n]]
 		n++
 	}
@@ -335,12 +356,12 @@ func (c *checker) gatherPlaces(ids []ID, counts map[ID]int) map[ID][]PackedBlob 
 }
 
 // holdsTrees reports whether the index places tree blobs among places.
-// check reads such a pack a window at a time (streamPack), through the
-// backend's LoadInto, even where it could stream it: the walk of the
-// snapshots that follows reads its trees again, and on S3 it finds them in
-// the read-ahead windows the pack was read through (two GETs for the pack
-// and none for the walk, where a stream and the walk's own reads made one
-// and a dozen on the mixed set).
+// check reads such a pack through the backend's LoadInto (streamPack),
+// whole with one read when it is no larger than a window, even where it
+// could stream it: the walk of the snapshots that follows reads its trees
+// again, and on S3 finds them in the read-ahead window the pack was read
+// through (one GET for the pack and none for the walk, where a stream and
+// the walk's own reads made one and a dozen on the mixed set).
 func holdsTrees(places []PackedBlob) bool {
 	for _, p := range places {
 		if p.Type == TreeBlob {
