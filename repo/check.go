@@ -464,12 +464,12 @@ func selectPacks(packSizes map[ID]int64, idx *Index, opts CheckOptions) map[ID]b
 // with one ranged read (streamIndexedPack) when the backend is a
 // RangeOpener, which needs the index places of the pack up front,
 // gathered for a batch of packs at a time (gatherPlaces); else, and for
-// packs of trees, a window at a time (streamPack). A pack's blobs are matched with the index by
-// looking each one up; the number of index places in each pack, counted
-// up front, tells whether the index places a blob in a pack that does not
-// hold it as indexed. Only for such a pack, and for one that cannot be
-// read at all, are the index places marked (damagedPlaces), in one pass
-// for all of them.
+// packs of trees (holdsTrees), a window at a time (streamPack). A pack's
+// blobs are matched with the index by looking each one up; the number of
+// index places in each pack, counted up front, tells whether the index
+// places a blob in a pack that does not hold it as indexed. Only for such
+// a pack, and for one that cannot be read at all, are the index places
+// marked (damagedPlaces), in one pass for all of them.
 func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selected map[ID]bool) error {
 	ids := make([]ID, 0, len(selected))
 	for id := range selected {

@@ -84,13 +84,14 @@ func (f *fixture) reindex(t *testing.T, id repo.ID, change func([]repo.IndexedBl
 }
 
 // check --read-data on a backend with ranged reads reads each data pack
-// with one of them (a pack of trees a window at a time, for the walk that
-// reads it again), and finds exactly what the window-by-window reading finds,
-// for every kind of damage: a flipped byte in a blob, in the header, in
-// the trailer, a pack cut short, an index entry placing a blob where the
-// pack holds another, one running into the header, a header listing a
-// blob the index does not, and a stale second place. Only a blob the
-// stream could not open as the header has it is read again, alone.
+// with one of them (a pack of trees through LoadInto, for the walk that
+// reads it again), and finds exactly what the window-by-window reading
+// finds, for every kind of damage: a flipped byte in a blob, in the
+// header, in the trailer, in a tree, a pack cut short, an index entry
+// placing a blob where the pack holds another, one running into the
+// header, a header listing a blob the index does not, and a stale second
+// place. Only a blob the stream could not open as the header has it is
+// read again, alone.
 func TestCheckReadDataStreamsEachPackOnce(t *testing.T) {
 	tests := []struct {
 		name    string
