@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // FileType names a kind of repository object; it is also the name of the
@@ -79,9 +80,9 @@ var ErrNotEmpty = errors.New("folder is not empty and is not a nightjar reposito
 // A Backend never needs to append, rename a visible object or overwrite part
 // of one, so that object stores can implement it.
 //
-// Optional capabilities (BufferLoader, PackStreamer, ProcessLocker,
-// LockKeeper, io.Closer) are found with Capability, never by a type
-// assertion, so that they survive wrappers. A wrapper (retries, rate limits,
+// Optional capabilities (BufferLoader, RangeOpener, PackStreamer,
+// ProcessLocker, LockKeeper, io.Closer) are found with Capability, never by
+// a type assertion, so that they survive wrappers. A wrapper (retries, rate limits,
 // metrics, fault injection) has a method Unwrap() Backend that returns the
 // backend it wraps; Capability looks at the wrapper first and then down the
 // chain. A wrapper that needs to intercept a capability itself (because it
@@ -126,6 +127,19 @@ type BufferLoader interface {
 	// LoadInto fills buf with the len(buf) bytes at offset, or fails (with
 	// an error wrapping ErrNotFound for a missing object).
 	LoadInto(ctx context.Context, h Handle, offset int64, buf []byte) error
+}
+
+// RangeOpener is implemented by backends that can read part of an object
+// as a stream: one request whose bytes the caller takes as it goes, so that
+// a whole pack is read with one request (check --read-data) without being
+// whole in memory.
+type RangeOpener interface {
+	// OpenRange starts reading length bytes of h from offset. The reader
+	// yields exactly those bytes and then io.EOF; an object that ends
+	// before, or a read that fails for good, is an error of Read (never a
+	// short io.EOF). A missing object fails OpenRange or the first Read
+	// with an error wrapping ErrNotFound. Close ends the read early.
+	OpenRange(ctx context.Context, h Handle, offset, length int64) (io.ReadCloser, error)
 }
 
 // TreePackLoader is implemented by backends that keep the packs that hold

@@ -460,13 +460,16 @@ func selectPacks(packSizes map[ID]int64, idx *Index, opts CheckOptions) map[ID]b
 
 // readPacks reads the selected packs whole and verifies every blob.
 //
-// Its memory does not grow with the number of blobs: each reading slot
-// streams its pack through a few buffers it reuses (streamPack), and a
-// pack's blobs are matched with the index by looking each one up; the
-// number of index places in each pack, counted up front, tells whether
-// the index places a blob in a pack that does not hold it as indexed.
-// Only for such a pack, and for one that cannot be read at all, are the
-// index places gathered (damagedPlaces), in one pass for all of them.
+// Each reading slot streams its pack through a few buffers it reuses:
+// with one ranged read (streamIndexedPack) when the backend is a
+// RangeOpener, which needs the index places of the pack up front,
+// gathered for a batch of packs at a time (gatherPlaces); else, and for
+// packs of trees (holdsTrees), a window at a time (streamPack). A pack's
+// blobs are matched with the index by looking each one up; the number of
+// index places in each pack, counted up front, tells whether the index
+// places a blob in a pack that does not hold it as indexed. Only for such
+// a pack, and for one that cannot be read at all, are the index places
+// marked (damagedPlaces), in one pass for all of them.
 func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selected map[ID]bool) error {
 	ids := make([]ID, 0, len(selected))
 	for id := range selected {
@@ -495,13 +498,31 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	for range limit {
 		scratch <- &packScratch{}
 	}
-	for _, id := range ids {
+	ro, ranged := Capability[RangeOpener](c.r.be)
+	var placesIn map[ID][]PackedBlob // of the packs of the batch being started
+	batchEnd, batch := 0, 0
+	if ranged {
+		total := 0
+		for _, n := range places {
+			total += n
+		}
+		batch = max(checkPlacesBatch, (total+checkPlacesPasses-1)/checkPlacesPasses)
+	}
+	for i, id := range ids {
+		if ranged && i == batchEnd {
+			if gctx.Err() != nil {
+				break
+			}
+			placesIn = c.gatherPlaces(ids[i:], places, batch)
+			batchEnd = i + len(placesIn)
+		}
+		packPlaces := placesIn[id]
 		g.Go(func() error {
 			defer c.progress.read(packSizes[id]) // a broken pack is done too
 			s := <-scratch
 			defer func() { scratch <- s }()
 			matched, handed := 0, 0
-			blobs, err := c.r.streamPack(gctx, id, packSizes[id], s, func(b PackedBlob, _ []byte, err error) {
+			handle := func(b PackedBlob, err error) {
 				handed++
 				if err != nil {
 					c.placeBad(IndexedBlob{PackedBlob: b, Pack: id}, err.Error(), "holds a damaged copy of a blob another pack holds whole: run nightjar repair packs")
@@ -509,7 +530,17 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 				if c.indexedAs(b, id) {
 					matched++
 				}
-			})
+			}
+			var blobs []PackedBlob
+			var err error
+			switch {
+			case ranged && holdsTrees(packPlaces):
+				blobs, err = c.r.streamPack(gctx, id, packSizes[id], checkReadWindow, s, handle)
+			case ranged:
+				blobs, err = c.r.streamIndexedPack(gctx, ro, id, packSizes[id], packPlaces, s, handle)
+			default:
+				blobs, err = c.r.streamPack(gctx, id, packSizes[id], checkTailRead, s, handle)
+			}
 			if err != nil && ctx.Err() != nil {
 				return ctx.Err()
 			}

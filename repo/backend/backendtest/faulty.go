@@ -31,7 +31,7 @@ func FlipByte(at int64) Corrupter {
 // what is loaded. With no faults set up it passes everything through. It
 // intercepts every capability of the wrapped backend that moves an object's
 // bytes or holds a lock (repo.PackStreamer, repo.BufferLoader,
-// repo.ProcessLocker), so that faults apply whichever way the repository
+// repo.RangeOpener, repo.ProcessLocker), so that faults apply whichever way the repository
 // reads and writes; each fails with errors.ErrUnsupported when the wrapped
 // backend lacks it. Safe for concurrent use.
 type Faulty struct {
@@ -52,6 +52,7 @@ var (
 	_ repo.ProcessLocker = (*Faulty)(nil)
 	_ repo.PackStreamer  = (*Faulty)(nil)
 	_ repo.BufferLoader  = (*Faulty)(nil)
+	_ repo.RangeOpener   = (*Faulty)(nil)
 )
 
 // NewFaulty wraps be.
@@ -135,8 +136,8 @@ func (f *Faulty) Saves(t repo.FileType) int {
 	return f.saves[t]
 }
 
-// Loads returns the number of Load and LoadInto calls of type t so far,
-// failed ones included; FailLoad counts them alike.
+// Loads returns the number of Load, LoadInto and OpenRange calls of type t
+// so far, failed ones included; FailLoad counts them alike.
 func (f *Faulty) Loads(t repo.FileType) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

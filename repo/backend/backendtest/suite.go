@@ -44,8 +44,8 @@ func name(t repo.FileType, i int) string {
 
 // Run checks that the backends made by newBackend keep every guarantee
 // documented on repo.Backend, and on its capabilities (repo.BufferLoader,
-// repo.PackStreamer, repo.ProcessLocker) when they have them, directly or
-// through wrappers (found with repo.Capability). Each subtest gets a new, empty backend (a repository folder prepared
+// repo.RangeOpener, repo.PackStreamer, repo.ProcessLocker) when they have
+// them, directly or through wrappers (found with repo.Capability). Each subtest gets a new, empty backend (a repository folder prepared
 // for use, without config).
 func Run(t *testing.T, newBackend func(t *testing.T) repo.Backend) {
 	t.Helper()
@@ -61,6 +61,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) repo.Backend) {
 		{"LoadBeyondEnd", testLoadBeyondEnd},
 		{"LoadReturnsOwnMemory", testLoadOwnMemory},
 		{"BufferLoader", testBufferLoader},
+		{"RangeOpener", testRangeOpener},
 		{"PackStreamer", testPackStreamer},
 		{"NotFound", testNotFound},
 		{"Remove", testRemove},
