@@ -117,8 +117,12 @@ type checker struct {
 	// whole; a blob is broken only once all its places are (settle).
 	badPlaces map[ID]map[ID]badPlace
 	problems  map[string]*Problem
-	treeMemo  map[ID][]brokenRef
-	blobRefs  int // the references to data blobs the walks checked
+	// The walks' memo, by tree: a tree found whole below is only in
+	// wholeTrees, an ID without a value, which is most trees; only a tree
+	// with broken references below keeps them, in treeRefs.
+	wholeTrees map[ID]struct{}
+	treeRefs   map[ID][]brokenRef
+	blobRefs   int // the references to data blobs the walks checked
 
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
@@ -126,7 +130,7 @@ type checker struct {
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -265,7 +269,9 @@ func (c *checker) readIndex(ctx context.Context) error {
 func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool, add func([]IndexedBlob)) ([]IndexedBlob, error) {
 	var read []IndexedBlob
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
+	// Each file read is decoded whole beside the index (65,536 blobs of a
+	// backup's file, 5 MB): at most one a core, as LoadIndex reads them.
+	g.SetLimit(min(4, runtime.GOMAXPROCS(0)))
 	for _, name := range names {
 		c.mu.Lock()
 		c.indexFiles[name] = true
@@ -703,12 +709,19 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 	}
 	// done memoizes tree id's references and hands them to its parent.
 	done := func(dir string, id ID, refs []brokenRef) {
-		c.treeMemo[id] = refs
+		if len(refs) == 0 {
+			c.wholeTrees[id] = struct{}{}
+			return
+		}
+		c.treeRefs[id] = refs
 		add(dir, refs)
 	}
 	err := c.r.Walk(ctx, root, WalkOptions{}, WalkVisitor{
 		Enter: func(dir *WalkEntry, id ID) error {
-			if refs, ok := c.treeMemo[id]; ok {
+			if _, ok := c.wholeTrees[id]; ok {
+				return SkipTree
+			}
+			if refs, ok := c.treeRefs[id]; ok {
 				add(dir.Path, refs)
 				return SkipTree
 			}
@@ -750,13 +763,16 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 				}
 			case NodeFile:
 				c.blobRefs += len(n.Content)
-				seen := map[string]bool{}
+				var seen map[string]bool // made for a file's first broken blob: most have none
 				for _, blob := range n.Content {
 					obj, bad, err := c.blobState(ctx, blob)
 					if err != nil {
 						return err
 					}
 					if bad && !seen[obj] {
+						if seen == nil {
+							seen = map[string]bool{}
+						}
 						seen[obj] = true
 						top.refs = append(top.refs, brokenRef{path: n.Name, object: obj})
 					}
