@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -177,8 +178,19 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 		}
 	}
 	c.progress.enter(CheckPhaseSnapshots)
-	if err := c.checkSnapshots(ctx, snaps); err != nil {
+	damaged, err := c.checkTrees(ctx, snaps)
+	if err != nil {
 		return nil, err
+	}
+	if damaged {
+		// Only now are the paths that the damage breaks needed: the
+		// snapshots are walked again, depth first, with a memo of the
+		// trees in memory, which a sound repository never pays for.
+		trees := c.report.Trees
+		if err := c.checkSnapshots(ctx, snaps); err != nil {
+			return nil, err
+		}
+		c.report.Trees = trees
 	}
 	if err := c.checkPins(ctx); err != nil {
 		return nil, fmt.Errorf("check pins: %w", err)
@@ -625,6 +637,87 @@ func (c *checker) loadSnapshots(ctx context.Context) ([]*Snapshot, error) {
 		snaps = append(snaps, s)
 	}
 	return snaps, nil
+}
+
+// checkTreesBudget is the bytes of tree IDs each of checkTrees' sorters
+// holds before it spills a run: the trees walked are kept on disk, and
+// four sorters fill at once.
+const checkTreesBudget = 1 << 20
+
+// checkTrees checks every distinct tree of snaps once, level by level as
+// BlobUsage walks them (repo/used.go), so that the trees already checked
+// are kept sorted on disk instead of in a memo that grows with the
+// repository: each tree loads and decodes, its entries are in order with
+// safe names, each folder has a subtree and every blob it names is
+// indexed and whole. Each problem is recorded as the depth-first walk
+// records it; whether any tree breaks a snapshot is returned, so that the
+// snapshots are walked again (checkSnapshots) to name the paths only
+// then.
+func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot) (damaged bool, err error) {
+	var broken atomic.Bool
+	var trees atomic.Int64
+	visit := func(ctx context.Context, id ID) (treeUse, error) {
+		var tu treeUse
+		_, bad, err := c.blobState(ctx, id)
+		if bad {
+			broken.Store(true)
+		}
+		if err != nil || bad {
+			return tu, err
+		}
+		trees.Add(1)
+		obj := "tree blob " + id.String()
+		var prev *string // the name of the tree's last entry so far
+		err = c.r.Walk(ctx, id, WalkOptions{}, WalkVisitor{
+			Node: func(e *WalkEntry) error {
+				n := e.Node
+				outOfOrder := prev != nil && *prev >= n.Name
+				prev = &n.Name
+				if e.Unsafe || outOfOrder {
+					c.problem(obj, fmt.Sprintf("entry %q has an unsafe name or is out of order", n.Name))
+					broken.Store(true)
+					return SkipTree
+				}
+				switch n.Type {
+				case NodeDir:
+					if n.Subtree == nil {
+						c.problem(obj, fmt.Sprintf("directory %q has no subtree", n.Name))
+						broken.Store(true)
+					} else {
+						tu.subtrees = append(tu.subtrees, *n.Subtree)
+					}
+				case NodeFile:
+					for _, blob := range n.Content {
+						_, bad, err := c.blobState(ctx, blob)
+						if err != nil {
+							return err
+						}
+						if bad {
+							broken.Store(true)
+						}
+					}
+				}
+				return SkipTree
+			},
+			TreeError: func(_ *WalkEntry, id ID, err error) error {
+				c.markBroken(id, TreeBlob, err.Error())
+				broken.Store(true)
+				return nil
+			},
+		})
+		return tu, err
+	}
+	u := &usage{opts: UsageOptions{MemoryBudget: checkTreesBudget}}
+	defer func() {
+		if cerr := u.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("check trees: %w", cerr)
+		}
+	}()
+	if _, err := c.r.walkLevels(ctx, snaps, u, u.sorter(), visit); err != nil {
+		return false, err
+	}
+	c.report.Trees = int(trees.Load())
+	return broken.Load(), nil
 }
 
 // checkSnapshots walks the trees of every snapshot read.
