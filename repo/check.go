@@ -125,13 +125,15 @@ type checker struct {
 	treeRefs   map[ID][]brokenRef
 	blobRefs   int // the references to data blobs the walks checked
 
+	treesBudget int // the bytes of tree IDs each of checkTrees' sorters holds
+
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
 	rereadDone bool            // the index was read again (rereadIndex)
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -148,7 +150,11 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	if opts.ReadDataSubset != (Subset{}) && (!opts.ReadDataSubset.Valid() || opts.ReadDataFraction > 0) {
 		return nil, fmt.Errorf("check: read data by subset %s: %w", opts.ReadDataSubset, ErrBadSubset)
 	}
-	c := newChecker(r)
+	return newChecker(r).check(ctx, opts)
+}
+
+// check is Check, by c.
+func (c *checker) check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
 	c.progress = opts.Progress
 	c.progress.enter(CheckPhaseIndex)
 
@@ -707,7 +713,7 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot) (damaged bo
 		})
 		return tu, err
 	}
-	u := &usage{opts: UsageOptions{MemoryBudget: checkTreesBudget}}
+	u := &usage{opts: UsageOptions{MemoryBudget: c.treesBudget}}
 	defer func() {
 		if cerr := u.close(); err == nil && cerr != nil {
 			err = fmt.Errorf("check trees: %w", cerr)
