@@ -646,8 +646,9 @@ func (c *checker) loadSnapshots(ctx context.Context) ([]*Snapshot, error) {
 }
 
 // checkTreesBudget is the bytes of tree IDs each of checkTrees' sorters
-// holds before it spills a run: the trees walked are kept on disk, and
-// four sorters fill at once.
+// holds before it spills a run to disk; at most four hold IDs at once
+// (the level being walked and the trees walked above it, read; the next
+// level and the union of both, filled): 4 MiB, whatever the repository.
 const checkTreesBudget = 1 << 20
 
 // checkTrees checks every distinct tree of snaps once, level by level as
