@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -117,8 +118,14 @@ type checker struct {
 	// whole; a blob is broken only once all its places are (settle).
 	badPlaces map[ID]map[ID]badPlace
 	problems  map[string]*Problem
-	treeMemo  map[ID][]brokenRef
-	blobRefs  int // the references to data blobs the walks checked
+	// The walks' memo, by tree: a tree found whole below is only in
+	// wholeTrees, an ID without a value, which is most trees; only a tree
+	// with broken references below keeps them, in treeRefs.
+	wholeTrees map[ID]struct{}
+	treeRefs   map[ID][]brokenRef
+	blobRefs   int // the references to data blobs the walks checked
+
+	treesBudget int // the bytes of tree IDs each of checkTrees' sorters holds
 
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
@@ -126,7 +133,7 @@ type checker struct {
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, treeMemo: map[ID][]brokenRef{}, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -143,7 +150,11 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 	if opts.ReadDataSubset != (Subset{}) && (!opts.ReadDataSubset.Valid() || opts.ReadDataFraction > 0) {
 		return nil, fmt.Errorf("check: read data by subset %s: %w", opts.ReadDataSubset, ErrBadSubset)
 	}
-	c := newChecker(r)
+	return newChecker(r).check(ctx, opts)
+}
+
+// check is Check, by c.
+func (c *checker) check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
 	c.progress = opts.Progress
 	c.progress.enter(CheckPhaseIndex)
 
@@ -173,8 +184,19 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 		}
 	}
 	c.progress.enter(CheckPhaseSnapshots)
-	if err := c.checkSnapshots(ctx, snaps); err != nil {
+	damaged, err := c.checkTrees(ctx, snaps)
+	if err != nil {
 		return nil, err
+	}
+	if damaged {
+		// Only now are the paths that the damage breaks needed: the
+		// snapshots are walked again, depth first, with a memo of the
+		// trees in memory, which a sound repository never pays for.
+		trees := c.report.Trees
+		if err := c.checkSnapshots(ctx, snaps); err != nil {
+			return nil, err
+		}
+		c.report.Trees = trees
 	}
 	if err := c.checkPins(ctx); err != nil {
 		return nil, fmt.Errorf("check pins: %w", err)
@@ -265,7 +287,9 @@ func (c *checker) readIndex(ctx context.Context) error {
 func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool, add func([]IndexedBlob)) ([]IndexedBlob, error) {
 	var read []IndexedBlob
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
+	// Each file read is decoded whole beside the index (65,536 blobs of a
+	// backup's file, 5 MB): at most one a core, as LoadIndex reads them.
+	g.SetLimit(min(4, runtime.GOMAXPROCS(0)))
 	for _, name := range names {
 		c.mu.Lock()
 		c.indexFiles[name] = true
@@ -652,6 +676,91 @@ func (c *checker) loadSnapshots(ctx context.Context) ([]*Snapshot, error) {
 	return snaps, nil
 }
 
+// checkTreesBudget is the bytes of tree IDs each of checkTrees' sorters
+// holds before it spills a run to disk; at most four hold IDs at once
+// (the level being walked and the trees walked above it, read; the next
+// level and the union of both, filled): 4 MiB, whatever the repository.
+const checkTreesBudget = 1 << 20
+
+// checkTrees checks every distinct tree of snaps once, level by level as
+// BlobUsage walks them (repo/used.go), so that the trees already checked
+// are kept sorted on disk instead of in a memo that grows with the
+// repository: each tree loads and decodes, its entries are in order with
+// safe names, each folder has a subtree and every blob it names is
+// indexed and whole. Each problem is recorded as the depth-first walk
+// records it; whether any tree breaks a snapshot is returned, so that the
+// snapshots are walked again (checkSnapshots) to name the paths only
+// then.
+func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot) (damaged bool, err error) {
+	var broken atomic.Bool
+	var trees atomic.Int64
+	visit := func(ctx context.Context, id ID) (treeUse, error) {
+		var tu treeUse
+		_, bad, err := c.blobState(ctx, id)
+		if bad {
+			broken.Store(true)
+		}
+		if err != nil || bad {
+			return tu, err
+		}
+		trees.Add(1)
+		obj := "tree blob " + id.String()
+		var prev *string // the name of the tree's last entry so far
+		err = c.r.Walk(ctx, id, WalkOptions{}, WalkVisitor{
+			Node: func(e *WalkEntry) error {
+				n := e.Node
+				outOfOrder := prev != nil && *prev >= n.Name
+				prev = &n.Name
+				if e.Unsafe || outOfOrder {
+					c.problem(obj, fmt.Sprintf("entry %q has an unsafe name or is out of order", n.Name))
+					broken.Store(true)
+					return SkipTree
+				}
+				switch n.Type {
+				case NodeDir:
+					if n.Subtree == nil {
+						c.problem(obj, fmt.Sprintf("directory %q has no subtree", n.Name))
+						broken.Store(true)
+					} else {
+						tu.subtrees = append(tu.subtrees, *n.Subtree)
+					}
+				case NodeFile:
+					for _, blob := range n.Content {
+						_, bad, err := c.blobState(ctx, blob)
+						if err != nil {
+							return err
+						}
+						if bad {
+							broken.Store(true)
+						}
+					}
+				}
+				return SkipTree
+			},
+			TreeError: func(_ *WalkEntry, id ID, err error) error {
+				c.markBroken(id, TreeBlob, err.Error())
+				broken.Store(true)
+				return nil
+			},
+		})
+		return tu, err
+	}
+	u := &usage{opts: UsageOptions{MemoryBudget: c.treesBudget}}
+	defer func() {
+		if cerr := u.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("check trees: %w", cerr)
+		}
+	}()
+	// One tree at a time, as the depth-first walk loads them: a level of
+	// wide folders decoded side by side took 20 to 40 MiB more at 1
+	// million files in folders of ten.
+	if _, err := c.r.walkLevels(ctx, snaps, u, u.sorter(), 1, visit); err != nil {
+		return false, err
+	}
+	c.report.Trees = int(trees.Load())
+	return broken.Load(), nil
+}
+
 // checkSnapshots walks the trees of every snapshot read.
 func (c *checker) checkSnapshots(ctx context.Context, snaps []*Snapshot) error {
 	for _, s := range snaps {
@@ -734,12 +843,19 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 	}
 	// done memoizes tree id's references and hands them to its parent.
 	done := func(dir string, id ID, refs []brokenRef) {
-		c.treeMemo[id] = refs
+		if len(refs) == 0 {
+			c.wholeTrees[id] = struct{}{}
+			return
+		}
+		c.treeRefs[id] = refs
 		add(dir, refs)
 	}
 	err := c.r.Walk(ctx, root, WalkOptions{}, WalkVisitor{
 		Enter: func(dir *WalkEntry, id ID) error {
-			if refs, ok := c.treeMemo[id]; ok {
+			if _, ok := c.wholeTrees[id]; ok {
+				return SkipTree
+			}
+			if refs, ok := c.treeRefs[id]; ok {
 				add(dir.Path, refs)
 				return SkipTree
 			}
@@ -781,13 +897,16 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 				}
 			case NodeFile:
 				c.blobRefs += len(n.Content)
-				seen := map[string]bool{}
+				var seen map[string]bool // made for a file's first broken blob: most have none
 				for _, blob := range n.Content {
 					obj, bad, err := c.blobState(ctx, blob)
 					if err != nil {
 						return err
 					}
 					if bad && !seen[obj] {
+						if seen == nil {
+							seen = map[string]bool{}
+						}
 						seen[obj] = true
 						top.refs = append(top.refs, brokenRef{path: n.Name, object: obj})
 					}

@@ -16,3 +16,12 @@ func (r *Repository) SaveIndexFile(ctx context.Context, blobs []IndexedBlob) (st
 	name := fileID(data).String()
 	return name, r.be.Save(ctx, Handle{Type: IndexFile, Name: name}, data)
 }
+
+// CheckMemo is Check with sorters of budget bytes of tree IDs; it also
+// returns how many trees the depth-first walk's memo held at the end.
+func (r *Repository) CheckMemo(ctx context.Context, opts CheckOptions, budget int) (*CheckReport, int, error) {
+	c := newChecker(r)
+	c.treesBudget = budget
+	rep, err := c.check(ctx, opts)
+	return rep, len(c.wholeTrees) + len(c.treeRefs), err
+}

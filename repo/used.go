@@ -270,6 +270,13 @@ func joinUsage(ctx context.Context, used, entries *extsort.Iterator, fn func(Blo
 // walkUsed walks every tree of snaps once, level by level, and adds every
 // blob they use to used.
 func (r *Repository) walkUsed(ctx context.Context, snaps []*Snapshot, u *usage, used *extsort.Sorter) (UsageStats, error) {
+	return r.walkLevels(ctx, snaps, u, used, runtime.GOMAXPROCS(0), r.treeUse)
+}
+
+// walkLevels calls visit once for every distinct tree of snaps, level by
+// level, by workers at a time, adds the blobs each visit returns to used
+// and walks the subtrees it returns at the next level.
+func (r *Repository) walkLevels(ctx context.Context, snaps []*Snapshot, u *usage, used *extsort.Sorter, workers int, visit func(context.Context, ID) (treeUse, error)) (UsageStats, error) {
 	var stats UsageStats
 	level := u.sorter()
 	for _, s := range snaps {
@@ -280,7 +287,7 @@ func (r *Repository) walkUsed(ctx context.Context, snaps []*Snapshot, u *usage, 
 	var walked *extsort.Sorter // the trees of the levels above, when there are any
 	for depth := 0; ; depth++ {
 		next, nextWalked := u.sorter(), u.sorter()
-		n, err := r.walkLevel(ctx, level, walked, used, next, nextWalked)
+		n, err := walkLevel(ctx, level, walked, used, next, nextWalked, workers, visit)
 		var te *treeLoadError
 		if errors.As(err, &te) {
 			return stats, r.snapshotTreeError(ctx, snaps, te)
@@ -321,11 +328,11 @@ type treeLoadError struct {
 
 func (e *treeLoadError) Error() string { return e.err.Error() }
 
-// walkLevel walks the trees of level that are not in walked (nil: none
-// walked yet), adding what they use to used and their subtrees to next,
-// and the sorted union of walked and level's trees to nextWalked. It
-// returns the number of trees it walked.
-func (r *Repository) walkLevel(ctx context.Context, level, walked, used, next, nextWalked *extsort.Sorter) (int, error) {
+// walkLevel visits the trees of level that are not in walked (nil: none
+// walked yet), by workers at a time, adding what they use to used and
+// their subtrees to next, and the sorted union of walked and level's
+// trees to nextWalked. It returns the number of trees it visited.
+func walkLevel(ctx context.Context, level, walked, used, next, nextWalked *extsort.Sorter, workers int, visit func(context.Context, ID) (treeUse, error)) (int, error) {
 	trees, err := level.Sorted()
 	if err != nil {
 		return 0, fmt.Errorf("sort trees: %w", err)
@@ -355,13 +362,13 @@ func (r *Repository) walkLevel(ctx context.Context, level, walked, used, next, n
 		})
 		return err
 	})
-	var workers sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		workers.Add(1)
+	var running sync.WaitGroup
+	for range workers {
+		running.Add(1)
 		g.Go(func() error {
-			defer workers.Done()
+			defer running.Done()
 			for id := range todo {
-				tu, err := r.treeUse(gctx, id)
+				tu, err := visit(gctx, id)
 				if err != nil {
 					return err
 				}
@@ -375,7 +382,7 @@ func (r *Repository) walkLevel(ctx context.Context, level, walked, used, next, n
 		})
 	}
 	go func() {
-		workers.Wait()
+		running.Wait()
 		close(results)
 	}()
 	g.Go(func() error {
