@@ -90,7 +90,8 @@ type Counts struct {
 	Requests map[string]int64
 	// BytesIn are the bytes of request bodies forwarded to the server.
 	BytesIn int64
-	// BytesOut are the bytes of response bodies sent to the client.
+	// BytesOut are the bytes of response bodies sent to the client (each
+	// counted before it is sent).
 	BytesOut int64
 	// Faults are the faults done, by kind.
 	Faults map[string]int64
@@ -333,8 +334,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		header.Set("Content-Length", fmt.Sprint(resp.ContentLength))
 	}
 	w.WriteHeader(resp.StatusCode)
-	n, _ := io.Copy(w, resp.Body)
-	p.bytesOut.Add(n)
+	// Counted as read from the server, before the client is sent them: a
+	// client that has the whole body finds it in the counts.
+	_, _ = io.Copy(w, &countingReader{r: resp.Body, n: &p.bytesOut})
 }
 
 // truncate sends the answer's status, headers and first half of its body,
@@ -347,8 +349,9 @@ func (p *Proxy) truncate(w http.ResponseWriter, resp *http.Response) {
 	}
 	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(resp.StatusCode)
-	n, _ := w.Write(body[:len(body)/2])
-	p.bytesOut.Add(int64(n))
+	half := body[:len(body)/2]
+	p.bytesOut.Add(int64(len(half)))
+	_, _ = w.Write(half)
 	_ = http.NewResponseController(w).Flush()
 	panic(http.ErrAbortHandler)
 }
