@@ -320,57 +320,62 @@ func (c *indexCacheReader) blockEntries(n int) int {
 	return int(c.c.entries - int64(n)*indexCacheBlockEntries)
 }
 
-// readBlocks reads and opens blocks [first, first+n) into dst.
-func (c *indexCacheReader) readBlocks(first, n int, raw []byte, dst []byte) ([]byte, []byte, error) {
+// readBlocks reads blocks [first, first+n) into raw and opens them in
+// place; it returns raw and each block's entries (which alias raw).
+func (c *indexCacheReader) readBlocks(first, n int, raw []byte, blocks [][]byte) ([]byte, [][]byte, error) {
 	size := int64(0)
 	for b := first; b < first+n; b++ {
 		size += int64(c.blockEntries(b)*indexEntrySize + c.s.overhead())
 	}
 	raw = slices.Grow(raw[:0], int(size))[:size]
 	if _, err := c.f.ReadAt(raw, c.blocksAt+int64(first)*c.blockSize); err != nil {
-		return raw, dst, fmt.Errorf("read block %d: %w", first, err)
+		return raw, blocks, fmt.Errorf("read block %d: %w", first, err)
 	}
+	rest := raw
 	for b := first; b < first+n; b++ {
 		l := c.blockEntries(b)*indexEntrySize + c.s.overhead()
-		var err error
-		dst, err = c.s.open(dst, raw[:l], blockAD(c.c.nonce, b))
+		plain, err := c.s.openInPlace(rest[:l], blockAD(c.c.nonce, b))
 		if err != nil {
-			return raw, dst, fmt.Errorf("block %d: %w", b, err)
+			return raw, blocks, fmt.Errorf("block %d: %w", b, err)
 		}
-		raw = raw[l:]
+		blocks = append(blocks, plain)
+		rest = rest[l:]
 	}
-	return raw, dst, nil
+	return raw, blocks, nil
 }
 
 // each calls fn with every entry, in ID order, checking each block's seal,
 // the order of IDs and the fan-out: what openIndexCache checks.
 func (c *indexCacheReader) each(fn func(ID, indexEntry)) error {
 	const batch = 256
-	var raw, plain []byte
+	var raw []byte
+	var blocks [][]byte
 	var prev ID
 	for first := 0; first < c.blockCount(); first += batch {
 		n := min(batch, c.blockCount()-first)
 		var err error
-		raw, plain, err = c.readBlocks(first, n, raw, plain[:0])
+		raw, blocks, err = c.readBlocks(first, n, raw, blocks[:0])
 		if err != nil {
 			return err
 		}
-		for i := 0; len(plain) > 0; i++ {
-			id, e, err := decodeCacheEntry(plain, len(c.c.packs))
-			if err != nil {
-				return err
+		for i, plain := range blocks {
+			for j := 0; len(plain) > 0; j++ {
+				id, e, err := decodeCacheEntry(plain, len(c.c.packs))
+				if err != nil {
+					return err
+				}
+				if j == 0 && c.c.fanout[first+i] != id {
+					return fmt.Errorf("fan-out does not match block %d: %w", first+i, ErrIntegrity)
+				}
+				if (first > 0 || i > 0 || j > 0) && compareIDs(prev, id) >= 0 {
+					return fmt.Errorf("entries not sorted: %w", ErrIntegrity)
+				}
+				prev = id
+				if fn != nil {
+					fn(id, e)
+				}
+				plain = plain[indexEntrySize:]
 			}
-			if (first > 0 || i > 0) && compareIDs(prev, id) >= 0 {
-				return fmt.Errorf("entries not sorted: %w", ErrIntegrity)
-			}
-			if i%indexCacheBlockEntries == 0 && c.c.fanout[first+i/indexCacheBlockEntries] != id {
-				return fmt.Errorf("fan-out does not match block %d: %w", first+i/indexCacheBlockEntries, ErrIntegrity)
-			}
-			prev = id
-			if fn != nil {
-				fn(id, e)
-			}
-			plain = plain[indexEntrySize:]
 		}
 	}
 	return nil
@@ -385,7 +390,7 @@ func (c *indexCacheReader) block(n int) ([]byte, error) {
 		return el.Value.(*cachedBlock).entries, nil
 	}
 	c.mu.Unlock()
-	_, plain, err := c.readBlocks(n, 1, nil, nil)
+	_, blocks, err := c.readBlocks(n, 1, nil, nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
@@ -395,13 +400,13 @@ func (c *indexCacheReader) block(n int) ([]byte, error) {
 		return nil, err
 	}
 	if _, ok := c.byNum[n]; !ok {
-		c.byNum[n] = c.lru.PushFront(&cachedBlock{n, plain})
+		c.byNum[n] = c.lru.PushFront(&cachedBlock{n, blocks[0]})
 		if c.lru.Len() > indexCacheLRU {
 			old := c.lru.Remove(c.lru.Back()).(*cachedBlock)
 			delete(c.byNum, old.num)
 		}
 	}
-	return plain, nil
+	return blocks[0], nil
 }
 
 // lookup returns id's first place in the cache. A block that does not
