@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	"lukechampine.com/blake3"
 )
 
@@ -345,7 +347,7 @@ func (c *indexCacheReader) readBlocks(first, n int, raw []byte, blocks [][]byte)
 }
 
 // each calls fn with every entry, in ID order, checking each block's seal,
-// the order of IDs and the fan-out: what openIndexCache checks.
+// the order of IDs and the fan-out, as check does.
 func (c *indexCacheReader) each(fn func(ID, indexEntry)) error {
 	const batch = 256
 	var raw []byte
@@ -447,11 +449,70 @@ func openIndexCache(path string, s sealer) (*indexCacheReader, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	if err := c.each(nil); err != nil {
+	if err := c.check(); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// check opens every block and checks that the entries are valid and
+// sorted, each block starting with its fan-out ID and ending below the
+// next one's: then the blocks are in order too, and can be checked in
+// parallel, a range of blocks on each core (the open's main cost).
+func (c *indexCacheReader) check() error {
+	for b := 1; b < len(c.c.fanout); b++ {
+		if compareIDs(c.c.fanout[b-1], c.c.fanout[b]) >= 0 {
+			return fmt.Errorf("fan-out not sorted: %w", ErrIntegrity)
+		}
+	}
+	const batch = 256
+	workers := runtime.GOMAXPROCS(0)
+	var g errgroup.Group
+	for w := range workers {
+		g.Go(func() error {
+			var raw []byte
+			var blocks [][]byte
+			for first := w * batch; first < c.blockCount(); first += workers * batch {
+				var err error
+				raw, blocks, err = c.readBlocks(first, min(batch, c.blockCount()-first), raw, blocks[:0])
+				if err != nil {
+					return err
+				}
+				if err := c.checkBlocks(first, blocks); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// checkBlocks checks the opened blocks from first on as check does.
+func (c *indexCacheReader) checkBlocks(first int, blocks [][]byte) error {
+	for i, plain := range blocks {
+		b := first + i
+		var prev ID
+		for j := 0; len(plain) > 0; j++ {
+			id, _, err := decodeCacheEntry(plain, len(c.c.packs))
+			if err != nil {
+				return fmt.Errorf("block %d: %w", b, err)
+			}
+			if j == 0 && id != c.c.fanout[b] {
+				return fmt.Errorf("fan-out does not match block %d: %w", b, ErrIntegrity)
+			}
+			if j > 0 && compareIDs(prev, id) >= 0 {
+				return fmt.Errorf("block %d not sorted: %w", b, ErrIntegrity)
+			}
+			prev = id
+			plain = plain[indexEntrySize:]
+		}
+		if b+1 < len(c.c.fanout) && compareIDs(prev, c.c.fanout[b+1]) >= 0 {
+			return fmt.Errorf("block %d overlaps the next: %w", b, ErrIntegrity)
+		}
+	}
+	return nil
 }
 
 func readIndexCacheHeader(f *os.File, s sealer) (*indexCacheReader, error) {
