@@ -214,7 +214,8 @@ func blockAD(nonce [32]byte, block int) []byte {
 var headerAD = []byte(indexCacheMagic + "header\x00")
 
 // writeIndexCache writes the cache file at path from entries, which yields
-// every blob's first place in ID order, and replaces any cache there. It
+// every blob's first place in ID order (about c.entries of them), and
+// replaces any cache there. It
 // writes under a temporary name and renames, so that a reader, or a second
 // builder, never sees a part of a file.
 func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(yield func(ID, indexEntry) bool)) (err error) {
@@ -240,7 +241,7 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 	if _, err := w.WriteString(indexCacheMagic); err != nil {
 		return err
 	}
-	c.fanout, c.entries = nil, 0
+	c.fanout, c.entries = make([]ID, 0, c.entries/indexCacheBlockEntries+1), 0
 	var plain, sealed []byte
 	flush := func() error {
 		if len(plain) == 0 {
@@ -635,6 +636,13 @@ func (x *Index) cacheContent(repoID string, covered []ID) *indexCacheContent {
 	c := &indexCacheContent{repoID: repoID, covered: slices.Clone(covered),
 		packs: slices.Clone(x.packs), packEnds: slices.Clone(x.packEnds)}
 	slices.SortFunc(c.covered, compareIDs)
+	c.entries = int64(len(x.blobs)) // an estimate, for the fan-out's size
+	if x.sorted != nil {
+		c.entries += int64(x.sorted.live)
+	}
+	if x.cached != nil {
+		c.entries += x.cached.c.entries
+	}
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			c.alts = append(c.alts, cachedAlt{id, e})
