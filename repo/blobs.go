@@ -431,8 +431,12 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
 		return err
 	}
-	if r.indexCacheRoot != "" && len(r.indexDamage) == 0 && r.idx.Len() >= IndexCacheMinBlobs {
-		r.saveIndexCache(names)
+	if r.indexCacheRoot != "" && len(r.indexDamage) == 0 {
+		if r.idx.Len() >= IndexCacheMinBlobs {
+			r.saveIndexCache(names)
+		} else {
+			r.dropIndexCache()
+		}
 	}
 	return nil
 }

@@ -55,8 +55,8 @@ const (
 // cache; below it, loading the index files is fast enough. Tests lower it.
 var IndexCacheMinBlobs = 1_000_000
 
-// indexCacheKey derives the cache's key from the repository's master key:
-// the cache is sealed with a key used for nothing else.
+// indexCacheSealer seals the cache under a key derived from the
+// repository's master key and used for nothing else.
 func indexCacheSealer(r *Repository) (sealer, error) {
 	if r.encryption == EncryptionNone {
 		return plainSealer{}, nil

@@ -185,8 +185,8 @@ func TestIndexCacheDamagedIsRebuilt(t *testing.T) {
 	c.wantNoWarning(warnings)
 }
 
-// Without UseIndexCache (nightjar --no-cache) no cache is written, and
-// below the threshold neither.
+// Without UseIndexCache (nightjar --no-cache) no cache is written; below
+// the threshold a stale one is removed.
 func TestIndexCacheOnlyWhenAskedAndBig(t *testing.T) {
 	c := newCacheTestRepo(t)
 	r := c.open(nil)
@@ -194,11 +194,26 @@ func TestIndexCacheOnlyWhenAskedAndBig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.root, r.ID())); !os.IsNotExist(err) {
 		t.Fatalf("a cache folder without UseIndexCache: %v", err)
 	}
-	repo.LowerIndexCacheMinBlobs(t, 601)
 	var warnings []string
 	r = c.open(&warnings)
+	if _, err := os.Stat(r.IndexCachePath(c.root)); err != nil {
+		t.Fatalf("no cache of 600 blobs with a threshold of 100: %v", err)
+	}
+	// A prune shrank the index below the threshold: the cache, stale, goes.
+	repo.LowerIndexCacheMinBlobs(t, 601)
+	for name, blobs := range c.files {
+		if len(blobs) == 200 { // one the cache covers
+			if err := c.be.Remove(context.Background(), repo.Handle{Type: repo.IndexFile, Name: name}); err != nil {
+				t.Fatal(err)
+			}
+			delete(c.files, name)
+			break
+		}
+	}
+	r = c.open(&warnings)
+	c.wantIndex(r)
 	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
-		t.Fatalf("a cache of 600 blobs with a threshold of 601: %v", err)
+		t.Fatalf("a stale cache kept for an index below the threshold: %v", err)
 	}
 	c.wantNoWarning(warnings)
 }

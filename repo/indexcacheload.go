@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"runtime"
 )
 
@@ -112,5 +113,14 @@ func (r *Repository) saveIndexCache(names []string) {
 	path := indexCachePath(r.indexCacheRoot, r.ID())
 	if err := writeIndexCache(path, s, x.cacheContent(r.ID(), ids), x.eachSorted); err != nil {
 		r.indexCacheWarn("index cache %s not written (%v): the next open reads every index file again", path, err)
+	}
+}
+
+// dropIndexCache removes a cache left from when the index was big (a prune
+// shrank it below IndexCacheMinBlobs): stale, it would only take space.
+func (r *Repository) dropIndexCache() {
+	path := indexCachePath(r.indexCacheRoot, r.ID())
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.indexCacheWarn("stale index cache %s not removed: %v", path, err)
 	}
 }
