@@ -197,7 +197,7 @@ func remote(location string) bool {
 // one is read through a local cache of its index files and tree packs in
 // the user's cache folder, unless useCache is false (--no-cache or
 // NIGHTJAR_NO_CACHE, and check, verify and drill runs, which judge the
-// repository itself).
+// repository itself); a big index of any repository is kept there too.
 // Without a cache folder the repository is read as without the cache, and
 // warn says so.
 func openCached(ctx context.Context, be repo.Backend, location string, useCache bool, opts repo.OpenOptions, warn func(format string, args ...any)) (*repo.Repository, error) {
@@ -207,8 +207,18 @@ func openCached(ctx context.Context, be repo.Backend, location string, useCache 
 		be = local
 	}
 	r, err := repo.Open(ctx, be, opts)
-	if err != nil || local == nil {
-		return r, err
+	if err != nil {
+		return nil, err
+	}
+	if useCache {
+		// A big index is kept sorted and sealed in the same folder, for
+		// local repositories too (repo/indexcache.go).
+		if dir, err := os.UserCacheDir(); err == nil {
+			r.UseIndexCache(filepath.Join(dir, "nightjar"), warn)
+		}
+	}
+	if local == nil {
+		return r, nil
 	}
 	dir, err := os.UserCacheDir()
 	if err == nil {

@@ -414,11 +414,35 @@ func (r *Repository) ReadIndexFile(ctx context.Context, name string) ([]IndexedB
 // readable index file lists are indexed from their headers instead, so
 // that backups and restores go on (repair index replaces the file). Any
 // other failure to read an index file is an error.
+//
+// With a local index cache (UseIndexCache) that covers some of the index
+// files listed, it reads only the others; after reading all of them, it
+// writes the cache when the index is big (indexcache.go).
 func (r *Repository) LoadIndex(ctx context.Context) error {
 	names, expected, err := r.listIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("load index: %w", err)
 	}
+	if r.indexCacheRoot != "" && r.idx.Len() == 0 {
+		if used, err := r.loadIndexCached(ctx, names); used || err != nil {
+			return err
+		}
+	}
+	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
+		return err
+	}
+	if r.indexCacheRoot != "" && len(r.indexDamage) == 0 {
+		if r.idx.Len() >= IndexCacheMinBlobs {
+			r.saveIndexCache(names)
+		} else {
+			r.dropIndexCache()
+		}
+	}
+	return nil
+}
+
+// loadIndexFiles reads the named index files into the index.
+func (r *Repository) loadIndexFiles(ctx context.Context, names []string, expected int) error {
 	add := r.idx.add
 	load := r.idx.startLoad(expected)
 	if load != nil {

@@ -135,6 +135,12 @@ type Index struct {
 	sorted  *sortedBlobs
 	blobs   map[ID]indexEntry
 	pending map[ID]struct{}
+	// cached is the local index cache LoadIndex opened (indexcache.go),
+	// in place of sorted; over holds the blobs of it whose first place
+	// changed since, or that have none left (dropped). A blob in over is
+	// never also in blobs.
+	cached *indexCacheReader
+	over   map[ID]cacheOverride
 	// alts holds the other places of blobs stored in more than one pack
 	// (a backup that stored again what a lost pack held, an adopted pack):
 	// a read that fails in the first place tries them. Usually empty.
@@ -178,16 +184,39 @@ func (x *Index) entry(b IndexedBlob) indexEntry {
 	return e
 }
 
+// cacheOverride is a new first place of a blob in the index cache, or
+// none (dropped).
+type cacheOverride struct {
+	e       indexEntry
+	dropped bool
+}
+
 // find returns id's first place; x.mu is held.
 func (x *Index) find(id ID) (indexEntry, bool) {
 	if e, ok := x.blobs[id]; ok {
 		return e, true
+	}
+	if x.cached != nil {
+		if o, ok := x.over[id]; ok {
+			return o.e, !o.dropped
+		}
+		return x.cached.lookup(id)
 	}
 	return x.sorted.lookup(id)
 }
 
 // set makes e id's first place; x.mu is held.
 func (x *Index) set(id ID, e indexEntry) {
+	if x.cached != nil {
+		if _, ok := x.over[id]; ok {
+			x.over[id] = cacheOverride{e: e}
+			return
+		}
+		if _, ok := x.cached.lookup(id); ok {
+			x.over[id] = cacheOverride{e: e}
+			return
+		}
+	}
 	if b, i, ok := x.sorted.find(id); ok {
 		if packed, ok := packSorted(e); ok {
 			if x.sorted.ents[b][i].packMeta == droppedEntry {
@@ -210,6 +239,11 @@ func (x *Index) remove(id ID) {
 	if b, i, ok := x.sorted.find(id); ok {
 		x.removeSorted(b, i)
 	}
+	if x.cached != nil {
+		if _, ok := x.find(id); ok {
+			x.over[id] = cacheOverride{dropped: true}
+		}
+	}
 }
 
 func (x *Index) removeSorted(b, i int) {
@@ -222,6 +256,7 @@ func (x *Index) removeSorted(b, i int) {
 // eachFirst calls fn with every blob's first place; x.mu is held.
 func (x *Index) eachFirst(fn func(id ID, e indexEntry)) {
 	x.sorted.each(fn)
+	x.eachCached(fn)
 	for id, e := range x.blobs {
 		fn(id, e)
 	}
@@ -413,6 +448,14 @@ func (x *Index) Len() int {
 	if x.sorted != nil {
 		n += x.sorted.live
 	}
+	if x.cached != nil {
+		n += int(x.cached.c.entries)
+		for _, o := range x.over {
+			if o.dropped {
+				n--
+			}
+		}
+	}
 	return n
 }
 
@@ -462,6 +505,8 @@ func (x *Index) reset() {
 	defer x.mu.Unlock()
 	x.packs, x.packNum, x.blobs, x.alts, x.packEnds = nil, map[ID]uint32{}, map[ID]indexEntry{}, nil, nil
 	x.sorted = nil
+	x.cached.close()
+	x.cached, x.over = nil, nil
 }
 
 // placesIn returns every place the index knows in pack, alternates

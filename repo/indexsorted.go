@@ -230,7 +230,7 @@ type indexLoad struct {
 func (x *Index) startLoad(expected int) *indexLoad {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.sorted != nil || len(x.blobs) > 0 {
+	if x.sorted != nil || x.cached != nil || len(x.blobs) > 0 {
 		return nil
 	}
 	return &indexLoad{x: x, sorted: newSortedBlobs(expected)}

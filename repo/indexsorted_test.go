@@ -178,10 +178,16 @@ func TestLoadedIndexAnswersAsTheMap(t *testing.T) {
 // session's blobs, a reserve, packs found lost or cut, a failed session
 // forgotten) on both indexes and compares them after each step.
 func TestLoadedIndexChangesAsTheMap(t *testing.T) {
+	changesAsTheMap(t, func(files [][]IndexedBlob) *Index { return loadedIndex(files, 40000) }) // 4 buckets
+}
+
+// changesAsTheMap is TestLoadedIndexChangesAsTheMap for an index that
+// load fills from files.
+func changesAsTheMap(t *testing.T, load func(files [][]IndexedBlob) *Index) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	packs := testPacks(rng, 12)
 	files := indexFiles(rng, 4, 120, packs)
-	want, got := mapIndex(files), loadedIndex(files, 40000) // 4 buckets
+	want, got := mapIndex(files), load(files)
 	newPacks := testPacks(rng, 3)
 	allPacks := append(slices.Clone(packs), newPacks...)
 	later := indexFiles(rng, 2, 60, newPacks)

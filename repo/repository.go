@@ -45,7 +45,11 @@ type Repository struct {
 	indexDamage        []IndexDamage
 	indexedFromHeaders int
 	unreadable         unreadableSnapshots // the snapshot files reads of the list skipped
-	held               heldLocks           // the locks taken and not released (lock.go)
+	// indexCacheRoot is the folder of the local index caches ("": none),
+	// indexCacheWarn where their failures are told (UseIndexCache).
+	indexCacheRoot string
+	indexCacheWarn func(format string, args ...any)
+	held           heldLocks // the locks taken and not released (lock.go)
 }
 
 // InitOptions are the choices made when a repository is created.
@@ -353,6 +357,7 @@ func (r *Repository) SetCompression(c Compression) error {
 // on after that).
 func (r *Repository) Close() {
 	r.zdec.Close()
+	r.idx.reset() // closes the index cache's file
 	if c, ok := Capability[io.Closer](r.be); ok {
 		_ = c.Close()
 	}

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"time"
@@ -38,6 +39,7 @@ func main() {
 	blobs := flag.Int("blobs", 1_000_000, "data blobs of the repository made")
 	memProfile := flag.String("memprofile", "", "write a heap profile after the index is loaded")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run")
+	noCache := flag.Bool("no-cache", false, "open without the local index cache (as nightjar --no-cache)")
 	flag.Parse()
 	if *dir == "" {
 		log.Fatal("bigrepo: -dir is required")
@@ -56,7 +58,7 @@ func main() {
 	if *create {
 		err = makeRepository(ctx, *dir, *blobs, password)
 	} else {
-		err = openTimed(ctx, *dir, password, *memProfile)
+		err = openTimed(ctx, *dir, password, *memProfile, !*noCache)
 	}
 	if err != nil {
 		stopProfile()
@@ -135,7 +137,7 @@ func makeRepository(ctx context.Context, dir string, blobs int, password []byte)
 
 // openTimed opens the repository and loads its index, and prints how long
 // that took and the heap it holds.
-func openTimed(ctx context.Context, dir string, password []byte, memProfile string) error {
+func openTimed(ctx context.Context, dir string, password []byte, memProfile string, useCache bool) error {
 	be, err := backend.Open(ctx, dir)
 	if err != nil {
 		return err
@@ -146,6 +148,16 @@ func openTimed(ctx context.Context, dir string, password []byte, memProfile stri
 		return err
 	}
 	defer r.Close()
+	if useCache {
+		// As nightjar opens it: the index cache in the user's cache folder.
+		cacheDir, err := os.UserCacheDir()
+		if err != nil {
+			return err
+		}
+		r.UseIndexCache(filepath.Join(cacheDir, "nightjar"), func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "warning: "+format+"\n", args...)
+		})
+	}
 	opened := time.Now()
 	if err := r.LoadIndex(ctx); err != nil {
 		return err

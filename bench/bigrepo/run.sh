@@ -17,6 +17,11 @@
 # built from this tree into WORK; for a baseline, build both from the other
 # tree, bigrepo with this main.go copied in),
 # LIMIT_MIB=512 (a step above it is marked FAIL and the exit status is 1).
+# Both nightjar and bigrepo keep the local index cache of a repository of
+# 1M blobs or more in the user's cache folder (XDG_CACHE_HOME): the first
+# open of each repository writes it, later ones use it (bigrepo -no-cache
+# and nightjar --no-cache do neither; a baseline from c744c96 or older has
+# no cache). Delete the folder to time the open that writes it.
 # Every figure is written with the load average when the step began into
 # WORK/results.tsv (N, step, peak RSS MiB, wall s, user+sys s, load) and
 # printed.

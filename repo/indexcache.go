@@ -1,0 +1,671 @@
+package repo
+
+import (
+	"bufio"
+	"bytes"
+	"container/list"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"lukechampine.com/blake3"
+)
+
+// The local index cache keeps the merged, sorted index of a big repository
+// in one file on the local disk, so that opening the repository reads the
+// cache's fan-out and pack table instead of decoding every index file, and
+// a lookup reads one block of it. It is a copy of what the repository's
+// index files say, never a source of truth: a cache that does not match
+// the index files listed, or whose seal does not open, is rebuilt from
+// them. Its layout (docs/FORMAT.md, "The local index cache"):
+//
+//	"nightjar index cache 1\n"
+//	header length (uint64 LE) | sealed header
+//	sealed block 0 | sealed block 1 | ...
+//
+// The header holds the repository ID, the index file IDs covered, the pack
+// table (ID and end of the last blob), the number of entries and blocks,
+// the first blob ID of each block (the fan-out) and the alternate places.
+// A block holds up to indexCacheBlockEntries entries encoded as in an index
+// file (ID, pack number into the table, type, compression, offset, sealed
+// and raw length), sorted by ID across blocks. Every block is sealed on its
+// own, bound to the BLAKE3 of the sealed header and its number, so that a
+// block cannot be moved, nor mixed in from another cache file.
+
+const (
+	indexCacheMagic = "nightjar index cache 1\n"
+	// indexCacheFileName is the cache's name in the repository's folder
+	// of the user's cache.
+	indexCacheFileName = "index.cache"
+	// indexCacheBlockEntries fills a block of about 4 KiB of plaintext.
+	indexCacheBlockEntries = 4096 / indexEntrySize
+	// indexCacheLRU is how many opened blocks a reader keeps.
+	indexCacheLRU = 256
+)
+
+// IndexCacheMinBlobs is the size of index from which LoadIndex keeps a
+// cache; below it, loading the index files is fast enough. Tests lower it.
+var IndexCacheMinBlobs = 1_000_000
+
+// indexCacheSealer seals the cache under a key derived from the
+// repository's master key and used for nothing else.
+func indexCacheSealer(r *Repository) (sealer, error) {
+	if r.encryption == EncryptionNone {
+		return plainSealer{}, nil
+	}
+	key := make([]byte, 32)
+	blake3.DeriveKey(key, "nightjar 2026-12-02 local index cache", r.key.Encrypt)
+	return newAEADSealer(key)
+}
+
+// indexCacheContent is what a cache file holds besides its blocks.
+type indexCacheContent struct {
+	repoID   string
+	nonce    [32]byte // random, binds the blocks to this file
+	covered  []ID     // index files, sorted
+	packs    []ID
+	packEnds []int64
+	entries  int64
+	fanout   []ID // first ID of each block
+	alts     []cachedAlt
+}
+
+// cachedAlt is an alternate place of a blob (Index.alts).
+type cachedAlt struct {
+	id ID
+	e  indexEntry
+}
+
+func appendCacheEntry(buf []byte, id ID, e indexEntry) []byte {
+	buf = append(buf, id[:]...)
+	buf = binary.LittleEndian.AppendUint32(buf, e.pack)
+	buf = append(buf, byte(e.typ), e.comp)
+	buf = binary.LittleEndian.AppendUint32(buf, e.offset)
+	buf = binary.LittleEndian.AppendUint32(buf, e.length)
+	return binary.LittleEndian.AppendUint32(buf, e.rawLength)
+}
+
+// decodeCacheEntry reads one entry (indexEntrySize bytes); packs is the
+// size of the pack table.
+func decodeCacheEntry(p []byte, packs int) (ID, indexEntry, error) {
+	var id ID
+	copy(id[:], p[:32])
+	e := indexEntry{pack: binary.LittleEndian.Uint32(p[32:]), typ: BlobType(p[36]), comp: p[37],
+		offset: binary.LittleEndian.Uint32(p[38:]), length: binary.LittleEndian.Uint32(p[42:]), rawLength: binary.LittleEndian.Uint32(p[46:])}
+	if int(e.pack) >= packs || !e.typ.valid() || e.comp > compressZstd {
+		return id, e, fmt.Errorf("bad entry: %w", ErrIntegrity)
+	}
+	return id, e, nil
+}
+
+func encodeCacheHeader(c *indexCacheContent) []byte {
+	var b []byte
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.repoID)))
+	b = append(b, c.repoID...)
+	b = append(b, c.nonce[:]...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.covered)))
+	for _, id := range c.covered {
+		b = append(b, id[:]...)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.packs)))
+	for i, id := range c.packs {
+		b = append(b, id[:]...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(c.packEnds[i]))
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(c.entries))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.fanout)))
+	for _, id := range c.fanout {
+		b = append(b, id[:]...)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.alts)))
+	for _, a := range c.alts {
+		b = appendCacheEntry(b, a.id, a.e)
+	}
+	return b
+}
+
+func decodeCacheHeader(p []byte) (*indexCacheContent, error) {
+	bad := errors.New("truncated header")
+	c := &indexCacheContent{}
+	u32 := func() (int, bool) {
+		if len(p) < 4 {
+			return 0, false
+		}
+		n := int(binary.LittleEndian.Uint32(p))
+		p = p[4:]
+		return n, true
+	}
+	ids := func(n, stride int) ([]ID, bool) {
+		if n > len(p)/stride {
+			return nil, false
+		}
+		out := make([]ID, n)
+		for i := range out {
+			copy(out[i][:], p[:32])
+			p = p[stride:]
+		}
+		return out, true
+	}
+	n, ok := u32()
+	if !ok || n > len(p) {
+		return nil, bad
+	}
+	c.repoID, p = string(p[:n]), p[n:]
+	if len(p) < 32 {
+		return nil, bad
+	}
+	copy(c.nonce[:], p)
+	p = p[32:]
+	if n, ok = u32(); !ok {
+		return nil, bad
+	}
+	if c.covered, ok = ids(n, 32); !ok {
+		return nil, bad
+	}
+	if n, ok = u32(); !ok || n > len(p)/40 {
+		return nil, bad
+	}
+	c.packs, c.packEnds = make([]ID, n), make([]int64, n)
+	for i := range c.packs {
+		copy(c.packs[i][:], p[:32])
+		c.packEnds[i] = int64(binary.LittleEndian.Uint64(p[32:]))
+		p = p[40:]
+	}
+	if len(p) < 8 {
+		return nil, bad
+	}
+	c.entries, p = int64(binary.LittleEndian.Uint64(p)), p[8:]
+	if n, ok = u32(); !ok {
+		return nil, bad
+	}
+	if c.fanout, ok = ids(n, 32); !ok {
+		return nil, bad
+	}
+	if n, ok = u32(); !ok || n > len(p)/indexEntrySize {
+		return nil, bad
+	}
+	for range n {
+		id, e, err := decodeCacheEntry(p, len(c.packs))
+		if err != nil {
+			return nil, err
+		}
+		c.alts = append(c.alts, cachedAlt{id, e})
+		p = p[indexEntrySize:]
+	}
+	if len(p) != 0 || c.entries < 0 || int64(len(c.fanout)) != (c.entries+indexCacheBlockEntries-1)/indexCacheBlockEntries {
+		return nil, errors.New("inconsistent header")
+	}
+	return c, nil
+}
+
+// blockAD binds a block to its cache file and its place in it.
+func blockAD(nonce [32]byte, block int) []byte {
+	return binary.LittleEndian.AppendUint64(append([]byte("block\x00"), nonce[:]...), uint64(block))
+}
+
+var headerAD = []byte(indexCacheMagic + "header\x00")
+
+// writeIndexCache writes the cache file at path from entries, which yields
+// every blob's first place in ID order (about c.entries of them), and
+// replaces any cache there. It
+// writes under a temporary name and renames, so that a reader, or a second
+// builder, never sees a part of a file.
+func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(yield func(ID, indexEntry) bool)) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write index cache: %w", err)
+	}
+	f, err := os.CreateTemp(dir, indexCacheFileName+".tmp-*") // 0600
+	if err != nil {
+		return fmt.Errorf("write index cache: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+			err = fmt.Errorf("write index cache: %w", err)
+		}
+	}()
+	if _, err := rand.Read(c.nonce[:]); err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if _, err := w.WriteString(indexCacheMagic); err != nil {
+		return err
+	}
+	c.fanout, c.entries = make([]ID, 0, c.entries/indexCacheBlockEntries+1), 0
+	var plain, sealed []byte
+	flush := func() error {
+		if len(plain) == 0 {
+			return nil
+		}
+		sealed = s.seal(sealed[:0], plain, blockAD(c.nonce, len(c.fanout)-1))
+		plain = plain[:0]
+		_, err := w.Write(sealed)
+		return err
+	}
+	var prev ID
+	for id, e := range entries {
+		if c.entries > 0 && compareIDs(prev, id) >= 0 {
+			return errors.New("entries not in order") // a bug, not damage
+		}
+		prev = id
+		if len(plain) == 0 {
+			c.fanout = append(c.fanout, id)
+		}
+		plain = appendCacheEntry(plain, id, e)
+		c.entries++
+		if len(plain) == indexCacheBlockEntries*indexEntrySize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	header := s.seal(nil, encodeCacheHeader(c), headerAD)
+	if _, err := w.Write(header); err != nil {
+		return err
+	}
+	if _, err := w.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(header)))); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// indexCacheReader looks blobs up in an open cache file.
+type indexCacheReader struct {
+	f         *os.File
+	s         sealer
+	c         *indexCacheContent
+	blocksAt  int64 // offset of block 0
+	blockSize int64 // sealed size of a full block
+
+	mu    sync.Mutex
+	lru   *list.List // of *cachedBlock, most recent first
+	byNum map[int]*list.Element
+	err   error // the first block that failed to open after the check
+}
+
+type cachedBlock struct {
+	num     int
+	entries []byte
+}
+
+func (c *indexCacheReader) close() {
+	if c != nil {
+		_ = c.f.Close()
+	}
+}
+
+func (c *indexCacheReader) blockCount() int { return len(c.c.fanout) }
+
+// blockEntries is how many entries block n holds.
+func (c *indexCacheReader) blockEntries(n int) int {
+	if n < len(c.c.fanout)-1 {
+		return indexCacheBlockEntries
+	}
+	return int(c.c.entries - int64(n)*indexCacheBlockEntries)
+}
+
+// readBlocks reads blocks [first, first+n) into raw and opens them in
+// place; it returns raw and each block's entries (which alias raw).
+func (c *indexCacheReader) readBlocks(first, n int, raw []byte, blocks [][]byte) ([]byte, [][]byte, error) {
+	size := int64(0)
+	for b := first; b < first+n; b++ {
+		size += int64(c.blockEntries(b)*indexEntrySize + c.s.overhead())
+	}
+	raw = slices.Grow(raw[:0], int(size))[:size]
+	if _, err := c.f.ReadAt(raw, c.blocksAt+int64(first)*c.blockSize); err != nil {
+		return raw, blocks, fmt.Errorf("read block %d: %w", first, err)
+	}
+	rest := raw
+	for b := first; b < first+n; b++ {
+		l := c.blockEntries(b)*indexEntrySize + c.s.overhead()
+		plain, err := c.s.openInPlace(rest[:l], blockAD(c.c.nonce, b))
+		if err != nil {
+			return raw, blocks, fmt.Errorf("block %d: %w", b, err)
+		}
+		blocks = append(blocks, plain)
+		rest = rest[l:]
+	}
+	return raw, blocks, nil
+}
+
+// each calls fn with every entry, in ID order, checking each block's seal,
+// the order of IDs and the fan-out, as check does.
+func (c *indexCacheReader) each(fn func(ID, indexEntry)) error {
+	const batch = 256
+	var raw []byte
+	var blocks [][]byte
+	var prev ID
+	for first := 0; first < c.blockCount(); first += batch {
+		n := min(batch, c.blockCount()-first)
+		var err error
+		raw, blocks, err = c.readBlocks(first, n, raw, blocks[:0])
+		if err != nil {
+			return err
+		}
+		for i, plain := range blocks {
+			for j := 0; len(plain) > 0; j++ {
+				id, e, err := decodeCacheEntry(plain, len(c.c.packs))
+				if err != nil {
+					return err
+				}
+				if j == 0 && c.c.fanout[first+i] != id {
+					return fmt.Errorf("fan-out does not match block %d: %w", first+i, ErrIntegrity)
+				}
+				if (first > 0 || i > 0 || j > 0) && compareIDs(prev, id) >= 0 {
+					return fmt.Errorf("entries not sorted: %w", ErrIntegrity)
+				}
+				prev = id
+				if fn != nil {
+					fn(id, e)
+				}
+				plain = plain[indexEntrySize:]
+			}
+		}
+	}
+	return nil
+}
+
+// block returns block n's entries, opened, from the LRU or the file.
+func (c *indexCacheReader) block(n int) ([]byte, error) {
+	c.mu.Lock()
+	if el, ok := c.byNum[n]; ok {
+		c.lru.MoveToFront(el)
+		c.mu.Unlock()
+		return el.Value.(*cachedBlock).entries, nil
+	}
+	c.mu.Unlock()
+	_, blocks, err := c.readBlocks(n, 1, nil, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+		return nil, err
+	}
+	if _, ok := c.byNum[n]; !ok {
+		c.byNum[n] = c.lru.PushFront(&cachedBlock{n, blocks[0]})
+		if c.lru.Len() > indexCacheLRU {
+			old := c.lru.Remove(c.lru.Back()).(*cachedBlock)
+			delete(c.byNum, old.num)
+		}
+	}
+	return blocks[0], nil
+}
+
+// lookup returns id's first place in the cache. A block that does not
+// open answers "not here" (it is never trusted) and is remembered in err.
+func (c *indexCacheReader) lookup(id ID) (indexEntry, bool) {
+	if c == nil || len(c.c.fanout) == 0 {
+		return indexEntry{}, false
+	}
+	n := sort.Search(len(c.c.fanout), func(i int) bool { return compareIDs(c.c.fanout[i], id) > 0 }) - 1
+	if n < 0 {
+		return indexEntry{}, false
+	}
+	entries, err := c.block(n)
+	if err != nil {
+		return indexEntry{}, false
+	}
+	count := len(entries) / indexEntrySize
+	i := sort.Search(count, func(i int) bool {
+		return bytes.Compare(entries[i*indexEntrySize:i*indexEntrySize+32], id[:]) >= 0
+	})
+	if i == count || !bytes.Equal(entries[i*indexEntrySize:i*indexEntrySize+32], id[:]) {
+		return indexEntry{}, false
+	}
+	_, e, err := decodeCacheEntry(entries[i*indexEntrySize:], len(c.c.packs))
+	return e, err == nil
+}
+
+// openIndexCache opens the cache file at path and checks it whole: the
+// header, every block's seal, the order of entries. Any failure is an
+// error: the caller rebuilds the cache.
+func openIndexCache(path string, s sealer) (*indexCacheReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := readIndexCacheHeader(f, s)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// check opens every block and checks that the entries are valid and
+// sorted, each block starting with its fan-out ID and ending below the
+// next one's: then the blocks are in order too, and can be checked in
+// parallel, a range of blocks on each core (the open's main cost).
+func (c *indexCacheReader) check() error {
+	for b := 1; b < len(c.c.fanout); b++ {
+		if compareIDs(c.c.fanout[b-1], c.c.fanout[b]) >= 0 {
+			return fmt.Errorf("fan-out not sorted: %w", ErrIntegrity)
+		}
+	}
+	const batch = 256
+	workers := runtime.GOMAXPROCS(0)
+	var g errgroup.Group
+	for w := range workers {
+		g.Go(func() error {
+			var raw []byte
+			var blocks [][]byte
+			for first := w * batch; first < c.blockCount(); first += workers * batch {
+				var err error
+				raw, blocks, err = c.readBlocks(first, min(batch, c.blockCount()-first), raw, blocks[:0])
+				if err != nil {
+					return err
+				}
+				if err := c.checkBlocks(first, blocks); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// checkBlocks checks the opened blocks from first on as check does.
+func (c *indexCacheReader) checkBlocks(first int, blocks [][]byte) error {
+	for i, plain := range blocks {
+		b := first + i
+		var prev ID
+		for j := 0; len(plain) > 0; j++ {
+			id, _, err := decodeCacheEntry(plain, len(c.c.packs))
+			if err != nil {
+				return fmt.Errorf("block %d: %w", b, err)
+			}
+			if j == 0 && id != c.c.fanout[b] {
+				return fmt.Errorf("fan-out does not match block %d: %w", b, ErrIntegrity)
+			}
+			if j > 0 && compareIDs(prev, id) >= 0 {
+				return fmt.Errorf("block %d not sorted: %w", b, ErrIntegrity)
+			}
+			prev = id
+			plain = plain[indexEntrySize:]
+		}
+		if b+1 < len(c.c.fanout) && compareIDs(prev, c.c.fanout[b+1]) >= 0 {
+			return fmt.Errorf("block %d overlaps the next: %w", b, ErrIntegrity)
+		}
+	}
+	return nil
+}
+
+func readIndexCacheHeader(f *os.File, s sealer) (*indexCacheReader, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size < int64(len(indexCacheMagic))+8 {
+		return nil, fmt.Errorf("too short: %w", ErrIntegrity)
+	}
+	head := make([]byte, len(indexCacheMagic))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, fmt.Errorf("read magic: %w", err)
+	}
+	if string(head) != indexCacheMagic {
+		return nil, fmt.Errorf("not an index cache: %w", ErrIntegrity)
+	}
+	var trailer [8]byte
+	if _, err := f.ReadAt(trailer[:], size-8); err != nil {
+		return nil, fmt.Errorf("read header length: %w", err)
+	}
+	n := binary.LittleEndian.Uint64(trailer[:])
+	blocksEnd := size - 8 - int64(n)
+	if n > uint64(size) || blocksEnd < int64(len(indexCacheMagic)) {
+		return nil, fmt.Errorf("header of %d bytes in a file of %d: %w", n, size, ErrIntegrity)
+	}
+	sealed := make([]byte, n)
+	if _, err := f.ReadAt(sealed, blocksEnd); err != nil {
+		return nil, fmt.Errorf("read header: %w", err)
+	}
+	plain, err := s.openInPlace(sealed, headerAD)
+	if err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	c, err := decodeCacheHeader(plain)
+	if err != nil {
+		return nil, fmt.Errorf("header: %v: %w", err, ErrIntegrity)
+	}
+	r := &indexCacheReader{f: f, s: s, c: c, blocksAt: int64(len(indexCacheMagic)),
+		blockSize: int64(indexCacheBlockEntries*indexEntrySize + s.overhead()),
+		lru:       list.New(), byNum: map[int]*list.Element{}}
+	want := r.blocksAt
+	for b := range r.blockCount() {
+		want += int64(r.blockEntries(b)*indexEntrySize + s.overhead())
+	}
+	if blocksEnd != want {
+		return nil, fmt.Errorf("blocks end at %d, not %d: %w", blocksEnd, want, ErrIntegrity)
+	}
+	return r, nil
+}
+
+// indexCachePath is where the cache of repository id lives under root.
+func indexCachePath(root, id string) string {
+	return filepath.Join(root, id, indexCacheFileName)
+}
+
+// eachCached calls fn with the first place of every blob in the index
+// cache, in ID order; x.mu is held. A block that fails to open (the file
+// was checked whole when opened, so only a change made to it since) ends
+// the walk early, and is remembered in x.cached.err.
+func (x *Index) eachCached(fn func(id ID, e indexEntry)) {
+	if x.cached == nil {
+		return
+	}
+	err := x.cached.each(func(id ID, e indexEntry) {
+		if o, ok := x.over[id]; ok {
+			if o.dropped {
+				return
+			}
+			e = o.e
+		}
+		fn(id, e)
+	})
+	if err != nil {
+		x.cached.mu.Lock()
+		if x.cached.err == nil {
+			x.cached.err = err
+		}
+		x.cached.mu.Unlock()
+	}
+}
+
+// eachSorted yields every blob's first place in ID order: the sorted
+// arrays or the cache merged with the map; x.mu is held.
+func (x *Index) eachSorted(yield func(ID, indexEntry) bool) {
+	extra := make([]ID, 0, len(x.blobs))
+	for id := range x.blobs {
+		extra = append(extra, id)
+	}
+	slices.SortFunc(extra, compareIDs)
+	stopped := false
+	emit := func(id ID, e indexEntry) {
+		if stopped {
+			return
+		}
+		for len(extra) > 0 && compareIDs(extra[0], id) < 0 {
+			if !yield(extra[0], x.blobs[extra[0]]) {
+				stopped = true
+				return
+			}
+			extra = extra[1:]
+		}
+		if !yield(id, e) {
+			stopped = true
+		}
+	}
+	x.sorted.each(emit)
+	x.eachCached(emit)
+	for _, id := range extra {
+		if stopped || !yield(id, x.blobs[id]) {
+			return
+		}
+	}
+}
+
+// cacheContent returns what a cache of x holds besides its entries, for
+// a repository and the index files loaded; x.mu is held.
+func (x *Index) cacheContent(repoID string, covered []ID) *indexCacheContent {
+	c := &indexCacheContent{repoID: repoID, covered: slices.Clone(covered),
+		packs: slices.Clone(x.packs), packEnds: slices.Clone(x.packEnds)}
+	slices.SortFunc(c.covered, compareIDs)
+	c.entries = int64(len(x.blobs)) // an estimate, for the fan-out's size
+	if x.sorted != nil {
+		c.entries += int64(x.sorted.live)
+	}
+	if x.cached != nil {
+		c.entries += x.cached.c.entries
+	}
+	for id, alts := range x.alts {
+		for _, e := range alts {
+			c.alts = append(c.alts, cachedAlt{id, e})
+		}
+	}
+	return c
+}
+
+// attachCache makes an empty x answer from the cache file c: its pack
+// table and alternates go into memory, its entries stay on disk.
+func (x *Index) attachCache(c *indexCacheReader) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.cached, x.over = c, map[ID]cacheOverride{}
+	x.packs = slices.Clone(c.c.packs)
+	x.packEnds = slices.Clone(c.c.packEnds)
+	for i, p := range x.packs {
+		x.packNum[p] = uint32(i)
+	}
+	for _, a := range c.c.alts {
+		if x.alts == nil {
+			x.alts = map[ID][]indexEntry{}
+		}
+		x.alts[a.id] = append(x.alts[a.id], a.e)
+	}
+}

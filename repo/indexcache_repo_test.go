@@ -1,0 +1,219 @@
+package repo_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+)
+
+// cacheTestRepo is a repository of index files of random blobs, opened
+// again for each look at it with the index cache in a folder of its own.
+type cacheTestRepo struct {
+	t     *testing.T
+	be    *memory.Backend
+	root  string
+	rng   *rand.Rand
+	files map[string][]repo.IndexedBlob // index file name -> its blobs
+}
+
+func newCacheTestRepo(t *testing.T) *cacheTestRepo {
+	repo.LowerIndexCacheMinBlobs(t, 100)
+	c := &cacheTestRepo{t: t, be: memory.New(), root: t.TempDir(), rng: rand.New(rand.NewPCG(19, 19)), files: map[string][]repo.IndexedBlob{}}
+	initRepo(t, c.be)
+	for range 3 {
+		c.addIndexFile(200)
+	}
+	return c
+}
+
+// addIndexFile stores an index file of n new blobs, as a backup does.
+func (c *cacheTestRepo) addIndexFile(n int) string {
+	c.t.Helper()
+	r := c.open(nil)
+	var pack repo.ID
+	for i := range pack {
+		pack[i] = byte(c.rng.Uint32())
+	}
+	blobs := make([]repo.IndexedBlob, n)
+	for i := range blobs {
+		var id repo.ID
+		for j := range id {
+			id[j] = byte(c.rng.Uint32())
+		}
+		blobs[i] = repo.IndexedBlob{PackedBlob: repo.PackedBlob{ID: id, Type: repo.DataBlob, Offset: uint32(i * 100), Length: 100, RawLength: 60}, Pack: pack}
+	}
+	name, err := r.SaveIndexFile(context.Background(), blobs)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.files[name] = blobs
+	return name
+}
+
+// open opens the repository with the index cache (unless warnings is
+// nil: then without) and loads the index, collecting the warnings.
+func (c *cacheTestRepo) open(warnings *[]string) *repo.Repository {
+	c.t.Helper()
+	r, err := repo.Open(context.Background(), c.be, repo.OpenOptions{Password: pw(password)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(r.Close)
+	if warnings != nil {
+		r.UseIndexCache(c.root, func(format string, args ...any) { *warnings = append(*warnings, fmt.Sprintf(format, args...)) })
+	}
+	if err := r.LoadIndex(context.Background()); err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// wantIndex fails unless r finds every blob of the index files there are,
+// where they are, and no other.
+func (c *cacheTestRepo) wantIndex(r *repo.Repository) {
+	c.t.Helper()
+	n := 0
+	for _, blobs := range c.files {
+		for _, b := range blobs {
+			if got, ok := r.Index().Lookup(b.ID); !ok || got != b {
+				c.t.Fatalf("lookup of %s: %v %v, want %v", b.ID.Short(), got, ok, b)
+			}
+			n++
+		}
+	}
+	if r.Index().Len() != n {
+		c.t.Fatalf("index holds %d blobs, want %d", r.Index().Len(), n)
+	}
+}
+
+// wantCache fails unless r answers from a cache covering covered files.
+func (c *cacheTestRepo) wantCache(r *repo.Repository, covered int) {
+	c.t.Helper()
+	if used, n := r.IndexFromCache(); !used || n != covered {
+		c.t.Fatalf("index from cache %v covering %d files, want true covering %d", used, n, covered)
+	}
+}
+
+func (c *cacheTestRepo) wantNoWarning(warnings []string) {
+	c.t.Helper()
+	if len(warnings) > 0 {
+		c.t.Fatalf("warnings: %q", warnings)
+	}
+}
+
+// A big index is cached at the first open, read from the cache at the
+// next, with an index file written since read beside it; a removed index
+// file makes it read every file again and rewrite the cache.
+func TestIndexCacheFollowsTheIndexFiles(t *testing.T) {
+	c := newCacheTestRepo(t)
+	var warnings []string
+	r := c.open(&warnings)
+	if used, _ := r.IndexFromCache(); used {
+		t.Fatal("the first open answered from a cache")
+	}
+	c.wantIndex(r)
+	if _, err := os.Stat(r.IndexCachePath(c.root)); err != nil {
+		t.Fatalf("no cache after the first open: %v", err)
+	}
+	r = c.open(&warnings)
+	c.wantCache(r, 3)
+	c.wantIndex(r)
+
+	added := c.addIndexFile(5) // a backup's
+	r = c.open(&warnings)
+	c.wantCache(r, 3) // the new file is small: read beside the cache
+	c.wantIndex(r)
+
+	c.addIndexFile(300) // more than a sixteenth of the cache: folded in
+	r = c.open(&warnings)
+	c.wantCache(r, 3)
+	c.wantIndex(r)
+	r = c.open(&warnings)
+	c.wantCache(r, 5)
+	c.wantIndex(r)
+
+	// A prune replaced an index file: the cache may place blobs in packs
+	// that are gone, and is not used.
+	if err := c.be.Remove(context.Background(), repo.Handle{Type: repo.IndexFile, Name: added}); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.files, added)
+	r = c.open(&warnings)
+	if used, _ := r.IndexFromCache(); used {
+		t.Fatal("a cache covering a removed index file was used")
+	}
+	c.wantIndex(r)
+	r = c.open(&warnings)
+	c.wantCache(r, 4)
+	c.wantIndex(r)
+	c.wantNoWarning(warnings)
+}
+
+// A changed byte in the cache file is told, the index read from the files
+// instead, and the cache written again.
+func TestIndexCacheDamagedIsRebuilt(t *testing.T) {
+	c := newCacheTestRepo(t)
+	var warnings []string
+	r := c.open(&warnings)
+	path := r.IndexCachePath(c.root)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 1
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = c.open(&warnings)
+	if used, _ := r.IndexFromCache(); used {
+		t.Fatal("a damaged cache was used")
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("warnings %q, want one about the damaged cache", warnings)
+	}
+	c.wantIndex(r)
+	warnings = nil
+	r = c.open(&warnings)
+	c.wantCache(r, 3)
+	c.wantIndex(r)
+	c.wantNoWarning(warnings)
+}
+
+// Without UseIndexCache (nightjar --no-cache) no cache is written; below
+// the threshold a stale one is removed.
+func TestIndexCacheOnlyWhenAskedAndBig(t *testing.T) {
+	c := newCacheTestRepo(t)
+	r := c.open(nil)
+	c.wantIndex(r)
+	if _, err := os.Stat(filepath.Join(c.root, r.ID())); !os.IsNotExist(err) {
+		t.Fatalf("a cache folder without UseIndexCache: %v", err)
+	}
+	var warnings []string
+	r = c.open(&warnings)
+	if _, err := os.Stat(r.IndexCachePath(c.root)); err != nil {
+		t.Fatalf("no cache of 600 blobs with a threshold of 100: %v", err)
+	}
+	// A prune shrank the index below the threshold: the cache, stale, goes.
+	repo.LowerIndexCacheMinBlobs(t, 601)
+	for name, blobs := range c.files {
+		if len(blobs) == 200 { // one the cache covers
+			if err := c.be.Remove(context.Background(), repo.Handle{Type: repo.IndexFile, Name: name}); err != nil {
+				t.Fatal(err)
+			}
+			delete(c.files, name)
+			break
+		}
+	}
+	r = c.open(&warnings)
+	c.wantIndex(r)
+	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
+		t.Fatalf("a stale cache kept for an index below the threshold: %v", err)
+	}
+	c.wantNoWarning(warnings)
+}

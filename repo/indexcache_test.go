@@ -1,0 +1,199 @@
+package repo
+
+import (
+	"crypto/rand"
+	"errors"
+	"io/fs"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// testCacheSealer is the sealer of a cache of a repository with a random
+// master key.
+func testCacheSealer(t *testing.T) sealer {
+	t.Helper()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	s, err := newAEADSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// saveCache writes the cache of index x, which covers the index files
+// covered, to path.
+func saveCache(t *testing.T, path string, s sealer, x *Index, covered []ID) {
+	t.Helper()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if err := writeIndexCache(path, s, x.cacheContent("repo-id", covered), x.eachSorted); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cachedIndex is an index that answers from a cache file of files.
+func cachedIndex(t *testing.T, files [][]IndexedBlob) *Index {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "repo-id", indexCacheFileName)
+	s := testCacheSealer(t)
+	saveCache(t, path, s, loadedIndex(files, 0), nil)
+	c, err := openIndexCache(path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	x := newIndex()
+	x.attachCache(c)
+	return x
+}
+
+// An index read from its cache answers every question as the index loaded
+// from the files, for random indexes of 0 to several thousand blobs (the
+// first and last block, a block of one entry, blobs stored twice).
+func TestCachedIndexAnswersAsTheLoaded(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := mrand.New(mrand.NewPCG(seed, 19))
+		nFiles, perFile := 1+rng.IntN(4), rng.IntN(400)
+		if seed == 0 {
+			nFiles, perFile = 1, indexCacheBlockEntries+1 // a last block of one
+		}
+		packs := testPacks(rng, 1+rng.IntN(6))
+		files := indexFiles(rng, nFiles, perFile, packs)
+		ids := allIDs(files, rng, 50)
+		want := loadedIndex(files, perFile*nFiles)
+		got := cachedIndex(t, files)
+		if got.sorted != nil || len(got.blobs) != 0 {
+			t.Fatalf("seed %d: the cached index loaded entries into memory", seed)
+		}
+		if w, g := indexState(want, ids, packs), indexState(got, ids, packs); w != g {
+			t.Fatalf("seed %d: cached index differs from the loaded one:\n%s", seed, firstDiff(w, g))
+		}
+		if got.cached.err != nil {
+			t.Fatalf("seed %d: %v", seed, got.cached.err)
+		}
+	}
+}
+
+// What follows a load (a session's blobs, lost packs, a failed session)
+// changes an index read from its cache as it changes the map.
+func TestCachedIndexChangesAsTheMap(t *testing.T) {
+	changesAsTheMap(t, func(files [][]IndexedBlob) *Index { return cachedIndex(t, files) })
+}
+
+// A changed byte anywhere in the cache file (magic, a block, the header,
+// its length) makes it fail to open, as a damaged cache: never trusted.
+func TestIndexCacheDamageDetected(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(3, 19))
+	packs := testPacks(rng, 5)
+	files := indexFiles(rng, 2, 300, packs)
+	path := filepath.Join(t.TempDir(), indexCacheFileName)
+	s := testCacheSealer(t)
+	saveCache(t, path, s, loadedIndex(files, 0), nil)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := openIndexCache(path, s)
+	if err != nil {
+		t.Fatalf("open the undamaged cache: %v", err)
+	}
+	c.close()
+	blocks := len(good) - 8 - len(indexCacheMagic)
+	for _, at := range []int{0, len(indexCacheMagic), len(indexCacheMagic) + blocks/2, len(good) - 100, len(good) - 1, len(good) - 8} {
+		bad := append([]byte(nil), good...)
+		bad[at] ^= 0x40
+		if err := os.WriteFile(path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := openIndexCache(path, s); err == nil {
+			c.close()
+			t.Errorf("a cache with byte %d of %d changed opened", at, len(good))
+		}
+	}
+	if err := os.WriteFile(path, good[:len(good)-1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := openIndexCache(path, s); err == nil {
+		c.close()
+		t.Error("a cut cache opened")
+	}
+	// Under another key (another repository's cache) nothing opens.
+	if err := os.WriteFile(path, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := openIndexCache(path, testCacheSealer(t)); !errors.Is(err, ErrIntegrity) {
+		c.close()
+		t.Errorf("a cache opened under another key: %v", err)
+	}
+}
+
+// A block changed after the cache was opened is not trusted: its blobs
+// are not found, and the reader remembers why.
+func TestIndexCacheBlockChangedAfterOpen(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(4, 19))
+	files := indexFiles(rng, 1, 200, testPacks(rng, 3))
+	x := cachedIndex(t, files)
+	id := files[0][0].ID // in block 0
+	f, err := os.OpenFile(x.cached.f.Name(), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff}, int64(len(indexCacheMagic)+30)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if x.Has(id) {
+		t.Fatal("a blob of a changed block was found")
+	}
+	if !errors.Is(x.cached.err, ErrIntegrity) {
+		t.Fatalf("reader error %v, want an integrity error", x.cached.err)
+	}
+}
+
+// Two builders writing the same cache at once leave one cache that opens,
+// no temporary file, and the file 0600 in a folder 0700.
+func TestIndexCacheTwoBuilders(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(5, 19))
+	files := indexFiles(rng, 3, 400, testPacks(rng, 6))
+	root := t.TempDir()
+	path := indexCachePath(root, "repo-id")
+	s := testCacheSealer(t)
+	x := loadedIndex(files, 0)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			<-start
+			saveCache(t, path, s, x, nil)
+		})
+	}
+	close(start)
+	wg.Wait()
+	c, err := openIndexCache(path, s)
+	if err != nil {
+		t.Fatalf("open after two builders: %v", err)
+	}
+	c.close()
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != indexCacheFileName {
+		t.Fatalf("folder holds %v, want only %s", entries, indexCacheFileName)
+	}
+	for p, want := range map[string]fs.FileMode{path: 0o600, filepath.Dir(path): 0o700 | fs.ModeDir} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode() != want {
+			t.Errorf("%s has mode %v, want %v", p, st.Mode(), want)
+		}
+	}
+}
