@@ -30,6 +30,27 @@ func readRepoFlags() []cli.Flag {
 // may have been removed meanwhile by a prune, so it fails, as backup does.
 type unlocker interface{ Release(errp *error) }
 
+// readLock is the shared lock of a command that only reads. Only a lost
+// lock fails the command: a lock that could not be removed at the end
+// (the storage refused the DELETE) is named in a warning, since what was
+// read is sound and the next command judges the leftover lock dead.
+type readLock struct {
+	l *repo.Lock
+	p *printer
+}
+
+func (r readLock) Release(errp *error) {
+	switch err := r.l.Unlock(); {
+	case err == nil:
+	case errors.Is(err, repo.ErrLockLost):
+		if *errp == nil {
+			*errp = err
+		}
+	default:
+		r.p.Warnf("could not remove the repository's lock: %v (the next command will judge it dead)", err)
+	}
+}
+
 // noLock is what a command that runs without a lock holds.
 type noLock struct{}
 
@@ -46,7 +67,7 @@ func readLockRepo(c *cli.Context, p *printer, r *repo.Repository, purpose string
 	}
 	l, err := r.Lock(c.Context, false, purpose)
 	if err == nil {
-		return l, nil
+		return readLock{l: l, p: p}, nil
 	}
 	if cannotWrite(err) && c.Context.Err() == nil {
 		p.Warnf("the repository cannot be written, so %s goes on without a lock (as with --no-lock; a prune running meanwhile could remove what it reads): %v", purpose, err)

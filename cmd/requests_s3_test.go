@@ -58,7 +58,10 @@ func TestS3CommandRequests(t *testing.T) {
 	heads := func(by map[string]int64) string {
 		var s []string
 		for k, n := range by {
-			if strings.HasPrefix(k, "HEAD ") {
+			// The lease's refresh HEADs its own lock when a step outlasts
+			// a fifth of the lease: under load it may, so locks are not
+			// counted; the HEADs this test is about are of other objects.
+			if strings.HasPrefix(k, "HEAD ") && k != "HEAD locks" {
 				s = append(s, fmt.Sprintf("%s %d", k, n))
 			}
 		}

@@ -164,7 +164,7 @@ func (c *copier) snapshot(ctx context.Context, s *Snapshot) (*Snapshot, WriteSta
 		c.trees[from] = to
 	}
 	cp := *s
-	cp.ID = NewSnapshotID()
+	cp.ID = "" // SaveSnapshot gives it a new one
 	cp.Tree = root
 	cp.Parent = ""
 	cp.CopiedFrom = &SnapshotOrigin{Repository: c.src.ID(), Snapshot: s.ID, Tree: s.Tree}

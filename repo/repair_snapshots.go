@@ -107,7 +107,7 @@ func (r *Repository) RepairSnapshots(ctx context.Context, opts RepairSnapshotsOp
 	for i, p := range fix.pending {
 		rep := &res.Repaired[i]
 		copied := *p.snap
-		copied.ID = NewSnapshotID()
+		copied.ID = "" // SaveSnapshot gives it a new one
 		copied.Tree = p.root
 		copied.Tags = append(slices.Clone(p.snap.Tags), RepairedTag)
 		copied.Parent = p.snap.ID

@@ -81,9 +81,10 @@ func ValidSnapshotID(id string) bool {
 // ended: everything the snapshot names is durable and indexed. Its root
 // tree must be indexed. A snapshot without an ID gets a new random one
 // (NewSnapshotID), which no snapshot in the repository can have: 128
-// random bits. An ID the caller chose is first looked up, and one that
-// exists is refused, never overwritten.
-func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
+// random bits; it is set in s only when the save succeeds. An ID the
+// caller chose is first looked up, and one that exists is refused, never
+// overwritten.
+func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) (err error) {
 	if w == nil || w.r == nil {
 		return errors.New("save snapshot: no finished write session")
 	}
@@ -99,6 +100,14 @@ func (w *Written) SaveSnapshot(ctx context.Context, s *Snapshot) error {
 	chosen := s.ID != ""
 	if !chosen {
 		s.ID = NewSnapshotID()
+		// A failed save leaves the snapshot without an ID again, so that
+		// a retry with it makes a fresh one instead of taking the one
+		// that may have landed as chosen and refusing itself.
+		defer func() {
+			if err != nil {
+				s.ID = ""
+			}
+		}()
 	}
 	if !ValidSnapshotID(s.ID) {
 		return fmt.Errorf("invalid snapshot id %q", s.ID)
