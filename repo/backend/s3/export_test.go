@@ -23,3 +23,7 @@ func (b *Backend) OnReadAheadWait(fn func()) {
 	b.readAhead.onWait = fn
 	b.readAhead.mu.Unlock()
 }
+
+// PlanCounts is the planned spans b's read-ahead fetched, and those it
+// dropped for room before every planned read of them was served.
+func (b *Backend) PlanCounts() (fetched, evicted int) { return b.readAhead.planCounts() }

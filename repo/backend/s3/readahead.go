@@ -40,6 +40,12 @@ type readAhead struct {
 	// onWait, when set, is called as a reader starts to wait for another's
 	// fetch: tests learn of it without waiting for time to pass.
 	onWait func()
+	// plan holds the spans of each object that a plan (plan.go) says will
+	// be read and that no window holds yet, by offset.
+	plan map[string][]planSpan
+	// spansFetched and spansEvicted count the planned spans fetched, and
+	// those dropped for room before every planned read of them was served.
+	spansFetched, spansEvicted int
 }
 
 // raWindow is the bytes of one object from offset on. While being fetched
@@ -54,6 +60,8 @@ type raWindow struct {
 	reserve int64         // bytes counted in used for this window: asked for, then got
 	elem    *list.Element // in lru once ready; nil while fetched or after being dropped
 	dropped bool          // no longer in byKey: not to be put in lru
+	planned bool          // a planned span: dropped once pending reaches 0
+	pending int           // planned reads of it not yet served
 }
 
 func newReadAhead(window, budget int64) *readAhead {
@@ -71,19 +79,20 @@ type fetchFunc func(ctx context.Context, offset, length int64) ([]byte, error)
 // the object ends before the read does): the caller reads it itself.
 func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []byte, fetch fetchFunc) (bool, error) {
 	n := int64(len(buf))
-	if n > r.window {
-		return false, nil
-	}
 	r.mu.Lock()
 	w := r.find(key, offset, n)
 	if w == nil {
-		w = r.start(key, offset, n)
+		if s, ok := r.plannedSpan(key, offset, n); ok {
+			w = r.startSpan(key, s)
+		} else if n <= r.window {
+			w = r.start(key, offset, n)
+		}
 		if w == nil {
 			r.mu.Unlock()
 			return false, nil
 		}
 		r.mu.Unlock()
-		data, err := fetch(ctx, offset, w.reserve)
+		data, err := fetch(ctx, w.offset, w.reserve)
 		r.finish(w, data, err)
 		if err != nil {
 			return true, err
@@ -114,6 +123,7 @@ func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []by
 		return false, nil
 	}
 	copy(buf, w.data[offset-w.offset:])
+	r.served(w)
 	return true, nil
 }
 
@@ -154,12 +164,14 @@ func (r *readAhead) start(key string, offset, n int64) *raWindow {
 			length = o.offset - offset
 		}
 	}
-	for r.used+length > r.budget {
-		back := r.lru.Back()
-		if back == nil {
-			return nil
+	for _, s := range r.plan[key] {
+		// A planned span is fetched whole when it is first read.
+		if s.offset > offset && s.offset-offset >= n && s.offset-offset < length {
+			length = s.offset - offset
 		}
-		r.drop(back.Value.(*raWindow))
+	}
+	if !r.makeRoom(length) {
+		return nil
 	}
 	w := &raWindow{key: key, offset: offset, done: make(chan struct{}), reserve: length}
 	r.used += w.reserve
@@ -179,6 +191,10 @@ func (r *readAhead) finish(w *raWindow, data []byte, err error) {
 	}
 	if err != nil {
 		r.drop(w)
+		if w.planned {
+			// Planned again whole: the next reader fetches it anew.
+			r.replan(w.key, planSpan{offset: w.offset, length: w.reserve, reads: w.pending})
+		}
 		return
 	}
 	r.used += int64(cap(data)) - w.reserve
