@@ -73,10 +73,12 @@ func newReadAhead(window, budget int64) *readAhead {
 type fetchFunc func(ctx context.Context, offset, length int64) ([]byte, error)
 
 // read fills buf with the bytes of key at offset from a window, fetching
-// one with fetch when none holds them; the error is fetch's. It returns
-// false when the cache cannot answer (a read larger than a window, no room
-// left while every window is being fetched, another reader's fetch failed,
-// the object ends before the read does): the caller reads it itself.
+// one with fetch when none holds them: the planned span that holds the
+// read (plan.go), or else a window from offset on. The error is fetch's.
+// It returns false when the cache cannot answer (a read larger than a
+// window outside the plan, no room left while every window is being
+// fetched, another reader's fetch failed, the object ends before the read
+// does): the caller reads it itself.
 func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []byte, fetch fetchFunc) (bool, error) {
 	n := int64(len(buf))
 	r.mu.Lock()
