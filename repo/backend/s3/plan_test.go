@@ -250,4 +250,7 @@ func TestPlanFailedFetchIsRetried(t *testing.T) {
 	if fetched, _ := be.PlanCounts(); fetched != 2 {
 		t.Errorf("spans fetched: %d, want 2 (the failed fetch and the one after)", fetched)
 	}
+	if held := be.ReadAheadHeld(); held != 0 {
+		t.Errorf("%d bytes held after the last planned read was served, want 0", held)
+	}
 }

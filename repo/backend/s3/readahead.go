@@ -62,6 +62,7 @@ type raWindow struct {
 	dropped bool          // no longer in byKey: not to be put in lru
 	planned bool          // a planned span: dropped once pending reaches 0
 	pending int           // planned reads of it not yet served
+	waiters int           // reads that found it while it was fetched
 }
 
 func newReadAhead(window, budget int64) *readAhead {
@@ -147,6 +148,7 @@ func (r *readAhead) find(key string, offset, n int64) *raWindow {
 			return w
 		default:
 			if offset+n <= w.offset+w.reserve {
+				w.waiters++
 				return w
 			}
 		}
@@ -193,9 +195,10 @@ func (r *readAhead) finish(w *raWindow, data []byte, err error) {
 	}
 	if err != nil {
 		r.drop(w)
-		if w.planned {
-			// Planned again whole: the next reader fetches it anew.
-			r.replan(w.key, planSpan{offset: w.offset, length: w.reserve, reads: w.pending})
+		// Planned again whole, for the next reader to fetch anew; the
+		// reader that fetched it and those that waited read on their own.
+		if left := w.pending - 1 - w.waiters; w.planned && left > 0 {
+			r.replan(w.key, planSpan{offset: w.offset, length: w.reserve, reads: left})
 		}
 		return
 	}
