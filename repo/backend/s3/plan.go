@@ -121,7 +121,10 @@ func (r *readAhead) startSpan(key string, s planSpan) *raWindow {
 // makeRoom drops the least recently used ready windows until length more
 // bytes fit the budget; false when the windows being fetched leave too
 // little. A planned span dropped before its reads were all served is
-// counted, and planned again for those reads. r.mu is held.
+// counted; its reads still to come go through windows, as reads outside
+// the plan do (planned again whole, a span would be fetched again for
+// each of them while the spans in flight need more than the budget).
+// r.mu is held.
 func (r *readAhead) makeRoom(length int64) bool {
 	for r.used+length > r.budget {
 		back := r.lru.Back()
@@ -132,7 +135,6 @@ func (r *readAhead) makeRoom(length int64) bool {
 		r.drop(w)
 		if w.planned && w.pending > 0 {
 			r.spansEvicted++
-			r.replan(w.key, planSpan{offset: w.offset, length: int64(len(w.data)), reads: w.pending})
 		}
 	}
 	return true

@@ -163,8 +163,8 @@ func TestPlanConcurrentReadersShareTheFetch(t *testing.T) {
 }
 
 // Spans never hold more than the budget: the least recently used ready
-// span makes room for the next, is counted, and is fetched again for its
-// reads still to come.
+// span makes room for the next and is counted; its reads still to come go
+// through windows, as reads outside the plan do.
 func TestPlanBudget(t *testing.T) {
 	be, p := proxiedBackend(t)
 	be.SetReadAhead(testWindow, planBudget)
@@ -197,12 +197,18 @@ func TestPlanBudget(t *testing.T) {
 	if got := gets(p); got != 0 {
 		t.Errorf("last reads of the two spans held: %d GETs, want 0", got)
 	}
+	p.ResetCounts()
 	readOK(t, be, handle(names[0]), data[names[0]], 390<<10, 10<<10)
-	if got := gets(p); got != 1 {
-		t.Errorf("the last read of the span dropped early: %d GETs, want 1 (the span again)", got)
+	if c := p.Counts(); c.Requests[http.MethodGet] != 1 || c.BytesOut != 10<<10 {
+		t.Errorf("the last read of the span dropped early: %d GETs of %d bytes, want 1 window of %d (to the pack's end)", c.Requests[http.MethodGet], c.BytesOut, 10<<10)
 	}
-	if held := be.ReadAheadHeld(); held != 0 {
-		t.Errorf("%d bytes held after every planned read was served, want 0", held)
+	p.ResetCounts()
+	readOK(t, be, handle(names[0]), data[names[0]], 395<<10, 5<<10)
+	if got := gets(p); got != 0 {
+		t.Errorf("a read inside that window: %d GETs, want 0", got)
+	}
+	if held := be.ReadAheadHeld(); held != 10<<10 {
+		t.Errorf("%d bytes held after every planned read was served, want the window's %d", held, 10<<10)
 	}
 }
 
