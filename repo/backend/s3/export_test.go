@@ -24,6 +24,6 @@ func (b *Backend) OnReadAheadWait(fn func()) {
 	b.readAhead.mu.Unlock()
 }
 
-// PlanCounts is the planned spans b's read-ahead fetched, and those it
-// dropped for room before every planned read of them was served.
-func (b *Backend) PlanCounts() (fetched, evicted int) { return b.readAhead.planCounts() }
+// PlanCounts is the planned spans b's read-ahead fetched, and the planned
+// reads that went to the server alone for want of room.
+func (b *Backend) PlanCounts() (fetched, alone int) { return b.readAhead.planCounts() }

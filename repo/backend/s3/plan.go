@@ -119,25 +119,47 @@ func (r *readAhead) startSpan(key string, s planSpan) *raWindow {
 }
 
 // makeRoom drops the least recently used ready windows until length more
-// bytes fit the budget; false when the windows being fetched leave too
-// little. A planned span dropped before its reads were all served is
-// counted; its reads still to come go through windows, as reads outside
-// the plan do (planned again whole, a span would be fetched again for
-// each of them while the spans in flight need more than the budget).
-// r.mu is held.
+// bytes fit the budget; false when the windows being fetched, and the
+// planned spans whose reads are still to come, leave too little: a span
+// is never dropped before its last planned read (fetched again, it would
+// cost its bytes again, over and over while the spans in flight need more
+// than the budget). r.mu is held.
 func (r *readAhead) makeRoom(length int64) bool {
 	for r.used+length > r.budget {
-		back := r.lru.Back()
-		if back == nil {
+		var victim *raWindow
+		for e := r.lru.Back(); e != nil; e = e.Prev() {
+			if w := e.Value.(*raWindow); !w.planned || w.pending <= 0 {
+				victim = w
+				break
+			}
+		}
+		if victim == nil {
 			return false
 		}
-		w := back.Value.(*raWindow)
-		r.drop(w)
-		if w.planned && w.pending > 0 {
-			r.spansEvicted++
-		}
+		r.drop(victim)
 	}
 	return true
+}
+
+// unplanOne takes a read of span s of key out of the plan: it went to the
+// server on its own, as there was no room to fetch s. r.mu is held.
+func (r *readAhead) unplanOne(key string, s planSpan) {
+	r.spansDeferred++
+	spans := r.plan[key]
+	for i := range spans {
+		if spans[i].offset == s.offset {
+			spans[i].reads--
+			if spans[i].reads <= 0 {
+				spans = slices.Delete(spans, i, i+1)
+			}
+			break
+		}
+	}
+	if len(spans) == 0 {
+		delete(r.plan, key)
+	} else {
+		r.plan[key] = spans
+	}
 }
 
 // replan puts span s of key back in the plan. r.mu is held.
@@ -164,10 +186,10 @@ func (r *readAhead) served(w *raWindow) {
 	}
 }
 
-// planCounts returns the planned spans fetched and those dropped for room
-// before their reads were all served, for tests and measurements.
-func (r *readAhead) planCounts() (fetched, evicted int) {
+// planCounts returns the planned spans fetched and the planned reads that
+// went to the server alone for want of room, for tests and measurements.
+func (r *readAhead) planCounts() (fetched, alone int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.spansFetched, r.spansEvicted
+	return r.spansFetched, r.spansDeferred
 }

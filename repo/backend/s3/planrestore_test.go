@@ -45,7 +45,7 @@ func (g *getsByObject) of(name string) int {
 // A restore from S3 reads each data pack with one GET, though the
 // read-ahead's windows are a small part of a pack and the file workers
 // read several files of one pack side by side; every file comes back as
-// saved, and no planned span is dropped before its reads are served.
+// saved, and no planned read goes to the server alone.
 func TestRestoreReadsEachPackOnce(t *testing.T) {
 	be, p := proxiedBackend(t)
 	// Windows of 64 KiB would take some 15 GETs for a pack of 1 MiB; the
@@ -128,8 +128,8 @@ func TestRestoreReadsEachPackOnce(t *testing.T) {
 			t.Errorf("data pack %s: %d GETs, want 1", pack.Short(), n)
 		}
 	}
-	if fetched, evicted := be.PlanCounts(); fetched != len(dataPacks) || evicted != 0 {
-		t.Errorf("planned spans: %d fetched, %d dropped early; want %d (a pack each) fetched, none dropped", fetched, evicted, len(dataPacks))
+	if fetched, alone := be.PlanCounts(); fetched != len(dataPacks) || alone != 0 {
+		t.Errorf("planned spans: %d fetched, %d reads alone; want %d (a pack each) fetched, none alone", fetched, alone, len(dataPacks))
 	}
 }
 

@@ -43,9 +43,9 @@ type readAhead struct {
 	// plan holds the spans of each object that a plan (plan.go) says will
 	// be read and that no window holds yet, by offset.
 	plan map[string][]planSpan
-	// spansFetched and spansEvicted count the planned spans fetched, and
-	// those dropped for room before every planned read of them was served.
-	spansFetched, spansEvicted int
+	// spansFetched counts the planned spans fetched, spansDeferred the
+	// planned reads that went to the server alone for want of room.
+	spansFetched, spansDeferred int
 }
 
 // raWindow is the bytes of one object from offset on. While being fetched
@@ -86,7 +86,9 @@ func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []by
 	w := r.find(key, offset, n)
 	if w == nil {
 		if s, ok := r.plannedSpan(key, offset, n); ok {
-			w = r.startSpan(key, s)
+			if w = r.startSpan(key, s); w == nil {
+				r.unplanOne(key, s)
+			}
 		} else if n <= r.window {
 			w = r.start(key, offset, n)
 		}
