@@ -105,3 +105,73 @@ func (r *Repository) loadRun(ctx context.Context, run []IndexedBlob, buf *BlobBu
 	}
 	return len(run), nil
 }
+
+// ReadPlanner is a backend that gains from knowing ahead which ranges of
+// which packs will be read (an object store, where each read is a
+// request): given the plan, it can fetch the ranges of a pack that lie
+// together with one request and keep them only until every planned read
+// of them was served. PlanReads replaces the plan it had; nil ends it.
+// Reads outside the plan work as without one.
+type ReadPlanner interface {
+	PlanReads(plan []PackReads)
+}
+
+// PackReads are the reads planned of one pack, in no set order; a range
+// read twice is in Reads twice.
+type PackReads struct {
+	Pack  Handle
+	Reads []ReadRange
+}
+
+// ReadRange is one read of length bytes at offset.
+type ReadRange struct{ Offset, Length int64 }
+
+// ReadPlan collects the reads a restore's LoadBlobsInOrder calls will
+// make, for a backend that is a ReadPlanner.
+type ReadPlan struct {
+	r       *Repository
+	planner ReadPlanner
+	packs   map[ID][]ReadRange
+}
+
+// NewReadPlan returns an empty plan, or nil when the backend is no
+// ReadPlanner (a local folder gains nothing from one: the caller need not
+// spend a walk on it).
+func (r *Repository) NewReadPlan() *ReadPlan {
+	planner, ok := Capability[ReadPlanner](r.be)
+	if !ok {
+		return nil
+	}
+	return &ReadPlan{r: r, planner: planner, packs: map[ID][]ReadRange{}}
+}
+
+// Add records the reads that LoadBlobsInOrder(ids) will make: one per run
+// of blobs, as it cuts them. Blobs the index lacks are left out (the read
+// reports them); so are trees, which may be read from a local copy.
+func (p *ReadPlan) Add(ids []ID) {
+	for i := 0; i < len(ids); {
+		run, err := p.r.blobRun(ids[i:])
+		if err != nil {
+			i++
+			continue
+		}
+		first, last := run[0], run[len(run)-1]
+		if first.Type == DataBlob {
+			start := int64(first.Offset)
+			p.packs[first.Pack] = append(p.packs[first.Pack], ReadRange{Offset: start, Length: int64(last.Offset) + int64(last.Length) - start})
+		}
+		i += len(run)
+	}
+}
+
+// Start hands the plan to the backend; the function it returns ends the
+// plan, letting go of what the backend still holds for it.
+func (p *ReadPlan) Start() (end func()) {
+	plan := make([]PackReads, 0, len(p.packs))
+	for id, reads := range p.packs {
+		plan = append(plan, PackReads{Pack: Handle{Type: PackFile, Name: id.String()}, Reads: reads})
+	}
+	p.packs = nil
+	p.planner.PlanReads(plan)
+	return func() { p.planner.PlanReads(nil) }
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -92,5 +94,87 @@ func TestLoadBlobsInOrderUnknownBlob(t *testing.T) {
 	})
 	if !errors.Is(err, repo.ErrNotFound) || len(handed) != 1 || handed[0] != 0 {
 		t.Errorf("load with an unknown second blob: %v after blobs %v; want ErrNotFound after blob 0", err, handed)
+	}
+}
+
+// planRecorder is a ReadPlanner over the backend it wraps: it keeps the
+// plan it is given and the reads of packs that reach it.
+type planRecorder struct {
+	repo.Backend
+	mu    sync.Mutex
+	plan  []repo.PackReads
+	plans int
+	reads []string
+}
+
+func (p *planRecorder) Unwrap() repo.Backend { return p.Backend }
+
+func (p *planRecorder) PlanReads(plan []repo.PackReads) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plan = plan
+	p.plans++
+}
+
+func (p *planRecorder) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.PackFile {
+		p.mu.Lock()
+		p.reads = append(p.reads, fmt.Sprintf("%s@%d+%d", h.Name, offset, length))
+		p.mu.Unlock()
+	}
+	return p.Backend.Load(ctx, h, offset, length)
+}
+
+// A read plan holds exactly the reads of packs that LoadBlobsInOrder then
+// makes for the same lists of blobs (a backend counts on it to know when
+// the last planned read of a range was served); a backend that does not
+// plan gets no plan.
+func TestReadPlanHoldsTheReadsMade(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	r := initRepo(t, mem)
+	var ids []repo.ID
+	for i := range 30 {
+		ids = append(ids, saveBlob(t, r, backendtest.RandomBytes(uint64(i), 8<<10)))
+	}
+	flush(t, r)
+	if r.NewReadPlan() != nil {
+		t.Error("a plan for a backend that does not plan reads")
+	}
+	rec := &planRecorder{Backend: mem}
+	r2 := openRepo(t, rec)
+	if err := r2.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Runs, a blob alone, blobs out of order and one asked twice.
+	lists := [][]repo.ID{ids[:10], {ids[20]}, {ids[15], ids[12], ids[13], ids[14]}, ids[5:25], {ids[3], ids[3]}}
+	plan := r2.NewReadPlan()
+	if plan == nil {
+		t.Fatal("no plan for a backend that plans reads")
+	}
+	for _, l := range lists {
+		plan.Add(l)
+	}
+	end := plan.Start()
+	var planned []string
+	for _, pr := range rec.plan {
+		for _, rd := range pr.Reads {
+			planned = append(planned, fmt.Sprintf("%s@%d+%d", pr.Pack.Name, rd.Offset, rd.Length))
+		}
+	}
+	var buf repo.BlobBuffer
+	for _, l := range lists {
+		if err := r2.LoadBlobsInOrder(ctx, l, &buf, func(int, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(planned)
+	slices.Sort(rec.reads)
+	if !slices.Equal(planned, rec.reads) {
+		t.Errorf("planned reads %v\nreads made %v", planned, rec.reads)
+	}
+	end()
+	if rec.plans != 2 || rec.plan != nil {
+		t.Errorf("after the plan ended: %d plans given, the last %v; want 2, the last nil", rec.plans, rec.plan)
 	}
 }

@@ -30,6 +30,9 @@ type Repository interface {
 	LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error
 	Index() *repo.Index
 	BlobID(data []byte) repo.ID
+	// NewReadPlan returns a plan of the reads to come, or nil when the
+	// backend gains nothing from one (plan.go).
+	NewReadPlan() *repo.ReadPlan
 }
 
 var _ Repository = (*repo.Repository)(nil)
@@ -244,6 +247,11 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// Best effort: a file or folder that cannot be restored (damage in
 	// the repository, a local error) is skipped with its reason and the
 	// rest goes on. Only the caller's cancellation ends the restore early.
+	endPlan, err := rs.planReads(ctx, s.Tree)
+	if err != nil {
+		return nil, err
+	}
+	defer endPlan()
 	for i := 0; i < opts.Workers; i++ {
 		rs.fileWG.Add(1)
 		go rs.fileWorker(ctx)

@@ -23,3 +23,7 @@ func (b *Backend) OnReadAheadWait(fn func()) {
 	b.readAhead.onWait = fn
 	b.readAhead.mu.Unlock()
 }
+
+// PlanCounts is the planned spans b's read-ahead fetched, and the planned
+// reads that went to the server alone for want of room.
+func (b *Backend) PlanCounts() (fetched, alone int) { return b.readAhead.planCounts() }

@@ -40,6 +40,12 @@ type readAhead struct {
 	// onWait, when set, is called as a reader starts to wait for another's
 	// fetch: tests learn of it without waiting for time to pass.
 	onWait func()
+	// plan holds the spans of each object that a plan (plan.go) says will
+	// be read and that no window holds yet, by offset.
+	plan map[string][]planSpan
+	// spansFetched counts the planned spans fetched, spansDeferred the
+	// planned reads that went to the server alone for want of room.
+	spansFetched, spansDeferred int
 }
 
 // raWindow is the bytes of one object from offset on. While being fetched
@@ -54,6 +60,9 @@ type raWindow struct {
 	reserve int64         // bytes counted in used for this window: asked for, then got
 	elem    *list.Element // in lru once ready; nil while fetched or after being dropped
 	dropped bool          // no longer in byKey: not to be put in lru
+	planned bool          // a planned span: dropped once pending reaches 0
+	pending int           // planned reads of it not yet served
+	waiters int           // reads that found it while it was fetched
 }
 
 func newReadAhead(window, budget int64) *readAhead {
@@ -65,25 +74,30 @@ func newReadAhead(window, budget int64) *readAhead {
 type fetchFunc func(ctx context.Context, offset, length int64) ([]byte, error)
 
 // read fills buf with the bytes of key at offset from a window, fetching
-// one with fetch when none holds them; the error is fetch's. It returns
-// false when the cache cannot answer (a read larger than a window, no room
-// left while every window is being fetched, another reader's fetch failed,
-// the object ends before the read does): the caller reads it itself.
+// one with fetch when none holds them: the planned span that holds the
+// read (plan.go), or else a window from offset on. The error is fetch's.
+// It returns false when the cache cannot answer (a read larger than a
+// window outside the plan, no room left while every window is being
+// fetched, another reader's fetch failed, the object ends before the read
+// does): the caller reads it itself.
 func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []byte, fetch fetchFunc) (bool, error) {
 	n := int64(len(buf))
-	if n > r.window {
-		return false, nil
-	}
 	r.mu.Lock()
 	w := r.find(key, offset, n)
 	if w == nil {
-		w = r.start(key, offset, n)
+		if s, ok := r.plannedSpan(key, offset, n); ok {
+			if w = r.startSpan(key, s); w == nil {
+				r.unplanOne(key, s)
+			}
+		} else if n <= r.window {
+			w = r.start(key, offset, n)
+		}
 		if w == nil {
 			r.mu.Unlock()
 			return false, nil
 		}
 		r.mu.Unlock()
-		data, err := fetch(ctx, offset, w.reserve)
+		data, err := fetch(ctx, w.offset, w.reserve)
 		r.finish(w, data, err)
 		if err != nil {
 			return true, err
@@ -114,6 +128,7 @@ func (r *readAhead) read(ctx context.Context, key string, offset int64, buf []by
 		return false, nil
 	}
 	copy(buf, w.data[offset-w.offset:])
+	r.served(w)
 	return true, nil
 }
 
@@ -135,6 +150,7 @@ func (r *readAhead) find(key string, offset, n int64) *raWindow {
 			return w
 		default:
 			if offset+n <= w.offset+w.reserve {
+				w.waiters++
 				return w
 			}
 		}
@@ -154,12 +170,14 @@ func (r *readAhead) start(key string, offset, n int64) *raWindow {
 			length = o.offset - offset
 		}
 	}
-	for r.used+length > r.budget {
-		back := r.lru.Back()
-		if back == nil {
-			return nil
+	for _, s := range r.plan[key] {
+		// A planned span is fetched whole when it is first read.
+		if s.offset > offset && s.offset-offset >= n && s.offset-offset < length {
+			length = s.offset - offset
 		}
-		r.drop(back.Value.(*raWindow))
+	}
+	if !r.makeRoom(length) {
+		return nil
 	}
 	w := &raWindow{key: key, offset: offset, done: make(chan struct{}), reserve: length}
 	r.used += w.reserve
@@ -179,6 +197,11 @@ func (r *readAhead) finish(w *raWindow, data []byte, err error) {
 	}
 	if err != nil {
 		r.drop(w)
+		// Planned again whole, for the next reader to fetch anew; the
+		// reader that fetched it and those that waited read on their own.
+		if left := w.pending - 1 - w.waiters; w.planned && left > 0 {
+			r.replan(w.key, planSpan{offset: w.offset, length: w.reserve, reads: left})
+		}
 		return
 	}
 	r.used += int64(cap(data)) - w.reserve
