@@ -574,10 +574,10 @@ func indexCachePath(root, id string) string {
 // eachCached calls fn with the first place of every blob in the index
 // cache, in ID order; x.mu is held. A block that fails to open (the file
 // was checked whole when opened, so only a change made to it since) ends
-// the walk early, and is remembered in x.cached.err.
-func (x *Index) eachCached(fn func(id ID, e indexEntry)) {
+// the walk early, is remembered in x.cached.err, and is returned.
+func (x *Index) eachCached(fn func(id ID, e indexEntry)) error {
 	if x.cached == nil {
-		return
+		return nil
 	}
 	err := x.cached.each(func(id ID, e indexEntry) {
 		if o, ok := x.over[id]; ok {
@@ -594,7 +594,9 @@ func (x *Index) eachCached(fn func(id ID, e indexEntry)) {
 			x.cached.err = err
 		}
 		x.cached.mu.Unlock()
+		return fmt.Errorf("index cache: %w", err)
 	}
+	return nil
 }
 
 // eachSorted yields every blob's first place in ID order: the sorted

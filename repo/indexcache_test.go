@@ -197,3 +197,44 @@ func TestIndexCacheTwoBuilders(t *testing.T) {
 		}
 	}
 }
+
+// damageBlockZero changes a byte of block 0 of x's open cache file.
+func damageBlockZero(t *testing.T, x *Index) {
+	t.Helper()
+	f, err := os.OpenFile(x.cached.f.Name(), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{0xff}, int64(len(indexCacheMagic)+30)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A walk of the whole index fails when a block of the cache changed after
+// it was opened, rather than act on a part: dropPacks left blobs placed in
+// a lost pack (a backup then skipped storing them), Each and EachPlace
+// answered a part of the index.
+func TestIndexCacheWalkFailsOnDamagedBlock(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(6, 19))
+	packs := testPacks(rng, 3)
+	files := indexFiles(rng, 1, 1000, packs)
+	x := cachedIndex(t, files)
+	damageBlockZero(t, x)
+	if err := x.Each(func(IndexedBlob) {}); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("Each: %v, want an integrity error", err)
+	}
+	if err := x.EachPlace(func(IndexedBlob) {}); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("EachPlace: %v, want an integrity error", err)
+	}
+	if _, err := x.placesIn(packs[0]); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("placesIn: %v, want an integrity error", err)
+	}
+	n, err := x.dropPacks(map[ID]bool{packs[0]: true})
+	if !errors.Is(err, ErrIntegrity) {
+		t.Fatalf("dropPacks: %d dropped, error %v, want an integrity error", n, err)
+	}
+	if !x.HasPack(packs[0]) {
+		t.Error("a failed dropPacks forgot the pack: a retry would not drop its blobs")
+	}
+}
