@@ -454,6 +454,11 @@ func (x *Index) HasPack(pack ID) bool {
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	return x.lenLocked()
+}
+
+// lenLocked is Len with x.mu held.
+func (x *Index) lenLocked() int {
 	n := len(x.blobs)
 	if x.sorted != nil {
 		n += x.sorted.live

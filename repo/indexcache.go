@@ -214,11 +214,12 @@ func blockAD(nonce [32]byte, block int) []byte {
 var headerAD = []byte(indexCacheMagic + "header\x00")
 
 // writeIndexCache writes the cache file at path from entries, which yields
-// every blob's first place in ID order (about c.entries of them), and
-// replaces any cache there. It
+// every blob's first place in ID order (c.entries of them), and replaces
+// any cache there. A walk that fails, or yields another count, writes
+// nothing. It
 // writes under a temporary name and renames, so that a reader, or a second
 // builder, never sees a part of a file.
-func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(yield func(ID, indexEntry) bool)) (err error) {
+func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(yield func(ID, indexEntry) bool) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write index cache: %w", err)
@@ -241,6 +242,7 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 	if _, err := w.WriteString(indexCacheMagic); err != nil {
 		return err
 	}
+	want := c.entries
 	c.fanout, c.entries = make([]ID, 0, c.entries/indexCacheBlockEntries+1), 0
 	var plain, sealed []byte
 	flush := func() error {
@@ -253,9 +255,11 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 		return err
 	}
 	var prev ID
-	for id, e := range entries {
+	var writeErr error
+	walkErr := entries(func(id ID, e indexEntry) bool {
 		if c.entries > 0 && compareIDs(prev, id) >= 0 {
-			return errors.New("entries not in order") // a bug, not damage
+			writeErr = errors.New("entries not in order") // a bug, not damage
+			return false
 		}
 		prev = id
 		if len(plain) == 0 {
@@ -264,10 +268,23 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 		plain = appendCacheEntry(plain, id, e)
 		c.entries++
 		if len(plain) == indexCacheBlockEntries*indexEntrySize {
-			if err := flush(); err != nil {
-				return err
+			if writeErr = flush(); writeErr != nil {
+				return false
 			}
 		}
+		return true
+	})
+	if writeErr != nil {
+		return writeErr
+	}
+	if walkErr != nil {
+		return walkErr
+	}
+	// A header that covers every index file over a part of their entries
+	// would answer "not present" for the rest: a backup would store them
+	// again, a restore would fail, until the cache were deleted.
+	if c.entries != want {
+		return fmt.Errorf("%d entries walked, %d in the index", c.entries, want)
 	}
 	if err := flush(); err != nil {
 		return err
@@ -600,8 +617,9 @@ func (x *Index) eachCached(fn func(id ID, e indexEntry)) error {
 }
 
 // eachSorted yields every blob's first place in ID order: the sorted
-// arrays or the cache merged with the map; x.mu is held.
-func (x *Index) eachSorted(yield func(ID, indexEntry) bool) {
+// arrays or the cache merged with the map; x.mu is held. It fails when a
+// block of the cache fails to open.
+func (x *Index) eachSorted(yield func(ID, indexEntry) bool) error {
 	extra := make([]ID, 0, len(x.blobs))
 	for id := range x.blobs {
 		extra = append(extra, id)
@@ -624,12 +642,15 @@ func (x *Index) eachSorted(yield func(ID, indexEntry) bool) {
 		}
 	}
 	x.sorted.each(emit)
-	x.eachCached(emit)
+	if err := x.eachCached(emit); err != nil {
+		return err
+	}
 	for _, id := range extra {
 		if stopped || !yield(id, x.blobs[id]) {
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // cacheContent returns what a cache of x holds besides its entries, for
@@ -638,13 +659,7 @@ func (x *Index) cacheContent(repoID string, covered []ID) *indexCacheContent {
 	c := &indexCacheContent{repoID: repoID, covered: slices.Clone(covered),
 		packs: slices.Clone(x.packs), packEnds: slices.Clone(x.packEnds)}
 	slices.SortFunc(c.covered, compareIDs)
-	c.entries = int64(len(x.blobs)) // an estimate, for the fan-out's size
-	if x.sorted != nil {
-		c.entries += int64(x.sorted.live)
-	}
-	if x.cached != nil {
-		c.entries += x.cached.c.entries
-	}
+	c.entries = int64(x.lenLocked())
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			c.alts = append(c.alts, cachedAlt{id, e})

@@ -238,3 +238,58 @@ func TestIndexCacheWalkFailsOnDamagedBlock(t *testing.T) {
 		t.Error("a failed dropPacks forgot the pack: a retry would not drop its blobs")
 	}
 }
+
+// A cache written from an index whose own cache has a damaged block is not
+// written at all (it was sealed over a part of the entries, and opened
+// with none), and leaves no temporary file.
+func TestIndexCacheNotWrittenFromDamagedWalk(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(7, 19))
+	files := indexFiles(rng, 2, 800, testPacks(rng, 4))
+	x := cachedIndex(t, files)
+	damageBlockZero(t, x)
+	dir := t.TempDir()
+	path := filepath.Join(dir, indexCacheFileName)
+	x.mu.RLock()
+	err := writeIndexCache(path, testCacheSealer(t), x.cacheContent("repo-id", nil), x.eachSorted)
+	x.mu.RUnlock()
+	if !errors.Is(err, ErrIntegrity) {
+		t.Fatalf("write from a damaged walk: %v, want an integrity error", err)
+	}
+	assertEmptyDir(t, dir)
+}
+
+// A walk that ends early without an error (fewer entries than the index
+// holds) writes no cache either.
+func TestIndexCacheNotWrittenShort(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(8, 19))
+	x := loadedIndex(indexFiles(rng, 1, 300, testPacks(rng, 2)), 0)
+	dir := t.TempDir()
+	path := filepath.Join(dir, indexCacheFileName)
+	x.mu.RLock()
+	c := x.cacheContent("repo-id", nil)
+	short := func(yield func(ID, indexEntry) bool) error {
+		n := 0
+		return x.eachSorted(func(id ID, e indexEntry) bool {
+			n++
+			return n < 100 && yield(id, e)
+		})
+	}
+	err := writeIndexCache(path, testCacheSealer(t), c, short)
+	x.mu.RUnlock()
+	if err == nil {
+		t.Fatal("a cache of 99 of 300 entries was written")
+	}
+	assertEmptyDir(t, dir)
+}
+
+// assertEmptyDir fails unless dir holds nothing.
+func assertEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Fatalf("%s holds %v, want nothing", dir, entries)
+	}
+}
