@@ -176,6 +176,9 @@ type BlobBuffer struct{ sealed, plain []byte }
 func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]byte, error) {
 	b, ok := r.idx.Lookup(id)
 	if !ok {
+		if cerr := r.idx.cacheErr(); cerr != nil {
+			return nil, fmt.Errorf("blob %s: %w (%w)", id.Short(), ErrNotFound, cerr)
+		}
 		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
 	}
 	plain, err := r.loadPlace(ctx, b, buf)

@@ -414,10 +414,7 @@ func (c *indexCacheReader) block(n int) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
-		if c.err == nil {
-			c.err = err
-		}
-		return nil, err
+		return nil, c.damaged(fmt.Sprintf("index cache block %d", n), err)
 	}
 	if _, ok := c.byNum[n]; !ok {
 		c.byNum[n] = c.lru.PushFront(&cachedBlock{n, blocks[0]})
@@ -427,6 +424,23 @@ func (c *indexCacheReader) block(n int) ([]byte, error) {
 		}
 	}
 	return blocks[0], nil
+}
+
+// damaged records err, a part of the open cache (what) that failed to
+// open, and removes the cache file the first time, so that the next open
+// rebuilds it instead of failing the same way; c.mu is held. It returns
+// the first such error, naming the file and what a user can do.
+func (c *indexCacheReader) damaged(what string, err error) error {
+	if c.err != nil {
+		return c.err
+	}
+	path := c.f.Name()
+	if rmErr := os.Remove(path); rmErr != nil {
+		c.err = fmt.Errorf("%s damaged: delete %s or use --no-cache: %w", what, path, err)
+	} else {
+		c.err = fmt.Errorf("%s damaged (%s removed: the next open rebuilds it): %w", what, path, err)
+	}
+	return c.err
 }
 
 // lookup returns id's first place in the cache. A block that does not
@@ -607,13 +621,23 @@ func (x *Index) eachCached(fn func(id ID, e indexEntry)) error {
 	})
 	if err != nil {
 		x.cached.mu.Lock()
-		if x.cached.err == nil {
-			x.cached.err = err
-		}
-		x.cached.mu.Unlock()
-		return fmt.Errorf("index cache: %w", err)
+		defer x.cached.mu.Unlock()
+		return x.cached.damaged("index cache", err)
 	}
 	return nil
+}
+
+// cacheErr is why a part of the index cache failed to open since it was
+// opened, or nil: a blob "not found" may be in that part.
+func (x *Index) cacheErr() error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.cached == nil {
+		return nil
+	}
+	x.cached.mu.Lock()
+	defer x.cached.mu.Unlock()
+	return x.cached.err
 }
 
 // eachSorted yields every blob's first place in ID order: the sorted

@@ -1,11 +1,14 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -215,5 +218,49 @@ func TestIndexCacheOnlyWhenAskedAndBig(t *testing.T) {
 	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
 		t.Fatalf("a stale cache kept for an index below the threshold: %v", err)
 	}
+	c.wantNoWarning(warnings)
+}
+
+// A block of the cache changed after the open: a read of a blob in it
+// fails naming the damaged block (not only "not found"), the cache file is
+// removed, and the next open rebuilds it.
+func TestIndexCacheDamagedBlockNamedAndRemoved(t *testing.T) {
+	c := newCacheTestRepo(t)
+	var warnings []string
+	c.open(&warnings)
+	r := c.open(&warnings)
+	c.wantCache(r, 3)
+	path := r.IndexCachePath(c.root)
+	first := repo.ID{}
+	for i := range first {
+		first[i] = 0xff
+	}
+	for _, blobs := range c.files {
+		for _, b := range blobs {
+			if bytes.Compare(b.ID[:], first[:]) < 0 {
+				first = b.ID
+			}
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff}, 64); err != nil { // inside block 0
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = r.LoadBlob(context.Background(), first)
+	if !errors.Is(err, repo.ErrNotFound) || !strings.Contains(err.Error(), "index cache block 0 damaged") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("read of a blob in a damaged block: %v, want not found naming block 0 and %s", err, path)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the damaged cache is still there: %v", err)
+	}
+	r = c.open(&warnings)
+	c.wantIndex(r)
+	r = c.open(&warnings)
+	c.wantCache(r, 3)
+	c.wantIndex(r)
 	c.wantNoWarning(warnings)
 }
