@@ -426,7 +426,11 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load index: %w", err)
 	}
-	if r.indexCacheRoot != "" && r.idx.Len() == 0 {
+	// Only a load into an empty index is the index files' alone: blobs
+	// already there (a writer's, not yet in an index file) must not go
+	// into a cache that says it covers just these files.
+	wasEmpty := r.idx.Len() == 0
+	if r.indexCacheRoot != "" && wasEmpty {
 		if used, err := r.loadIndexCached(ctx, names); used || err != nil {
 			return err
 		}
@@ -434,7 +438,7 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
 		return err
 	}
-	if r.indexCacheRoot != "" && len(r.indexDamage) == 0 {
+	if r.indexCacheRoot != "" && wasEmpty && len(r.indexDamage) == 0 {
 		if r.idx.Len() >= IndexCacheMinBlobs {
 			r.saveIndexCache(names)
 		} else {

@@ -264,3 +264,23 @@ func TestIndexCacheDamagedBlockNamedAndRemoved(t *testing.T) {
 	c.wantIndex(r)
 	c.wantNoWarning(warnings)
 }
+
+// A load into an index that already holds blobs writes no cache: those
+// blobs need not be in the index files the cache would say it covers.
+func TestIndexCacheNotWrittenByALoadIntoAFullIndex(t *testing.T) {
+	c := newCacheTestRepo(t)
+	var warnings []string
+	r := c.open(&warnings)
+	path := r.IndexCachePath(c.root)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a load into a full index wrote a cache: %v", err)
+	}
+	c.wantIndex(r)
+	c.wantNoWarning(warnings)
+}
