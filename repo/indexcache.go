@@ -302,8 +302,16 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if indexCacheBeforeRename != nil {
+		indexCacheBeforeRename()
+	}
 	return os.Rename(f.Name(), path)
 }
+
+// indexCacheBeforeRename, when set (by a test), runs between a cache's
+// temporary file being written whole and its rename: where two builders
+// overlap.
+var indexCacheBeforeRename func()
 
 // indexCacheReader looks blobs up in an open cache file.
 type indexCacheReader struct {

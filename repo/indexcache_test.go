@@ -7,7 +7,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -156,8 +156,10 @@ func TestIndexCacheBlockChangedAfterOpen(t *testing.T) {
 	}
 }
 
-// Two builders writing the same cache at once leave one cache that opens,
-// no temporary file, and the file 0600 in a folder 0700.
+// Two builders writing the same cache at once (A held between writing its
+// temporary file and renaming it while B finishes) leave one cache that
+// opens with every entry, no temporary file, and the file 0600 in a folder
+// 0700.
 func TestIndexCacheTwoBuilders(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(5, 19))
 	files := indexFiles(rng, 3, 400, testPacks(rng, 6))
@@ -165,21 +167,51 @@ func TestIndexCacheTwoBuilders(t *testing.T) {
 	path := indexCachePath(root, "repo-id")
 	s := testCacheSealer(t)
 	x := loadedIndex(files, 0)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 2 {
-		wg.Go(func() {
-			<-start
-			saveCache(t, path, s, x, nil)
-		})
+	aHeld, releaseA := make(chan struct{}), make(chan struct{})
+	var renames atomic.Int32
+	indexCacheBeforeRename = func() {
+		if renames.Add(1) == 1 {
+			close(aHeld)
+			<-releaseA
+		}
 	}
-	close(start)
-	wg.Wait()
+	t.Cleanup(func() { indexCacheBeforeRename = nil })
+	build := func() error {
+		x.mu.RLock()
+		defer x.mu.RUnlock()
+		return writeIndexCache(path, s, x.cacheContent("repo-id", nil), x.eachSorted)
+	}
+	errA := make(chan error, 1)
+	go func() { errA <- build() }()
+	<-aHeld
+	if err := build(); err != nil {
+		close(releaseA)
+		t.Fatalf("builder B: %v", err)
+	}
+	close(releaseA)
+	if err := <-errA; err != nil {
+		t.Fatalf("builder A: %v", err)
+	}
+	if renames.Load() != 2 {
+		t.Fatalf("%d builders reached the rename, want 2", renames.Load())
+	}
 	c, err := openIndexCache(path, s)
 	if err != nil {
 		t.Fatalf("open after two builders: %v", err)
 	}
-	c.close()
+	defer c.close()
+	got := newIndex()
+	got.attachCache(c)
+	if got.Len() != x.Len() {
+		t.Fatalf("cache holds %d entries, want %d", got.Len(), x.Len())
+	}
+	for _, f := range files {
+		for _, b := range f {
+			if !got.Has(b.ID) {
+				t.Fatalf("blob %s not in the cache", b.ID.Short())
+			}
+		}
+	}
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
