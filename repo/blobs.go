@@ -438,10 +438,10 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
 		return err
 	}
-	if r.indexCacheRoot != "" && wasEmpty && len(r.indexDamage) == 0 {
+	if r.indexCacheRoot != "" && wasEmpty {
 		if r.idx.Len() >= IndexCacheMinBlobs {
 			r.saveIndexCache(names)
-		} else {
+		} else if len(r.indexDamage) == 0 {
 			r.dropIndexCache()
 		}
 	}

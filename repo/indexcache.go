@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"lukechampine.com/blake3"
@@ -224,6 +225,7 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write index cache: %w", err)
 	}
+	removeOldCacheTemps(dir, time.Now().Add(-indexCacheTempAge))
 	f, err := os.CreateTemp(dir, indexCacheFileName+".tmp-*") // 0600
 	if err != nil {
 		return fmt.Errorf("write index cache: %w", err)
@@ -306,6 +308,22 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 		indexCacheBeforeRename()
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// indexCacheTempAge is the age past which a temporary cache file is a
+// killed builder's (a write takes seconds) and is removed: each is the
+// size of a cache, about 500 MB at 10M blobs.
+const indexCacheTempAge = time.Hour
+
+// removeOldCacheTemps removes the temporary cache files in dir last
+// written before cutoff; one that cannot be removed stays for the next.
+func removeOldCacheTemps(dir string, cutoff time.Time) {
+	temps, _ := filepath.Glob(filepath.Join(dir, indexCacheFileName+".tmp-*"))
+	for _, p := range temps {
+		if st, err := os.Stat(p); err == nil && st.ModTime().Before(cutoff) {
+			_ = os.Remove(p)
+		}
+	}
 }
 
 // indexCacheBeforeRename, when set (by a test), runs between a cache's

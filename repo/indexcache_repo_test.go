@@ -103,6 +103,14 @@ func (c *cacheTestRepo) wantCache(r *repo.Repository, covered int) {
 	}
 }
 
+// wantWarning fails unless warnings is one warning that says what.
+func (c *cacheTestRepo) wantWarning(warnings []string, what string) {
+	c.t.Helper()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], what) {
+		c.t.Fatalf("warnings %q, want one that says %q", warnings, what)
+	}
+}
+
 func (c *cacheTestRepo) wantNoWarning(warnings []string) {
 	c.t.Helper()
 	if len(warnings) > 0 {
@@ -147,11 +155,14 @@ func TestIndexCacheFollowsTheIndexFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(c.files, added)
+	c.wantNoWarning(warnings)
 	r = c.open(&warnings)
 	if used, _ := r.IndexFromCache(); used {
 		t.Fatal("a cache covering a removed index file was used")
 	}
 	c.wantIndex(r)
+	c.wantWarning(warnings, "is stale")
+	warnings = nil
 	r = c.open(&warnings)
 	c.wantCache(r, 4)
 	c.wantIndex(r)
@@ -218,7 +229,7 @@ func TestIndexCacheOnlyWhenAskedAndBig(t *testing.T) {
 	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
 		t.Fatalf("a stale cache kept for an index below the threshold: %v", err)
 	}
-	c.wantNoWarning(warnings)
+	c.wantWarning(warnings, "is stale")
 }
 
 // A block of the cache changed after the open: a read of a blob in it
@@ -283,4 +294,18 @@ func TestIndexCacheNotWrittenByALoadIntoAFullIndex(t *testing.T) {
 	}
 	c.wantIndex(r)
 	c.wantNoWarning(warnings)
+}
+
+// A big index with a damaged index file writes no cache, and says why.
+func TestIndexCacheNotWrittenTold(t *testing.T) {
+	c := newCacheTestRepo(t)
+	if err := c.be.Save(context.Background(), repo.Handle{Type: repo.IndexFile, Name: strings.Repeat("ab", 32)}, []byte("not an index file")); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	r := c.open(&warnings)
+	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
+		t.Fatalf("a cache was written: %v", err)
+	}
+	c.wantWarning(warnings, "1 index files are damaged")
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // testCacheSealer is the sealer of a cache of a repository with a random
@@ -323,5 +324,31 @@ func assertEmptyDir(t *testing.T, dir string) {
 	}
 	if len(entries) != 0 {
 		t.Fatalf("%s holds %v, want nothing", dir, entries)
+	}
+}
+
+// A temporary cache file older than an hour (a killed builder's) is
+// removed when a cache is written; a younger one (a live builder's) stays.
+func TestIndexCacheOldTempsRemoved(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(9, 19))
+	x := loadedIndex(indexFiles(rng, 1, 100, testPacks(rng, 2)), 0)
+	dir := t.TempDir()
+	path := filepath.Join(dir, indexCacheFileName)
+	old, young := path+".tmp-killed", path+".tmp-live"
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte("part of a cache"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-indexCacheTempAge - time.Minute)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	saveCache(t, path, testCacheSealer(t), x, nil)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("a temporary file older than an hour stayed: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temporary file was removed: %v", err)
 	}
 }
