@@ -177,11 +177,14 @@ func uniqueBlob(idx *repo.Index, what, ref string) (repo.IndexedBlob, error) {
 		return repo.IndexedBlob{}, usageError{fmt.Errorf("invalid %s ID %q: want hex digits", what, ref)}
 	}
 	var match []repo.IndexedBlob
-	idx.Each(func(b repo.IndexedBlob) {
+	err := idx.Each(func(b repo.IndexedBlob) {
 		if strings.HasPrefix(b.ID.String(), ref) {
 			match = append(match, b)
 		}
 	})
+	if err != nil {
+		return repo.IndexedBlob{}, err
+	}
 	switch len(match) {
 	case 0:
 		return repo.IndexedBlob{}, usageError{fmt.Errorf("no %s %s in the repository's index", what, ref)}

@@ -54,7 +54,9 @@ func listIn(c *cli.Context, p *printer, r *repo.Repository, t string) error {
 			return err
 		}
 		var lines []string
-		r.Index().Each(func(b repo.IndexedBlob) { lines = append(lines, b.Type.String()+" "+b.ID.String()) })
+		if err := r.Index().Each(func(b repo.IndexedBlob) { lines = append(lines, b.Type.String()+" "+b.ID.String()) }); err != nil {
+			return err
+		}
 		sort.Strings(lines)
 		p.Printf("%s", joinLines(lines))
 		return nil

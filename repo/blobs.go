@@ -176,6 +176,9 @@ type BlobBuffer struct{ sealed, plain []byte }
 func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]byte, error) {
 	b, ok := r.idx.Lookup(id)
 	if !ok {
+		if cerr := r.idx.cacheErr(); cerr != nil {
+			return nil, fmt.Errorf("blob %s: %w (%w)", id.Short(), ErrNotFound, cerr)
+		}
 		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
 	}
 	plain, err := r.loadPlace(ctx, b, buf)
@@ -423,7 +426,11 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load index: %w", err)
 	}
-	if r.indexCacheRoot != "" && r.idx.Len() == 0 {
+	// Only a load into an empty index is the index files' alone: blobs
+	// already there (a writer's, not yet in an index file) must not go
+	// into a cache that says it covers just these files.
+	wasEmpty := r.idx.Len() == 0
+	if r.indexCacheRoot != "" && wasEmpty {
 		if used, err := r.loadIndexCached(ctx, names); used || err != nil {
 			return err
 		}
@@ -431,10 +438,10 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
 		return err
 	}
-	if r.indexCacheRoot != "" && len(r.indexDamage) == 0 {
+	if r.indexCacheRoot != "" && wasEmpty {
 		if r.idx.Len() >= IndexCacheMinBlobs {
 			r.saveIndexCache(names)
-		} else {
+		} else if len(r.indexDamage) == 0 {
 			r.dropIndexCache()
 		}
 	}

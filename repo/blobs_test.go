@@ -347,11 +347,14 @@ func TestIndexFiles(t *testing.T) {
 	if o.Index().Len() != r.Index().Len() {
 		t.Fatalf("reloaded index has %d blobs, want %d", o.Index().Len(), r.Index().Len())
 	}
-	r.Index().Each(func(b repo.IndexedBlob) {
+	err := r.Index().Each(func(b repo.IndexedBlob) {
 		if got, ok := o.Index().Lookup(b.ID); !ok || got != b {
 			t.Errorf("blob %s reloads as %+v, %v; want %+v", b.ID.Short(), got, ok, b)
 		}
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A backup interrupted after writing a pack but before its index leaves an

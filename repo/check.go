@@ -175,7 +175,9 @@ func (c *checker) check(ctx context.Context, opts CheckOptions) (*CheckReport, e
 	if err != nil {
 		return nil, err
 	}
-	c.checkEntries(packSizes)
+	if err := c.checkEntries(packSizes); err != nil {
+		return nil, err
+	}
 	if selected := selectPacks(packSizes, c.r.idx, opts); len(selected) > 0 {
 		c.progress.selected(packSizes, selected)
 		c.progress.enter(CheckPhaseReadData)
@@ -369,14 +371,17 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 // checkEntries checks every place of every indexed blob against the packs
 // that exist, marks the blobs none of whose places is whole as broken,
 // and counts the packs no index names.
-func (c *checker) checkEntries(packSizes map[ID]int64) {
-	c.r.idx.EachPlace(func(b IndexedBlob) { c.checkEntry(b, packSizes) })
+func (c *checker) checkEntries(packSizes map[ID]int64) error {
+	if err := c.r.idx.EachPlace(func(b IndexedBlob) { c.checkEntry(b, packSizes) }); err != nil {
+		return err
+	}
 	for id := range packSizes {
 		if !c.r.idx.HasPack(id) {
 			c.report.UnindexedPacks++
 		}
 	}
 	c.settle()
+	return nil
 }
 
 // checkEntry notes a place of a blob whose pack is missing or too short.
@@ -502,11 +507,14 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 	// Read in name order: sequential on disk for most file systems.
 	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
 	places := make(map[ID]int, len(selected))
-	c.r.idx.EachPlace(func(b IndexedBlob) {
+	err := c.r.idx.EachPlace(func(b IndexedBlob) {
 		if selected[b.Pack] {
 			places[b.Pack]++
 		}
 	})
+	if err != nil {
+		return err
+	}
 
 	var mu sync.Mutex
 	unread := map[ID]error{}            // packs that could not be read, or whose header could not
@@ -601,7 +609,9 @@ func (c *checker) readPacks(ctx context.Context, packSizes map[ID]int64, selecte
 		return err
 	}
 	if len(unread) > 0 || len(mismatched) > 0 {
-		c.damagedPlaces(unread, mismatched)
+		if err := c.damagedPlaces(unread, mismatched); err != nil {
+			return err
+		}
 	}
 	c.settle()
 	return nil
@@ -628,7 +638,7 @@ func (c *checker) indexedAs(b PackedBlob, pack ID) bool {
 // damagedPlaces, in one pass over the index, marks as bad the places in
 // the packs that could not be read (unread, with why) and the places
 // that the headers of the packs in mismatched do not hold as indexed.
-func (c *checker) damagedPlaces(unread map[ID]error, mismatched map[ID][]PackedBlob) {
+func (c *checker) damagedPlaces(unread map[ID]error, mismatched map[ID][]PackedBlob) error {
 	inPack := make(map[ID]map[ID]PackedBlob, len(mismatched))
 	for id, blobs := range mismatched {
 		m := make(map[ID]PackedBlob, len(blobs))
@@ -640,7 +650,7 @@ func (c *checker) damagedPlaces(unread map[ID]error, mismatched map[ID][]PackedB
 	for id, err := range unread {
 		c.problem("pack "+id.String(), err.Error())
 	}
-	c.r.idx.EachPlace(func(b IndexedBlob) {
+	return c.r.idx.EachPlace(func(b IndexedBlob) {
 		if _, ok := unread[b.Pack]; ok {
 			c.placeBad(b, "pack "+b.Pack.String()+" cannot be read", "")
 			return

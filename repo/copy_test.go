@@ -76,13 +76,17 @@ func contents(t *testing.T, r *repo.Repository, tree repo.ID, dir string, out ma
 }
 
 // dataBlobs counts the data blobs of r's index.
-func dataBlobs(r *repo.Repository) int {
+func dataBlobs(t *testing.T, r *repo.Repository) int {
+	t.Helper()
 	n := 0
-	r.Index().Each(func(b repo.IndexedBlob) {
+	err := r.Index().Each(func(b repo.IndexedBlob) {
 		if b.Type == repo.DataBlob {
 			n++
 		}
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return n
 }
 
@@ -116,7 +120,7 @@ func TestCopy(t *testing.T) {
 		t.Errorf("copy stored %d blobs, want 6", res.Stats.Blobs)
 	}
 	dst = openRepo(t, dstBE)
-	if n := dataBlobs(dst); n != 4 {
+	if n := dataBlobs(t, dst); n != 4 {
 		t.Errorf("destination holds %d data blobs, want 4: each distinct content once", n)
 	}
 	for _, cs := range res.Copied {

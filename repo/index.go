@@ -253,13 +253,18 @@ func (x *Index) removeSorted(b, i int) {
 	}
 }
 
-// eachFirst calls fn with every blob's first place; x.mu is held.
-func (x *Index) eachFirst(fn func(id ID, e indexEntry)) {
+// eachFirst calls fn with every blob's first place; x.mu is held. It
+// fails when a block of the index cache fails to open: a caller must not
+// act on a part of the index as if it were the whole.
+func (x *Index) eachFirst(fn func(id ID, e indexEntry)) error {
 	x.sorted.each(fn)
-	x.eachCached(fn)
+	if err := x.eachCached(fn); err != nil {
+		return err
+	}
 	for id, e := range x.blobs {
 		fn(id, e)
 	}
+	return nil
 }
 
 // add records blobs as stored; a blob already known keeps its first place.
@@ -333,18 +338,23 @@ func (x *Index) dropPlace(id ID, gone map[ID]bool) bool {
 
 // dropPacks removes every place in packs gone, and the packs, and returns
 // how many blobs are left with no place: a later write stores them again.
-func (x *Index) dropPacks(gone map[ID]bool) int {
+// When the index cannot be walked whole it changes nothing and fails: a
+// blob left placed in a lost pack would never be stored again.
+func (x *Index) dropPacks(gone map[ID]bool) (int, error) {
 	if len(gone) == 0 {
-		return 0
+		return 0, nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var affected []ID
-	x.eachFirst(func(id ID, e indexEntry) {
+	err := x.eachFirst(func(id ID, e indexEntry) {
 		if gone[x.packs[e.pack]] || len(x.alts[id]) > 0 {
 			affected = append(affected, id)
 		}
 	})
+	if err != nil {
+		return 0, err
+	}
 	dropped := 0
 	for _, id := range affected {
 		if x.dropPlace(id, gone) {
@@ -354,7 +364,7 @@ func (x *Index) dropPacks(gone map[ID]bool) int {
 	for p := range gone {
 		delete(x.packNum, p)
 	}
-	return dropped
+	return dropped, nil
 }
 
 // damagedPacks returns the indexed packs that are not in sizes (a listing
@@ -444,6 +454,11 @@ func (x *Index) HasPack(pack ID) bool {
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	return x.lenLocked()
+}
+
+// lenLocked is Len with x.mu held.
+func (x *Index) lenLocked() int {
 	n := len(x.blobs)
 	if x.sorted != nil {
 		n += x.sorted.live
@@ -459,24 +474,29 @@ func (x *Index) Len() int {
 	return n
 }
 
-// Each calls fn for every indexed blob, in no set order.
-func (x *Index) Each(fn func(IndexedBlob)) {
+// Each calls fn for every indexed blob, in no set order; it fails when the
+// index cannot be walked whole.
+func (x *Index) Each(fn func(IndexedBlob)) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	x.eachFirst(func(id ID, e indexEntry) { fn(x.expand(id, e)) })
+	return x.eachFirst(func(id ID, e indexEntry) { fn(x.expand(id, e)) })
 }
 
 // EachPlace calls fn for every place of every indexed blob (a blob in
-// several packs once per pack), in no set order.
-func (x *Index) EachPlace(fn func(IndexedBlob)) {
+// several packs once per pack), in no set order; it fails when the index
+// cannot be walked whole.
+func (x *Index) EachPlace(fn func(IndexedBlob)) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	x.eachFirst(func(id ID, e indexEntry) { fn(x.expand(id, e)) })
+	if err := x.eachFirst(func(id ID, e indexEntry) { fn(x.expand(id, e)) }); err != nil {
+		return err
+	}
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			fn(x.expand(id, e))
 		}
 	}
+	return nil
 }
 
 // sortedIndexFile builds the body of an index file for blobs.
@@ -511,19 +531,22 @@ func (x *Index) reset() {
 
 // placesIn returns every place the index knows in pack, alternates
 // included: what a pack whose header cannot be read held.
-func (x *Index) placesIn(pack ID) []IndexedBlob {
+func (x *Index) placesIn(pack ID) ([]IndexedBlob, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n, ok := x.packNum[pack]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var out []IndexedBlob
-	x.eachFirst(func(id ID, e indexEntry) {
+	err := x.eachFirst(func(id ID, e indexEntry) {
 		if e.pack == n {
 			out = append(out, x.expand(id, e))
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			if e.pack == n {
@@ -531,5 +554,5 @@ func (x *Index) placesIn(pack ID) []IndexedBlob {
 			}
 		}
 	}
-	return out
+	return out, nil
 }

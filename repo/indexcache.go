@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	"lukechampine.com/blake3"
@@ -214,15 +215,17 @@ func blockAD(nonce [32]byte, block int) []byte {
 var headerAD = []byte(indexCacheMagic + "header\x00")
 
 // writeIndexCache writes the cache file at path from entries, which yields
-// every blob's first place in ID order (about c.entries of them), and
-// replaces any cache there. It
+// every blob's first place in ID order (c.entries of them), and replaces
+// any cache there. A walk that fails, or yields another count, writes
+// nothing. It
 // writes under a temporary name and renames, so that a reader, or a second
 // builder, never sees a part of a file.
-func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(yield func(ID, indexEntry) bool)) (err error) {
+func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(yield func(ID, indexEntry) bool) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write index cache: %w", err)
 	}
+	removeOldCacheTemps(dir, time.Now().Add(-indexCacheTempAge))
 	f, err := os.CreateTemp(dir, indexCacheFileName+".tmp-*") // 0600
 	if err != nil {
 		return fmt.Errorf("write index cache: %w", err)
@@ -241,6 +244,7 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 	if _, err := w.WriteString(indexCacheMagic); err != nil {
 		return err
 	}
+	want := c.entries
 	c.fanout, c.entries = make([]ID, 0, c.entries/indexCacheBlockEntries+1), 0
 	var plain, sealed []byte
 	flush := func() error {
@@ -253,9 +257,11 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 		return err
 	}
 	var prev ID
-	for id, e := range entries {
+	var writeErr error
+	walkErr := entries(func(id ID, e indexEntry) bool {
 		if c.entries > 0 && compareIDs(prev, id) >= 0 {
-			return errors.New("entries not in order") // a bug, not damage
+			writeErr = errors.New("entries not in order") // a bug, not damage
+			return false
 		}
 		prev = id
 		if len(plain) == 0 {
@@ -264,10 +270,23 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 		plain = appendCacheEntry(plain, id, e)
 		c.entries++
 		if len(plain) == indexCacheBlockEntries*indexEntrySize {
-			if err := flush(); err != nil {
-				return err
+			if writeErr = flush(); writeErr != nil {
+				return false
 			}
 		}
+		return true
+	})
+	if writeErr != nil {
+		return writeErr
+	}
+	if walkErr != nil {
+		return walkErr
+	}
+	// A header that covers every index file over a part of their entries
+	// would answer "not present" for the rest: a backup would store them
+	// again, a restore would fail, until the cache were deleted.
+	if c.entries != want {
+		return fmt.Errorf("%d entries walked, %d in the index", c.entries, want)
 	}
 	if err := flush(); err != nil {
 		return err
@@ -285,8 +304,32 @@ func writeIndexCache(path string, s sealer, c *indexCacheContent, entries func(y
 	if err := f.Close(); err != nil {
 		return err
 	}
+	if indexCacheBeforeRename != nil {
+		indexCacheBeforeRename()
+	}
 	return os.Rename(f.Name(), path)
 }
+
+// indexCacheTempAge is the age past which a temporary cache file is a
+// killed builder's (a write takes seconds) and is removed: each is the
+// size of a cache, about 500 MB at 10M blobs.
+const indexCacheTempAge = time.Hour
+
+// removeOldCacheTemps removes the temporary cache files in dir last
+// written before cutoff; one that cannot be removed stays for the next.
+func removeOldCacheTemps(dir string, cutoff time.Time) {
+	temps, _ := filepath.Glob(filepath.Join(dir, indexCacheFileName+".tmp-*"))
+	for _, p := range temps {
+		if st, err := os.Stat(p); err == nil && st.ModTime().Before(cutoff) {
+			_ = os.Remove(p)
+		}
+	}
+}
+
+// indexCacheBeforeRename, when set (by a test), runs between a cache's
+// temporary file being written whole and its rename: where two builders
+// overlap.
+var indexCacheBeforeRename func()
 
 // indexCacheReader looks blobs up in an open cache file.
 type indexCacheReader struct {
@@ -397,10 +440,7 @@ func (c *indexCacheReader) block(n int) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
-		if c.err == nil {
-			c.err = err
-		}
-		return nil, err
+		return nil, c.damaged(fmt.Sprintf("index cache block %d", n), err)
 	}
 	if _, ok := c.byNum[n]; !ok {
 		c.byNum[n] = c.lru.PushFront(&cachedBlock{n, blocks[0]})
@@ -410,6 +450,23 @@ func (c *indexCacheReader) block(n int) ([]byte, error) {
 		}
 	}
 	return blocks[0], nil
+}
+
+// damaged records err, a part of the open cache (what) that failed to
+// open, and removes the cache file the first time, so that the next open
+// rebuilds it instead of failing the same way; c.mu is held. It returns
+// the first such error, naming the file and what a user can do.
+func (c *indexCacheReader) damaged(what string, err error) error {
+	if c.err != nil {
+		return c.err
+	}
+	path := c.f.Name()
+	if rmErr := os.Remove(path); rmErr != nil {
+		c.err = fmt.Errorf("%s damaged: delete %s or use --no-cache: %w", what, path, err)
+	} else {
+		c.err = fmt.Errorf("%s damaged (%s removed: the next open rebuilds it): %w", what, path, err)
+	}
+	return c.err
 }
 
 // lookup returns id's first place in the cache. A block that does not
@@ -574,10 +631,10 @@ func indexCachePath(root, id string) string {
 // eachCached calls fn with the first place of every blob in the index
 // cache, in ID order; x.mu is held. A block that fails to open (the file
 // was checked whole when opened, so only a change made to it since) ends
-// the walk early, and is remembered in x.cached.err.
-func (x *Index) eachCached(fn func(id ID, e indexEntry)) {
+// the walk early, is remembered in x.cached.err, and is returned.
+func (x *Index) eachCached(fn func(id ID, e indexEntry)) error {
 	if x.cached == nil {
-		return
+		return nil
 	}
 	err := x.cached.each(func(id ID, e indexEntry) {
 		if o, ok := x.over[id]; ok {
@@ -590,16 +647,29 @@ func (x *Index) eachCached(fn func(id ID, e indexEntry)) {
 	})
 	if err != nil {
 		x.cached.mu.Lock()
-		if x.cached.err == nil {
-			x.cached.err = err
-		}
-		x.cached.mu.Unlock()
+		defer x.cached.mu.Unlock()
+		return x.cached.damaged("index cache", err)
 	}
+	return nil
+}
+
+// cacheErr is why a part of the index cache failed to open since it was
+// opened, or nil: a blob "not found" may be in that part.
+func (x *Index) cacheErr() error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.cached == nil {
+		return nil
+	}
+	x.cached.mu.Lock()
+	defer x.cached.mu.Unlock()
+	return x.cached.err
 }
 
 // eachSorted yields every blob's first place in ID order: the sorted
-// arrays or the cache merged with the map; x.mu is held.
-func (x *Index) eachSorted(yield func(ID, indexEntry) bool) {
+// arrays or the cache merged with the map; x.mu is held. It fails when a
+// block of the cache fails to open.
+func (x *Index) eachSorted(yield func(ID, indexEntry) bool) error {
 	extra := make([]ID, 0, len(x.blobs))
 	for id := range x.blobs {
 		extra = append(extra, id)
@@ -622,12 +692,15 @@ func (x *Index) eachSorted(yield func(ID, indexEntry) bool) {
 		}
 	}
 	x.sorted.each(emit)
-	x.eachCached(emit)
+	if err := x.eachCached(emit); err != nil {
+		return err
+	}
 	for _, id := range extra {
 		if stopped || !yield(id, x.blobs[id]) {
-			return
+			return nil
 		}
 	}
+	return nil
 }
 
 // cacheContent returns what a cache of x holds besides its entries, for
@@ -636,13 +709,7 @@ func (x *Index) cacheContent(repoID string, covered []ID) *indexCacheContent {
 	c := &indexCacheContent{repoID: repoID, covered: slices.Clone(covered),
 		packs: slices.Clone(x.packs), packEnds: slices.Clone(x.packEnds)}
 	slices.SortFunc(c.covered, compareIDs)
-	c.entries = int64(len(x.blobs)) // an estimate, for the fan-out's size
-	if x.sorted != nil {
-		c.entries += int64(x.sorted.live)
-	}
-	if x.cached != nil {
-		c.entries += x.cached.c.entries
-	}
+	c.entries = int64(x.lenLocked())
 	for id, alts := range x.alts {
 		for _, e := range alts {
 			c.alts = append(c.alts, cachedAlt{id, e})

@@ -1,11 +1,14 @@
 package repo_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -100,6 +103,14 @@ func (c *cacheTestRepo) wantCache(r *repo.Repository, covered int) {
 	}
 }
 
+// wantWarning fails unless warnings is one warning that says what.
+func (c *cacheTestRepo) wantWarning(warnings []string, what string) {
+	c.t.Helper()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], what) {
+		c.t.Fatalf("warnings %q, want one that says %q", warnings, what)
+	}
+}
+
 func (c *cacheTestRepo) wantNoWarning(warnings []string) {
 	c.t.Helper()
 	if len(warnings) > 0 {
@@ -144,11 +155,14 @@ func TestIndexCacheFollowsTheIndexFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(c.files, added)
+	c.wantNoWarning(warnings)
 	r = c.open(&warnings)
 	if used, _ := r.IndexFromCache(); used {
 		t.Fatal("a cache covering a removed index file was used")
 	}
 	c.wantIndex(r)
+	c.wantWarning(warnings, "is stale")
+	warnings = nil
 	r = c.open(&warnings)
 	c.wantCache(r, 4)
 	c.wantIndex(r)
@@ -215,5 +229,83 @@ func TestIndexCacheOnlyWhenAskedAndBig(t *testing.T) {
 	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
 		t.Fatalf("a stale cache kept for an index below the threshold: %v", err)
 	}
+	c.wantWarning(warnings, "is stale")
+}
+
+// A block of the cache changed after the open: a read of a blob in it
+// fails naming the damaged block (not only "not found"), the cache file is
+// removed, and the next open rebuilds it.
+func TestIndexCacheDamagedBlockNamedAndRemoved(t *testing.T) {
+	c := newCacheTestRepo(t)
+	var warnings []string
+	c.open(&warnings)
+	r := c.open(&warnings)
+	c.wantCache(r, 3)
+	path := r.IndexCachePath(c.root)
+	first := repo.ID{}
+	for i := range first {
+		first[i] = 0xff
+	}
+	for _, blobs := range c.files {
+		for _, b := range blobs {
+			if bytes.Compare(b.ID[:], first[:]) < 0 {
+				first = b.ID
+			}
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff}, 64); err != nil { // inside block 0
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = r.LoadBlob(context.Background(), first)
+	if !errors.Is(err, repo.ErrNotFound) || !strings.Contains(err.Error(), "index cache block 0 damaged") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("read of a blob in a damaged block: %v, want not found naming block 0 and %s", err, path)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the damaged cache is still there: %v", err)
+	}
+	r = c.open(&warnings)
+	c.wantIndex(r)
+	r = c.open(&warnings)
+	c.wantCache(r, 3)
+	c.wantIndex(r)
 	c.wantNoWarning(warnings)
+}
+
+// A load into an index that already holds blobs writes no cache: those
+// blobs need not be in the index files the cache would say it covers.
+func TestIndexCacheNotWrittenByALoadIntoAFullIndex(t *testing.T) {
+	c := newCacheTestRepo(t)
+	var warnings []string
+	r := c.open(&warnings)
+	path := r.IndexCachePath(c.root)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a load into a full index wrote a cache: %v", err)
+	}
+	c.wantIndex(r)
+	c.wantNoWarning(warnings)
+}
+
+// A big index with a damaged index file writes no cache, and says why.
+func TestIndexCacheNotWrittenTold(t *testing.T) {
+	c := newCacheTestRepo(t)
+	if err := c.be.Save(context.Background(), repo.Handle{Type: repo.IndexFile, Name: strings.Repeat("ab", 32)}, []byte("not an index file")); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	r := c.open(&warnings)
+	if _, err := os.Stat(r.IndexCachePath(c.root)); !os.IsNotExist(err) {
+		t.Fatalf("a cache was written: %v", err)
+	}
+	c.wantWarning(warnings, "1 index files are damaged")
 }

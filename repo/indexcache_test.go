@@ -7,8 +7,9 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // testCacheSealer is the sealer of a cache of a repository with a random
@@ -156,8 +157,10 @@ func TestIndexCacheBlockChangedAfterOpen(t *testing.T) {
 	}
 }
 
-// Two builders writing the same cache at once leave one cache that opens,
-// no temporary file, and the file 0600 in a folder 0700.
+// Two builders writing the same cache at once (A held between writing its
+// temporary file and renaming it while B finishes) leave one cache that
+// opens with every entry, no temporary file, and the file 0600 in a folder
+// 0700.
 func TestIndexCacheTwoBuilders(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(5, 19))
 	files := indexFiles(rng, 3, 400, testPacks(rng, 6))
@@ -165,21 +168,51 @@ func TestIndexCacheTwoBuilders(t *testing.T) {
 	path := indexCachePath(root, "repo-id")
 	s := testCacheSealer(t)
 	x := loadedIndex(files, 0)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range 2 {
-		wg.Go(func() {
-			<-start
-			saveCache(t, path, s, x, nil)
-		})
+	aHeld, releaseA := make(chan struct{}), make(chan struct{})
+	var renames atomic.Int32
+	indexCacheBeforeRename = func() {
+		if renames.Add(1) == 1 {
+			close(aHeld)
+			<-releaseA
+		}
 	}
-	close(start)
-	wg.Wait()
+	t.Cleanup(func() { indexCacheBeforeRename = nil })
+	build := func() error {
+		x.mu.RLock()
+		defer x.mu.RUnlock()
+		return writeIndexCache(path, s, x.cacheContent("repo-id", nil), x.eachSorted)
+	}
+	errA := make(chan error, 1)
+	go func() { errA <- build() }()
+	<-aHeld
+	if err := build(); err != nil {
+		close(releaseA)
+		t.Fatalf("builder B: %v", err)
+	}
+	close(releaseA)
+	if err := <-errA; err != nil {
+		t.Fatalf("builder A: %v", err)
+	}
+	if renames.Load() != 2 {
+		t.Fatalf("%d builders reached the rename, want 2", renames.Load())
+	}
 	c, err := openIndexCache(path, s)
 	if err != nil {
 		t.Fatalf("open after two builders: %v", err)
 	}
-	c.close()
+	defer c.close()
+	got := newIndex()
+	got.attachCache(c)
+	if got.Len() != x.Len() {
+		t.Fatalf("cache holds %d entries, want %d", got.Len(), x.Len())
+	}
+	for _, f := range files {
+		for _, b := range f {
+			if !got.Has(b.ID) {
+				t.Fatalf("blob %s not in the cache", b.ID.Short())
+			}
+		}
+	}
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
@@ -195,5 +228,127 @@ func TestIndexCacheTwoBuilders(t *testing.T) {
 		if st.Mode() != want {
 			t.Errorf("%s has mode %v, want %v", p, st.Mode(), want)
 		}
+	}
+}
+
+// damageBlockZero changes a byte of block 0 of x's open cache file.
+func damageBlockZero(t *testing.T, x *Index) {
+	t.Helper()
+	f, err := os.OpenFile(x.cached.f.Name(), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{0xff}, int64(len(indexCacheMagic)+30)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A walk of the whole index fails when a block of the cache changed after
+// it was opened, rather than act on a part: dropPacks left blobs placed in
+// a lost pack (a backup then skipped storing them), Each and EachPlace
+// answered a part of the index.
+func TestIndexCacheWalkFailsOnDamagedBlock(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(6, 19))
+	packs := testPacks(rng, 3)
+	files := indexFiles(rng, 1, 1000, packs)
+	x := cachedIndex(t, files)
+	damageBlockZero(t, x)
+	if err := x.Each(func(IndexedBlob) {}); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("Each: %v, want an integrity error", err)
+	}
+	if err := x.EachPlace(func(IndexedBlob) {}); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("EachPlace: %v, want an integrity error", err)
+	}
+	if _, err := x.placesIn(packs[0]); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("placesIn: %v, want an integrity error", err)
+	}
+	n, err := x.dropPacks(map[ID]bool{packs[0]: true})
+	if !errors.Is(err, ErrIntegrity) {
+		t.Fatalf("dropPacks: %d dropped, error %v, want an integrity error", n, err)
+	}
+	if !x.HasPack(packs[0]) {
+		t.Error("a failed dropPacks forgot the pack: a retry would not drop its blobs")
+	}
+}
+
+// A cache written from an index whose own cache has a damaged block is not
+// written at all (it was sealed over a part of the entries, and opened
+// with none), and leaves no temporary file.
+func TestIndexCacheNotWrittenFromDamagedWalk(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(7, 19))
+	files := indexFiles(rng, 2, 800, testPacks(rng, 4))
+	x := cachedIndex(t, files)
+	damageBlockZero(t, x)
+	dir := t.TempDir()
+	path := filepath.Join(dir, indexCacheFileName)
+	x.mu.RLock()
+	err := writeIndexCache(path, testCacheSealer(t), x.cacheContent("repo-id", nil), x.eachSorted)
+	x.mu.RUnlock()
+	if !errors.Is(err, ErrIntegrity) {
+		t.Fatalf("write from a damaged walk: %v, want an integrity error", err)
+	}
+	assertEmptyDir(t, dir)
+}
+
+// A walk that ends early without an error (fewer entries than the index
+// holds) writes no cache either.
+func TestIndexCacheNotWrittenShort(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(8, 19))
+	x := loadedIndex(indexFiles(rng, 1, 300, testPacks(rng, 2)), 0)
+	dir := t.TempDir()
+	path := filepath.Join(dir, indexCacheFileName)
+	x.mu.RLock()
+	c := x.cacheContent("repo-id", nil)
+	short := func(yield func(ID, indexEntry) bool) error {
+		n := 0
+		return x.eachSorted(func(id ID, e indexEntry) bool {
+			n++
+			return n < 100 && yield(id, e)
+		})
+	}
+	err := writeIndexCache(path, testCacheSealer(t), c, short)
+	x.mu.RUnlock()
+	if err == nil {
+		t.Fatal("a cache of 99 of 300 entries was written")
+	}
+	assertEmptyDir(t, dir)
+}
+
+// assertEmptyDir fails unless dir holds nothing.
+func assertEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Fatalf("%s holds %v, want nothing", dir, entries)
+	}
+}
+
+// A temporary cache file older than an hour (a killed builder's) is
+// removed when a cache is written; a younger one (a live builder's) stays.
+func TestIndexCacheOldTempsRemoved(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(9, 19))
+	x := loadedIndex(indexFiles(rng, 1, 100, testPacks(rng, 2)), 0)
+	dir := t.TempDir()
+	path := filepath.Join(dir, indexCacheFileName)
+	old, young := path+".tmp-killed", path+".tmp-live"
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte("part of a cache"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-indexCacheTempAge - time.Minute)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	saveCache(t, path, testCacheSealer(t), x, nil)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("a temporary file older than an hour stayed: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temporary file was removed: %v", err)
 	}
 }

@@ -63,6 +63,7 @@ func (r *Repository) loadIndexCached(ctx context.Context, names []string) (bool,
 			// An index file was removed (prune, repair index): the
 			// cache may hold places that are gone.
 			c.close()
+			r.indexCacheWarn("index cache %s is stale (index file %s is gone): reading the index files and writing it again", path, id.Short())
 			return false, nil
 		}
 		covered[id] = true
@@ -80,25 +81,33 @@ func (r *Repository) loadIndexCached(ctx context.Context, names []string) (bool,
 	r.idx.mu.RLock()
 	extra := len(r.idx.blobs)
 	r.idx.mu.RUnlock()
-	if len(r.indexDamage) == 0 && (int64(extra) > c.c.entries/indexCacheFoldShare || len(overlay) > indexCacheFoldFiles) {
+	if int64(extra) > c.c.entries/indexCacheFoldShare || len(overlay) > indexCacheFoldFiles {
 		r.saveIndexCache(names)
 	}
 	return true, nil
 }
 
 // saveIndexCache writes the local index cache from the index, which holds
-// the index files named and nothing else.
+// the index files named and nothing else; it writes none, and tells why,
+// when an index file is damaged or not named by an ID.
 func (r *Repository) saveIndexCache(names []string) {
 	s, err := indexCacheSealer(r)
 	if err != nil {
 		r.indexCacheWarn("index cache not written: %v", err)
 		return
 	}
+	if n := len(r.indexDamage); n > 0 {
+		r.indexCacheWarn("index cache not written: %d index files are damaged (run nightjar check)", n)
+		return
+	}
 	ids := make([]ID, 0, len(names))
 	for _, name := range names {
 		id, err := ParseID(name)
 		if err != nil {
-			return // not an index file LoadIndex read: cover nothing
+			// Not an index file LoadIndex read: a cache covering it
+			// could not tell when it is gone.
+			r.indexCacheWarn("index cache not written: index file name %q is not an ID", name)
+			return
 		}
 		ids = append(ids, id)
 	}

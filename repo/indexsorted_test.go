@@ -93,13 +93,20 @@ func indexState(x *Index, ids, packs []ID) string {
 		places(" alternates", x.alternates(id))
 	}
 	for _, p := range packs {
-		in := x.placesIn(p)
+		in, err := x.placesIn(p)
+		if err != nil {
+			b = append(b, err.Error()...)
+		}
 		slices.SortFunc(in, compareBlobs)
 		places(fmt.Sprint("pack ", p.Short(), " ", x.HasPack(p)), in)
 	}
 	var each, all []IndexedBlob
-	x.Each(func(b IndexedBlob) { each = append(each, b) })
-	x.EachPlace(func(b IndexedBlob) { all = append(all, b) })
+	if err := x.Each(func(b IndexedBlob) { each = append(each, b) }); err != nil {
+		b = append(b, err.Error()...)
+	}
+	if err := x.EachPlace(func(b IndexedBlob) { all = append(all, b) }); err != nil {
+		b = append(b, err.Error()...)
+	}
 	slices.SortFunc(each, compareBlobs)
 	slices.SortFunc(all, compareBlobs)
 	places("each", each)
@@ -225,7 +232,12 @@ func changesAsTheMap(t *testing.T, load func(files [][]IndexedBlob) *Index) {
 	compare("adding two files")
 
 	gone := map[ID]bool{packs[0]: true, packs[5]: true, newPacks[1]: true}
-	if w, g := want.dropPacks(gone), got.dropPacks(gone); w != g || w == 0 {
+	w, errW := want.dropPacks(gone)
+	g, errG := got.dropPacks(gone)
+	if errW != nil || errG != nil {
+		t.Fatalf("dropPacks: %v, %v", errW, errG)
+	}
+	if w != g || w == 0 {
 		t.Fatalf("dropPacks left %d blobs without a place, the map %d (want the same, not 0)", g, w)
 	}
 	compare("dropping packs")

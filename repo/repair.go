@@ -430,7 +430,9 @@ func (r *Repository) RepairPacks(ctx context.Context, opts RepairPacksOptions) (
 	for _, id := range damaged {
 		gone[id] = true
 	}
-	r.idx.dropPacks(gone)
+	if _, err := r.idx.dropPacks(gone); err != nil {
+		return nil, err
+	}
 	// A blob unreadable in a damaged pack is lost unless another damaged
 	// pack holds it intact or it has a place in a pack left alone.
 	lost := map[ID]bool{}
@@ -533,7 +535,9 @@ func (r *Repository) salvagePack(ctx context.Context, id ID, headerless map[ID][
 	sv.reason = err
 	places, ok := headerless[id]
 	if !ok {
-		places = r.idx.placesIn(id)
+		if places, err = r.idx.placesIn(id); err != nil {
+			return sv, err
+		}
 		headerless[id] = places
 	}
 	for _, b := range places {

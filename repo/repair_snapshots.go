@@ -55,7 +55,9 @@ func (r *Repository) RepairSnapshots(ctx context.Context, opts RepairSnapshotsOp
 	if err != nil {
 		return nil, err
 	}
-	r.idx.dropPacks(r.idx.damagedPacks(sizes))
+	if _, err := r.idx.dropPacks(r.idx.damagedPacks(sizes)); err != nil {
+		return nil, err
+	}
 	ids := opts.IDs
 	if len(ids) == 0 {
 		if ids, err = r.ListSnapshotIDs(ctx); err != nil {

@@ -72,7 +72,9 @@ func (r *Repository) VerifySnapshot(ctx context.Context, id string, deep bool) (
 	if err != nil {
 		return nil, fmt.Errorf("verify snapshot %s: %w", id, err)
 	}
-	c.checkEntries(packSizes)
+	if err := c.checkEntries(packSizes); err != nil {
+		return nil, fmt.Errorf("verify snapshot %s: %w", id, err)
+	}
 	if deep {
 		packs, err := r.packsOfSnapshot(ctx, s.Tree, packSizes)
 		if err != nil {

@@ -244,7 +244,9 @@ func TestWalkReportsEveryBlob(t *testing.T) {
 
 	used := usedBlobs(t, r2, root)
 	stored := map[repo.ID]bool{}
-	r2.Index().Each(func(b repo.IndexedBlob) { stored[b.ID] = true })
+	if err := r2.Index().Each(func(b repo.IndexedBlob) { stored[b.ID] = true }); err != nil {
+		t.Fatal(err)
+	}
 	for id := range stored {
 		if !used[id] {
 			t.Errorf("blob %s is stored for the snapshot but Walk does not report it", id.Short())

@@ -512,7 +512,9 @@ func (w *Writer) adoptPacks(ctx context.Context) error {
 	}
 	lost := r.idx.damagedPacks(sizes)
 	w.stats.LostPacks = len(lost)
-	w.stats.LostBlobs = r.idx.dropPacks(lost)
+	if w.stats.LostBlobs, err = r.idx.dropPacks(lost); err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	adopted := 0
 	g, gctx := errgroup.WithContext(ctx)
