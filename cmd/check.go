@@ -74,7 +74,7 @@ func runCheck(c *cli.Context) (err error) {
 	}
 	defer lock.Release(&err)
 	var swept *repo.TempSweep
-	if _, locked := lock.(*repo.Lock); locked {
+	if _, locked := lock.(readLock); locked {
 		// Only under a lock: without one the repository may be read-only.
 		swept = sweepTemp(c.Context, p, r)
 	}
