@@ -27,7 +27,7 @@ func repoFlags() []cli.Flag {
 		&cli.StringFlag{Name: "repo", Aliases: []string{"r"}, EnvVars: []string{"NIGHTJAR_REPOSITORY"}, Usage: "repository `LOCATION`: a folder, local:PATH or s3:https://HOST/BUCKET[/PREFIX]"},
 		&cli.StringFlag{Name: "password-file", EnvVars: []string{"NIGHTJAR_PASSWORD_FILE"}, Usage: "read the password from `FILE`"},
 		&cli.StringFlag{Name: "password-command", EnvVars: []string{"NIGHTJAR_PASSWORD_COMMAND"}, Usage: "run `COMMAND` and take the password from its output"},
-		&cli.BoolFlag{Name: "no-cache", EnvVars: []string{"NIGHTJAR_NO_CACHE"}, Usage: "read everything from a remote repository, keeping no local copy of its index and trees"},
+		&cli.BoolFlag{Name: "no-cache", EnvVars: []string{"NIGHTJAR_NO_CACHE"}, Usage: "read everything from the repository, keeping no local copy of a remote one's index and trees nor the index cache of a large one"},
 	}, storageFlags()...)
 }
 
