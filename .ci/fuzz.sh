@@ -44,7 +44,7 @@ if [ "$listed" != "$found" ]; then
 fi
 
 # inputs NAME PKG: the number of inputs kept in PKG's corpus of NAME.
-inputs() { find "$2/testdata/fuzz/$1" -type f 2>/dev/null | wc -l; }
+inputs() { { find "$2/testdata/fuzz/$1" -type f 2>/dev/null || true; } | wc -l; }
 
 for t in "${targets[@]}"; do
 	pkg=${t% *}
