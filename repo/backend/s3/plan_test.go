@@ -223,30 +223,9 @@ func TestPlanFailedFetchIsRetried(t *testing.T) {
 	gets(p)
 	be.PlanReads(planOf(h.Name, [2]int64{0, 10 << 10}, [2]int64{100 << 10, 10 << 10}, [2]int64{200 << 10, 10 << 10}))
 
-	release := make(chan struct{})
-	defer close(release)
-	held := make(chan struct{}, 1)
-	p.SetRules(faultproxy.Rule{Method: http.MethodGet, PathContains: "/data/", Times: 1, Fault: faultproxy.Delay, Release: release,
-		OnFault: func(string, string) { held <- struct{}{} }})
-	waiting := make(chan struct{}, 1)
-	be.OnReadAheadWait(func() { waiting <- struct{}{} })
-	firstCtx, cancelFirst := context.WithCancel(context.Background())
-	firstErr := make(chan error, 1)
-	go func() { firstErr <- be.LoadInto(firstCtx, h, 0, make([]byte, 10<<10)) }()
-	<-held
-	secondErr := make(chan error, 1)
 	buf := make([]byte, 10<<10)
-	go func() { secondErr <- be.LoadInto(context.Background(), h, 100<<10, buf) }()
-	select {
-	case <-waiting:
-	case err := <-secondErr:
-		t.Fatalf("the second read finished while the span's fetch was held (%v): it did not wait for it", err)
-	}
-	cancelFirst()
-	if err := <-firstErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("the fetching read whose context ended: %v, want context.Canceled", err)
-	}
-	if err := <-secondErr; err != nil || !bytes.Equal(buf, data[100<<10:110<<10]) {
+	secondErr := waitOnFailedFetch(t, be, p, h, 10<<10, 100<<10, buf)
+	if err := secondErr; err != nil || !bytes.Equal(buf, data[100<<10:110<<10]) {
 		t.Fatalf("the waiting read after the fetch failed: %v, or bytes differ", err)
 	}
 	p.ResetCounts()

@@ -234,31 +234,9 @@ func TestReadAheadErrorNotCached(t *testing.T) {
 	data := savePack(t, be, h.Name, 200<<10)
 	gets(p)
 
-	release := make(chan struct{})
-	defer close(release)
-	held := make(chan struct{}, 1)
-	p.SetRules(faultproxy.Rule{Method: http.MethodGet, PathContains: "/data/", Times: 1, Fault: faultproxy.Delay, Release: release,
-		OnFault: func(string, string) { held <- struct{}{} }})
-	waiting := make(chan struct{}, 1)
-	be.OnReadAheadWait(func() { waiting <- struct{}{} })
-
-	firstCtx, cancelFirst := context.WithCancel(context.Background())
-	firstErr := make(chan error, 1)
-	go func() { firstErr <- be.LoadInto(firstCtx, h, 0, make([]byte, 1<<10)) }()
-	<-held
-	secondErr := make(chan error, 1)
 	buf := make([]byte, 1<<10)
-	go func() { secondErr <- be.LoadInto(context.Background(), h, 2<<10, buf) }()
-	select {
-	case <-waiting:
-	case err := <-secondErr:
-		t.Fatalf("the second read finished while the window's fetch was held (%v): it did not wait for it", err)
-	}
-	cancelFirst()
-	if err := <-firstErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("the fetching read whose context ended: %v, want context.Canceled", err)
-	}
-	if err := <-secondErr; err != nil {
+	secondErr := waitOnFailedFetch(t, be, p, h, 1<<10, 2<<10, buf)
+	if err := secondErr; err != nil {
 		t.Fatalf("the waiting read after the fetch failed: %v", err)
 	}
 	if !bytes.Equal(buf, data[2<<10:3<<10]) {
@@ -337,4 +315,36 @@ func TestReadAheadNoOverlap(t *testing.T) {
 	if held := be.ReadAheadHeld(); held != 104<<10 {
 		t.Errorf("the windows hold %d bytes, want %d", held, 104<<10)
 	}
+}
+
+// waitOnFailedFetch holds the first GET of a pack's data at the proxy,
+// started by a read of firstLen bytes of h at 0, starts a second read into
+// buf at offset that must wait for that fetch (the read-ahead's onWait
+// says so), then ends the first read's context so that the fetch fails;
+// it returns the second read's error once the first has ended.
+func waitOnFailedFetch(t *testing.T, be *s3.Backend, p *faultproxy.Proxy, h repo.Handle, firstLen int, offset int64, buf []byte) error {
+	t.Helper()
+	release := make(chan struct{})
+	defer close(release)
+	held := make(chan struct{}, 1)
+	p.SetRules(faultproxy.Rule{Method: http.MethodGet, PathContains: "/data/", Times: 1, Fault: faultproxy.Delay, Release: release,
+		OnFault: func(string, string) { held <- struct{}{} }})
+	waiting := make(chan struct{}, 1)
+	be.OnReadAheadWait(func() { waiting <- struct{}{} })
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() { firstErr <- be.LoadInto(firstCtx, h, 0, make([]byte, firstLen)) }()
+	<-held
+	secondErr := make(chan error, 1)
+	go func() { secondErr <- be.LoadInto(context.Background(), h, offset, buf) }()
+	select {
+	case <-waiting:
+	case err := <-secondErr:
+		t.Fatalf("the second read finished while the first's fetch was held (%v): it did not wait for it", err)
+	}
+	cancelFirst()
+	if err := <-firstErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("the fetching read whose context ended: %v, want context.Canceled", err)
+	}
+	return <-secondErr
 }
