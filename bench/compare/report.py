@@ -12,12 +12,15 @@ After the tools' columns come the ratio of nightjar to each peer, the ratio
 to the best peer ("nightjar / best peer", with that peer in brackets) and,
 where the project states one, the target and whether the medians meet it:
 
-    first backup            <= 0.67 x the fastest peer
+    first backup            <= 0.67 x each compressing peer at its default
+                               settings (all but kopia-zstd), and no slower
+                               than the fastest peer that does not compress
+                               (issue 19's restated target: two rows)
     unchanged re-backup     <= 0.5  x the fastest peer
     growth after the change <= the smallest peer's
     full restore            <= 0.67 x the fastest peer
     check                   <= 0.67 x the fastest peer
-    repository size         <= the smallest among the compressing peers
+    repository size         <= 1.015 x the smallest among the compressing peers
                                (meta compresses.TOOL: restic with repository
                                format 2, borg, kopia-zstd; not plain kopia)
     first backup peak RSS   <= the lowest restic's (tools named restic*)
@@ -34,19 +37,21 @@ MB = 1e6
 MIB = 1024.0
 
 # Targets: (factor, which peers, text)
-T_B1 = (0.67, "all", "≤ 0.67 × fastest")
+T_B1_COMPRESSING = (0.67, "compressing defaults", "≤ 0.67 × each compressing peer (defaults)")
+T_B1_PLAIN = (1.0, "not compressing", "≤ fastest peer that does not compress")
 T_B2 = (0.5, "all", "≤ 0.5 × fastest")
 T_GROW = (1.0, "all", "≤ smallest")
 T_RESTORE = (0.67, "all", "≤ 0.67 × fastest")
 T_CHECK = (0.67, "all", "≤ 0.67 × fastest")
-T_SIZE = (1.0, "compressing", "≤ smallest compressing peer")
+T_SIZE = (1.015, "compressing", "≤ 1.015 × smallest compressing peer")
 T_RSS = (1.0, "restic", "≤ lowest restic")
 T_PRUNE = (0.5, "restic 0.19", "≤ 0.5 × restic 0.19")
 
 # key, label, unit conversion, format, better ("low", "high" or None), target
 ROWS = [
     ("init.wall", "init (s)", 1, "{:.2f}", "low", None),
-    ("b1.wall", "first backup (s)", 1, "{:.1f}", "low", T_B1),
+    ("b1.wall", "first backup (s)", 1, "{:.1f}", "low", T_B1_COMPRESSING),
+    ("b1.wall", "first backup (s), against peers that do not compress", 1, "{:.1f}", "low", T_B1_PLAIN),
     ("b1.mbps", "first backup (MB/s)", 1, "{:.0f}", "high", None),
     ("b1.cpu", "first backup, CPU (%)", 1, "{:.0f}", None, None),
     ("b1.cpusec", "first backup, CPU time user+sys (s)", 1, "{:.1f}", "low", None),
@@ -165,6 +170,11 @@ def main():
     def peer_set(kind):
         if kind == "compressing":
             return [p for p in peers if compresses(meta, p)]
+        if kind == "compressing defaults":
+            # kopia-zstd is kopia with a compression policy set: not kopia's defaults
+            return [p for p in peers if compresses(meta, p) and p != "kopia-zstd"]
+        if kind == "not compressing":
+            return [p for p in peers if not compresses(meta, p)]
         if kind == "restic":
             return [p for p in peers if p.startswith("restic")]
         if kind == "restic 0.19":

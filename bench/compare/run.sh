@@ -52,6 +52,8 @@
 #   PRUNE_MAX_UNUSED=5%        --max-unused of both tools' prune, the same so that
 #                              both do the same work (restic's default is 5%,
 #                              nightjar's 10%)
+#   STEPS=all                  first: only init and the first backup (issue 19's
+#                              first-backup target, several rounds in a few minutes)
 #
 # Every tool gets its repository, cache and config folders under $WORK/cmp
 # (repo-ID, cache-ID, config-ID, ...), and the same password from one file
@@ -113,6 +115,11 @@ KEEP=${KEEP:-0}
 RES=${RESULTS:-$WORK/results/$(date -u +%Y%m%dT%H%M%SZ)}
 ROUNDS=${ROUNDS:-3}
 PRUNE_MAX_UNUSED=${PRUNE_MAX_UNUSED:-5%}
+STEPS=${STEPS:-all}
+case $STEPS in
+all | first) ;;
+*) echo "run.sh: unknown STEPS=$STEPS (all or first)" >&2; exit 2 ;;
+esac
 
 B=$WORK/cmp
 DATA=$B/data
@@ -152,7 +159,7 @@ if [ "$ROUNDS" -gt 1 ]; then
 	tsvs=()
 	for r in $(seq 1 "$ROUNDS"); do
 		log "round $r of $ROUNDS"
-		RESULTS=$RES/round$r ROUNDS=1 NIGHTJAR_BIN=$NIGHTJAR NIGHTJAR_VERSION=$NIGHTJAR_VERSION "$0"
+		RESULTS=$RES/round$r ROUNDS=1 STEPS=$STEPS NIGHTJAR_BIN=$NIGHTJAR NIGHTJAR_VERSION=$NIGHTJAR_VERSION "$0"
 		tsvs+=("$RES/round$r/results.tsv")
 	done
 	python3 "$HERE/report.py" "${tsvs[@]}" | tee "$RES/table.md"
@@ -454,6 +461,11 @@ done
 # --- first backup ----------------------------------------------------------
 backup_step b1
 for t in "${tools[@]}"; do record "$t" size1 "$(repo_bytes "$t")"; done
+if [ "$STEPS" = first ]; then
+	log "results in $TSV (STEPS=first: the first backup only)"
+	python3 "$HERE/report.py" "$TSV" | tee "$RES/table.md"
+	exit 0
+fi
 
 # --- unchanged re-backup (cold then warm when the cache is dropped) --------
 backup_step b2
