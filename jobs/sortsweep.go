@@ -1,31 +1,32 @@
 package jobs
 
 import (
-	"os"
-	"strconv"
-
 	"github.com/nightjar-backup/nightjar/repo/extsort"
 	"github.com/nightjar-backup/nightjar/schedule/pass"
 )
 
-// CounterSortFilesRemoved is the counter of a prune or retention run for
-// the sorted runs of killed checks and prunes that it removed from the
-// temporary folder first.
-const CounterSortFilesRemoved = "sort_files_removed"
+// Counters of a prune or retention run for the sorted runs that killed
+// checks and prunes left in the temporary folder, swept before it sorts.
+// Only the first is always there.
+const (
+	CounterSortFilesRemoved    = "sort_files_removed"     // removed: their process had ended
+	CounterSortFilesNotRemoved = "sort_files_not_removed" // of ended processes, but removing or judging them failed
+	CounterSortFilesOlder      = "sort_files_older"       // named by a nightjar before 2026-12-02, which took no lock: left
+)
 
 // sweepSortFiles removes the sorted runs that killed checks and prunes
 // left in the temporary folder (extsort.Sweep: never those of a sort that
-// still runs, in any process) before a prune sorts, counts them in f, and
-// makes skipped objects of those it could not remove and of an older
-// nightjar's, which it may not judge. It never fails the run.
+// still runs, in any process) and counts in f what it removed and what it
+// left. Files outside the run's repository are no reason to call the run
+// partial: they are counters, not skipped objects, and a sweep that fails
+// never fails the run.
 func sweepSortFiles(f *pass.Figures) {
-	dir := os.TempDir()
-	sw, err := extsort.Sweep(dir)
+	sw, _ := extsort.Sweep("") // what failed is counted in sw.Failed
 	f.Counters[CounterSortFilesRemoved] += int64(sw.Runs)
-	if err != nil {
-		skip(f, "sort files in "+dir, strconv.Itoa(sw.Failed)+" of killed checks or prunes not removed: "+err.Error())
+	if sw.Failed > 0 {
+		f.Counters[CounterSortFilesNotRemoved] += int64(sw.Failed)
 	}
 	if sw.Older > 0 {
-		skip(f, "sort files in "+dir, strconv.Itoa(sw.Older)+" named nightjar-sort-*.run by an older nightjar, which took no lock, left: delete them once no nightjar runs")
+		f.Counters[CounterSortFilesOlder] += int64(sw.Older)
 	}
 }
