@@ -36,7 +36,7 @@ func sweepSortRuns(p *printer) {
 	dir := os.TempDir()
 	sw, err := extsort.Sweep(dir)
 	if err != nil {
-		p.Warnf("sort files of killed checks or prunes in %s: %d not removed: %v", dir, sw.Failed, err)
+		p.Warnf("sort files of killed checks or prunes in %s were not all swept: %v", dir, err)
 	}
 	if sw.Runs > 0 {
 		p.Warnf("removed %d sort files (%s) that killed checks or prunes left in %s", sw.Runs, humanize.IBytes(uint64(sw.Bytes)), dir)
