@@ -78,6 +78,7 @@ func runCheck(c *cli.Context) (err error) {
 		// Only under a lock: without one the repository may be read-only.
 		swept = sweepTemp(c.Context, p, r)
 	}
+	sweepSortRuns(p)
 	tuneGCForCheck()
 	opts.Progress = &repo.CheckProgress{}
 	progress := startLine(c, p, checkFigures(opts.Progress, sinceStart()))

@@ -92,6 +92,7 @@ func runPrune(c *cli.Context) error { return withRepository(c, pruneArgs, pruneI
 
 // pruneIn is prune on the open repository r.
 func pruneIn(c *cli.Context, p *printer, r *repo.Repository, opts repo.PruneOptions) error {
+	sweepSortRuns(p)
 	out, err := prune(c.Context, r, opts)
 	if err != nil {
 		err = explainPruneError(err)

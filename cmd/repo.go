@@ -153,6 +153,11 @@ func openUncachedRepo(c *cli.Context, p *printer) (*repo.Repository, error) {
 	return openRepoWith(c, p, false)
 }
 
+// openStorage opens the storage of the repository a command names; a
+// variable so that a test can put storage of its own behind a whole
+// command (cmd/lostlease_test.go: a lease clock it moves).
+var openStorage = backend.OpenWith
+
 // openRepoWith is openRepo, with the local cache of a remote repository
 // or without it.
 func openRepoWith(c *cli.Context, p *printer, useCache bool) (*repo.Repository, error) {
@@ -164,7 +169,7 @@ func openRepoWith(c *cli.Context, p *printer, useCache bool) (*repo.Repository, 
 	if err != nil {
 		return nil, err
 	}
-	be, err := backend.OpenWith(c.Context, location, opts)
+	be, err := openStorage(c.Context, location, opts)
 	if err != nil {
 		return nil, err
 	}

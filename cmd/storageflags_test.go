@@ -2,10 +2,14 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // unsetLimitEnv takes the bandwidth variables of whoever runs the tests out
@@ -75,5 +79,138 @@ func TestBadStorageFlags(t *testing.T) {
 	e.expect(ExitUsage, "init", "-r", fresh, "--limit-upload", "fast")
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("init with a bad rate left %s behind: %v", fresh, err)
+	}
+}
+
+// bandwidthRate is the cap of the bandwidth tests: 512 KiB/s, whose
+// limiter lets a burst of one second's worth (512 KiB) through at once.
+const bandwidthRate = 512 << 10
+
+// bandwidthData is the size of the data of the bandwidth tests: 1.5 MiB,
+// which takes 2 s at bandwidthRate after the first burst.
+const bandwidthData = 3 * bandwidthRate
+
+// bandwidthSource writes bandwidthData bytes of random, incompressible data into a new
+// folder of e and returns the folder.
+func bandwidthSource(e *cliEnv) (dir string, data []byte) {
+	e.t.Helper()
+	dir = filepath.Join(e.dir, "src")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	data = make([]byte, bandwidthData)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "random.bin"), data, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return dir, data
+}
+
+// treeSize is the bytes of the files under dir.
+func treeSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		n += fi.Size()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// leastTime is the shortest time in which a limiter of bandwidthRate lets
+// n bytes through: all but the first burst at the rate.
+func leastTime(n int64) time.Duration {
+	return time.Duration(float64(max(n-bandwidthRate, 0)) / bandwidthRate * float64(time.Second))
+}
+
+// --limit-upload caps what a backup writes: every byte that reaches the
+// repository (1.5 MiB of incompressible data, and its index and
+// snapshot) passed a 512 KiB/s limiter, so the backup lasts at least as long as that
+// takes after the first burst (the repository's growth is a lower bound
+// of what the limiter saw). Only this lower bound is asserted: a loaded
+// machine makes a command slower, never faster.
+func TestLimitUploadLimitsBackup(t *testing.T) {
+	e := newCLIEnv(t)
+	unsetLimitEnv(t)
+	dir := e.initRepo("repo")
+	src, _ := bandwidthSource(e)
+	before := treeSize(t, dir)
+	start := time.Now()
+	e.expect(ExitOK, "backup", "-r", dir, "--limit-upload", "512KiB", src)
+	took := time.Since(start)
+	written := treeSize(t, dir) - before
+	if written < bandwidthData {
+		t.Fatalf("the backup wrote %d bytes, want at least the %d bytes of data", written, bandwidthData)
+	}
+	if least := leastTime(written); took < least {
+		t.Errorf("a backup that wrote %d bytes under --limit-upload 512KiB took %v, want at least %v", written, took, least)
+	}
+}
+
+// --limit-download caps what a restore reads: the 1.5 MiB of data came
+// through a 512 KiB/s limiter, so the restore lasts at least 2 s.
+func TestLimitDownloadLimitsRestore(t *testing.T) {
+	e := newCLIEnv(t)
+	unsetLimitEnv(t)
+	dir := e.initRepo("repo")
+	src, data := bandwidthSource(e)
+	e.expect(ExitOK, "backup", "-r", dir, src)
+	target := filepath.Join(e.dir, "target")
+	start := time.Now()
+	e.expect(ExitOK, "restore", "-r", dir, "--limit-download", "512KiB", "latest", "--target", target)
+	took := time.Since(start)
+	if least := leastTime(int64(len(data))); took < least {
+		t.Errorf("a restore of %d bytes under --limit-download 512KiB took %v, want at least %v", len(data), took, least)
+	}
+	got, err := os.ReadFile(filepath.Join(target, src, "random.bin"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the file restored under --limit-download differs (%v)", err)
+	}
+}
+
+// A repository's upload_bandwidth in the config caps the backups of its
+// jobs as --limit-upload does: a job's run that writes 1.5 MiB of
+// incompressible data at 512KiB lasts at least 2 s.
+func TestConfigUploadBandwidthLimitsJobBackup(t *testing.T) {
+	e := newCLIEnv(t)
+	unsetLimitEnv(t)
+	dir := e.initRepo("repo")
+	src, _ := bandwidthSource(e)
+	cfg := filepath.Join(e.dir, "nightjar.toml")
+	writeTestFile(t, cfg, fmt.Sprintf(`[scheduler]
+state = %q
+[repository.main]
+path = %q
+password_file = %q
+upload_bandwidth = "512KiB"
+[[job]]
+name = "capped"
+repository = "main"
+schedule = "daily 02:00"
+retention = "off"
+verify = "off"
+  [[job.source]]
+  path = %q
+`, filepath.Join(e.dir, "state.db"), dir, e.pwFile, src))
+	before := treeSize(t, dir)
+	start := time.Now()
+	e.expect(ExitOK, "job", "run", "--config", cfg, "--wait", "capped")
+	took := time.Since(start)
+	written := treeSize(t, dir) - before
+	if written < bandwidthData {
+		t.Fatalf("the job's backup wrote %d bytes, want at least the %d bytes of data", written, bandwidthData)
+	}
+	if least := leastTime(written); took < least {
+		t.Errorf("a job's backup that wrote %d bytes under upload_bandwidth 512KiB took %v, want at least %v", written, took, least)
 	}
 }

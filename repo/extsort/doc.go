@@ -8,8 +8,15 @@
 // entries (a blob ID, then its pack and place), so that its memory does
 // not grow with the number of blobs.
 //
+// A process killed while it sorts cannot remove its run files. Every
+// Sorter that spills therefore holds an advisory lock on a lock file of
+// its own while its runs exist, and Sweep removes the runs (and lock
+// files) of sorters whose lock nobody holds: their process has ended
+// (see sweep.go).
+//
 // It must never hold more than its budget of records in memory, never
-// keep more than MaxOpen files open, and never leave a file behind after
-// Close, whatever failed. It knows nothing of repositories: a record is
+// keep more than MaxOpen run files open (and its lock file), never leave
+// a file behind after Close, whatever failed, and never sweep a file of a
+// sorter that still runs. It knows nothing of repositories: a record is
 // bytes, ordered from its first byte.
 package extsort

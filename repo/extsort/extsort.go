@@ -20,7 +20,8 @@ const IDSize = len(ID{})
 // none: 4 MiB, 131,072 IDs (or fewer, larger records) per run.
 const DefaultMemoryBudget = 4 << 20
 
-// MaxOpen is the most files a Sorter keeps open at once.
+// MaxOpen is the most run files a Sorter keeps open at once; a Sorter
+// that spilled also holds its lock file open.
 const MaxOpen = 64
 
 // The sizes of the buffered reader of a run in a merge and of the writer
@@ -63,6 +64,7 @@ type Sorter struct {
 	runs  []string        // runs not yet merged, oldest first
 	files map[string]bool // every file on disk, removed by Close
 	open  []*os.File      // the files of the final merge, closed by Close
+	lock  *os.File        // held while run files exist (see sweep.go); nil before the first
 	done  bool
 
 	stats stats
@@ -190,7 +192,14 @@ func (r *records) sortUnique() {
 // writeRun creates a run file and fills it with what produce emits; on
 // failure the file is removed.
 func (s *Sorter) writeRun(produce func(emit func([]byte) error) error) (string, error) {
-	f, err := os.CreateTemp(s.dir, "nightjar-sort-*.run")
+	if s.lock == nil {
+		lock, err := createLock(s.dir)
+		if err != nil {
+			return "", fmt.Errorf("create lock of run files: %w", err)
+		}
+		s.lock = lock
+	}
+	f, err := os.CreateTemp(s.dir, runPattern(s.lock))
 	if err != nil {
 		return "", fmt.Errorf("create run file: %w", err)
 	}
@@ -304,6 +313,14 @@ func (s *Sorter) Close() error {
 		if err := s.remove(name); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if s.lock != nil {
+		// After the runs: a run left by a failed removal has no lock
+		// file any more, and the next Sweep removes it.
+		if err := releaseLock(s.lock); err != nil {
+			errs = append(errs, err)
+		}
+		s.lock = nil
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close sorter: %w", err)

@@ -134,7 +134,20 @@ func TestSortedMatchesInMemorySort(t *testing.T) {
 	}
 }
 
-// Run files can be read by their owner only.
+// runsIn lists the run files in dir.
+func runsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var runs []string
+	for _, name := range filesIn(t, dir) {
+		if strings.HasSuffix(name, runSuffix) {
+			runs = append(runs, name)
+		}
+	}
+	return runs
+}
+
+// Run files, and the lock file beside them, can be read by their owner
+// only.
 func TestRunFilesArePrivate(t *testing.T) {
 	dir := t.TempDir()
 	s := New(Options{Dir: dir, MemoryBudget: 32})
@@ -145,8 +158,8 @@ func TestRunFilesArePrivate(t *testing.T) {
 		}
 	}
 	names := filesIn(t, dir)
-	if len(names) != 3 {
-		t.Fatalf("%d run files, want 3", len(names))
+	if len(names) != 4 || len(runsIn(t, dir)) != 3 {
+		t.Fatalf("files %v, want 3 runs and their lock", names)
 	}
 	for _, name := range names {
 		fi, err := os.Stat(dir + "/" + name)
@@ -240,7 +253,7 @@ func TestTruncatedRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runs := filesIn(t, dir)
+	runs := runsIn(t, dir)
 	if len(runs) != 3 {
 		t.Fatalf("%d runs, want 3", len(runs))
 	}
