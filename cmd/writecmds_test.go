@@ -34,6 +34,12 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	}
 	t.Setenv("HOME", filepath.Join(dir, "home"))
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "home", ".cache"))
+	// check and prune sweep killed sorts' files from the temporary folder:
+	// one of its own keeps other processes' files out of what they report.
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", filepath.Join(dir, "tmp"))
 	t.Setenv("TZ", "UTC")
 	for _, name := range []string{"NIGHTJAR_REPOSITORY", "NIGHTJAR_PASSWORD", "NIGHTJAR_PASSWORD_FILE", "NIGHTJAR_PASSWORD_COMMAND",
 		"NIGHTJAR_FROM_REPOSITORY", "NIGHTJAR_FROM_PASSWORD", "NIGHTJAR_FROM_PASSWORD_FILE", "NIGHTJAR_FROM_PASSWORD_COMMAND",

@@ -75,6 +75,14 @@ func newEnv(t *testing.T) *env {
 	}
 	writeFile(t, e.pwFile, testPassword+"\n", 0o600)
 	mkdirAll(t, e.home, 0o700)
+	// A temporary folder of its own, open to every user as /tmp is (some
+	// tests run the binary as another user): check and prune sweep the
+	// sort files that killed runs leave there, and a test that kills one
+	// must not make another test's check report them.
+	mkdirAll(t, filepath.Join(e.home, "tmp"), 0o700)
+	if err := os.Chmod(filepath.Join(e.home, "tmp"), 0o1777); err != nil {
+		t.Fatal(err)
+	}
 	makeRemovable(t, dir)
 	return e
 }
@@ -91,6 +99,7 @@ func (e *env) environ(extra []string) []string {
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + e.home,
 		"XDG_CACHE_HOME=" + filepath.Join(e.home, ".cache"),
+		"TMPDIR=" + filepath.Join(e.home, "tmp"),
 		"NIGHTJAR_REPOSITORY=" + e.repo,
 		"NIGHTJAR_PASSWORD_FILE=" + e.pwFile,
 		"TZ=UTC",

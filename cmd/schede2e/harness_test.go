@@ -91,7 +91,10 @@ func newWorldWithoutRepository(t *testing.T) *world {
 	if err := os.WriteFile(w.pw, []byte(testPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(w.home, 0o700); err != nil {
+	// A temporary folder of its own: prune and retention runs sweep the
+	// sort files that killed runs leave there, and must not find another
+	// test's.
+	if err := os.MkdirAll(filepath.Join(w.home, "tmp"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -155,6 +158,7 @@ func (w *world) environ() []string {
 		"XDG_CONFIG_HOME=" + filepath.Join(w.home, ".config"),
 		"XDG_STATE_HOME=" + filepath.Join(w.home, ".local", "state"),
 		"XDG_CACHE_HOME=" + filepath.Join(w.home, ".cache"),
+		"TMPDIR=" + filepath.Join(w.home, "tmp"),
 		"NIGHTJAR_REPOSITORY=" + w.repo, // for the engine commands only
 		"NIGHTJAR_PASSWORD_FILE=" + w.pw,
 		"TZ=UTC",
