@@ -25,3 +25,11 @@ func (r *Repository) CheckMemo(ctx context.Context, opts CheckOptions, budget in
 	rep, err := c.check(ctx, opts)
 	return rep, len(c.wholeTrees) + len(c.treeRefs), err
 }
+
+// CheckStreamFrom is Check with the index streamed from blobs indexed (0:
+// always, for a structural check).
+func (r *Repository) CheckStreamFrom(ctx context.Context, opts CheckOptions, blobs int) (*CheckReport, error) {
+	c := newChecker(r)
+	c.streamFrom = blobs
+	return c.check(ctx, opts)
+}
