@@ -129,8 +129,9 @@ type checker struct {
 	// streamFrom is the size of index, in blobs as the index files'
 	// sizes tell, from which a structural check streams the index instead
 	// of holding it (check_streamindex.go).
-	streamFrom int
-	stream     *checkStream // the streamed index; nil: held in memory
+	streamFrom   int
+	streamBudget int          // the bytes of records each sorter of the streamed index holds
+	stream       *checkStream // the streamed index; nil: held in memory
 
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
@@ -138,7 +139,7 @@ type checker struct {
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, streamFrom: checkStreamFrom, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, streamFrom: checkStreamFrom, streamBudget: checkStreamBudget, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -801,7 +802,7 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot, packSizes m
 	// million files in folders of ten.
 	refs := u.sorter()
 	if c.stream != nil {
-		refs = c.stream.refSorter(u)
+		refs = c.stream.refSorter(u, c.streamBudget)
 	}
 	if _, err := c.r.walkLevels(ctx, snaps, u, refs, 1, visit); err != nil {
 		return false, err

@@ -49,7 +49,7 @@ type checkStream struct {
 // the tree blobs into the index, the other entries into a sorter.
 func (c *checker) readIndexStreamed(ctx context.Context, names []string) error {
 	s := &checkStream{
-		entries: extsort.New(extsort.Options{MemoryBudget: checkStreamBudget, RecordSize: blobRecordSize, MaxOpen: sorterMaxOpen}),
+		entries: extsort.New(extsort.Options{MemoryBudget: c.streamBudget, RecordSize: blobRecordSize, MaxOpen: sorterMaxOpen}),
 		packs:   map[ID]struct{}{},
 		missing: map[ID]struct{}{},
 	}
@@ -88,8 +88,8 @@ func (c *checker) readIndexStreamed(ctx context.Context, names []string) error {
 
 // refSorter returns the sorter of the data blobs the trees name, made by
 // u (which removes its files).
-func (s *checkStream) refSorter(u *usage) *extsort.Sorter {
-	s.refs = extsort.New(extsort.Options{Dir: u.opts.TempDir, MemoryBudget: checkStreamBudget, MaxOpen: sorterMaxOpen})
+func (s *checkStream) refSorter(u *usage, budget int) *extsort.Sorter {
+	s.refs = extsort.New(extsort.Options{Dir: u.opts.TempDir, MemoryBudget: budget, MaxOpen: sorterMaxOpen})
 	u.sorters = append(u.sorters, s.refs)
 	return s.refs
 }
