@@ -23,9 +23,13 @@ import (
 // the index in memory: it matches every pack's blobs with it.
 
 // checkStreamFrom is the size of index (in blobs, as the index files'
-// sizes tell) from which a structural check streams it: below, holding
-// the index is as fast and costs at most about 50 MB.
-const checkStreamFrom = 1 << 20
+// sizes tell) from which a structural check streams it. Below, the index
+// held (48 bytes a blob, 25 MB here) is no larger than what the streamed
+// check holds at its peak (a sorter's 16 MiB of records and the merges'
+// buffers), and it takes no temporary files; at 1 million blobs the
+// streamed check took 30 MiB less for the same CPU time
+// (docs/PERFORMANCE.md, "check at 10 million blobs").
+const checkStreamFrom = 1 << 19
 
 // checkStreamBudget is the bytes of records each of the streamed check's
 // two sorters (the index entries, the data blobs named) holds before it
