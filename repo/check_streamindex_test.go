@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"reflect"
 	"testing"
@@ -161,5 +162,40 @@ func TestCheckStreamsOnlyLargeIndexes(t *testing.T) {
 	if !rep.OK() || rep.PacksRead != len(f.packs) || r.Index().Len() != rep.Blobs {
 		t.Errorf("check --read-data: %d packs read, %d of %d blobs held, problems%s; want every pack read and every blob held",
 			rep.PacksRead, r.Index().Len(), rep.Blobs, problemList(rep))
+	}
+}
+
+// cancelAtPack cancels a context at the first read of a pack: for a
+// structural check, when the walk loads its first tree, after the index
+// entries were sorted into runs.
+type cancelAtPack struct {
+	repo.Backend
+	cancel context.CancelFunc
+}
+
+func (c *cancelAtPack) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.PackFile {
+		c.cancel()
+	}
+	return c.Backend.Load(ctx, h, offset, length)
+}
+
+func (c *cancelAtPack) Unwrap() repo.Backend { return c.Backend }
+
+// A streamed check cancelled in its walk returns the context's error and
+// leaves none of its runs in the temporary folder.
+func TestCheckStreamedIndexCancelled(t *testing.T) {
+	f := newFixture(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	be := &cancelAtPack{Backend: f.be, cancel: cancel}
+	r := openNoIndex(t, be)
+	if _, err := r.CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100); !errors.Is(err, context.Canceled) {
+		t.Fatalf("check cancelled in its walk: %v, want context.Canceled", err)
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the cancelled check left %d files in the temporary folder (%v)", len(left), err)
 	}
 }
