@@ -126,6 +126,12 @@ type checker struct {
 	blobRefs   int // the references to data blobs the walks checked
 
 	treesBudget int // the bytes of tree IDs each of checkTrees' sorters holds
+	// streamFrom is the size of index, in blobs as the index files'
+	// sizes tell, from which a structural check streams the index instead
+	// of holding it (check_streamindex.go).
+	streamFrom   int
+	streamBudget int          // the bytes of records each sorter of the streamed index holds
+	stream       *checkStream // the streamed index; nil: held in memory
 
 	indexFiles map[string]bool // the index files read
 	reread     sync.Mutex      // held while the index is read again
@@ -133,7 +139,7 @@ type checker struct {
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, streamFrom: checkStreamFrom, streamBudget: checkStreamBudget, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -145,7 +151,8 @@ type brokenRef struct {
 // against the packs that exist, every snapshot's trees and the presence of
 // every blob they refer to; and with opts.ReadDataFraction, the full
 // content of that share of packs. It needs no index loaded beforehand and
-// leaves the Repository's index filled.
+// leaves the Repository's index filled (with the trees alone where the
+// index was streamed: a structural check of a large one).
 func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
 	if opts.ReadDataSubset != (Subset{}) && (!opts.ReadDataSubset.Valid() || opts.ReadDataFraction > 0) {
 		return nil, fmt.Errorf("check: read data by subset %s: %w", opts.ReadDataSubset, ErrBadSubset)
@@ -154,8 +161,13 @@ func (r *Repository) Check(ctx context.Context, opts CheckOptions) (*CheckReport
 }
 
 // check is Check, by c.
-func (c *checker) check(ctx context.Context, opts CheckOptions) (*CheckReport, error) {
+func (c *checker) check(ctx context.Context, opts CheckOptions) (_ *CheckReport, err error) {
 	c.progress = opts.Progress
+	defer func() {
+		if cerr := c.stream.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("check: %w", cerr)
+		}
+	}()
 	c.progress.enter(CheckPhaseIndex)
 
 	// A consistent view beside a running backup, which writes its packs,
@@ -168,7 +180,8 @@ func (c *checker) check(ctx context.Context, opts CheckOptions) (*CheckReport, e
 	if err != nil {
 		return nil, err
 	}
-	if err := c.readIndex(ctx); err != nil {
+	readData := opts.ReadDataFraction > 0 || opts.ReadDataSubset.Valid()
+	if err := c.readIndex(ctx, !readData); err != nil {
 		return nil, err
 	}
 	packSizes, err := c.listPacks(ctx)
@@ -186,7 +199,7 @@ func (c *checker) check(ctx context.Context, opts CheckOptions) (*CheckReport, e
 		}
 	}
 	c.progress.enter(CheckPhaseSnapshots)
-	damaged, err := c.checkTrees(ctx, snaps)
+	damaged, err := c.checkTrees(ctx, snaps, packSizes)
 	if err != nil {
 		return nil, err
 	}
@@ -257,19 +270,23 @@ func (c *checker) markBroken(id ID, typ BlobType, why string) {
 }
 
 // readIndex reads every index file into the index, reporting damaged
-// ones.
-func (c *checker) readIndex(ctx context.Context) error {
+// ones; with mayStream, an index of at least c.streamFrom blobs is
+// streamed instead (readIndexStreamed).
+func (c *checker) readIndex(ctx context.Context, mayStream bool) error {
 	names, expected, err := c.r.listIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("list index: %w", err)
 	}
 	c.report.IndexFiles = len(names)
+	if mayStream && expected >= c.streamFrom {
+		return c.readIndexStreamed(ctx, names)
+	}
 	// Into an empty index the files go as LoadIndex loads them, into the
 	// compact sorted form.
-	add := c.r.idx.add
+	add := func(blobs []IndexedBlob) error { c.r.idx.add(blobs); return nil }
 	load := c.r.idx.startLoad(expected)
 	if load != nil {
-		add = load.addFile
+		add = func(blobs []IndexedBlob) error { load.addFile(blobs); return nil }
 	}
 	_, err = c.readIndexFiles(ctx, names, false, add)
 	if load != nil {
@@ -286,7 +303,7 @@ func (c *checker) readIndex(ctx context.Context) error {
 // damaged ones, and with keep returns the blobs they list (a copy of the
 // index as big as the index itself: only for the few files a reread
 // finds).
-func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool, add func([]IndexedBlob)) ([]IndexedBlob, error) {
+func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool, add func([]IndexedBlob) error) ([]IndexedBlob, error) {
 	var read []IndexedBlob
 	g, gctx := errgroup.WithContext(ctx)
 	// Each file read is decoded whole beside the index (65,536 blobs of a
@@ -305,7 +322,9 @@ func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool,
 				c.problem("index "+name, err.Error())
 				return nil
 			}
-			add(blobs)
+			if err := add(blobs); err != nil {
+				return err
+			}
 			if keep {
 				c.mu.Lock()
 				read = append(read, blobs...)
@@ -344,7 +363,7 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	blobs, err := c.readIndexFiles(ctx, fresh, true, c.r.idx.add)
+	blobs, err := c.readIndexFiles(ctx, fresh, true, func(blobs []IndexedBlob) error { c.r.idx.add(blobs); return nil })
 	if err != nil {
 		return err
 	}
@@ -359,7 +378,7 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.report.IndexFiles += len(fresh)
-	c.report.Blobs = c.r.idx.Len()
+	c.report.Blobs = c.blobCount()
 	c.mu.Unlock()
 	for _, b := range blobs {
 		c.checkEntry(b, packSizes)
@@ -376,7 +395,7 @@ func (c *checker) checkEntries(packSizes map[ID]int64) error {
 		return err
 	}
 	for id := range packSizes {
-		if !c.r.idx.HasPack(id) {
+		if !c.indexesPack(id) {
 			c.report.UnindexedPacks++
 		}
 	}
@@ -386,13 +405,22 @@ func (c *checker) checkEntries(packSizes map[ID]int64) error {
 
 // checkEntry notes a place of a blob whose pack is missing or too short.
 func (c *checker) checkEntry(b IndexedBlob, packSizes map[ID]int64) {
+	if bp, bad := placeState(b, packSizes); bad {
+		c.placeBad(b, bp.why, bp.packWhy)
+	}
+}
+
+// placeState says why blob b's place is not whole, if it is not: its
+// pack is missing or too short.
+func placeState(b IndexedBlob, packSizes map[ID]int64) (badPlace, bool) {
 	size, ok := packSizes[b.Pack]
 	switch {
 	case !ok:
-		c.placeBad(b, "pack "+b.Pack.String()+" that holds it is missing", "index lists this missing pack: run nightjar repair index")
+		return badPlace{typ: b.Type, why: "pack " + b.Pack.String() + " that holds it is missing", packWhy: "index lists this missing pack: run nightjar repair index"}, true
 	case !placeWhole(int64(b.Offset)+int64(b.Length), size):
-		c.placeBad(b, fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()), "pack is cut short: run nightjar repair packs")
+		return badPlace{typ: b.Type, why: fmt.Sprintf("index places it beyond the end of pack %s", b.Pack.Short()), packWhy: "pack is cut short: run nightjar repair packs"}, true
 	}
+	return badPlace{}, false
 }
 
 // badPlace is why one place of a blob is not whole: as a problem of the
@@ -701,7 +729,11 @@ const checkTreesBudget = 1 << 20
 // records it; whether any tree breaks a snapshot is returned, so that the
 // snapshots are walked again (checkSnapshots) to name the paths only
 // then.
-func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot) (damaged bool, err error) {
+//
+// Where the index is streamed, the data blobs the trees name are sorted
+// instead and joined with the index entries (joinStreamed), which also
+// checks the data blobs' places against packSizes.
+func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot, packSizes map[ID]int64) (damaged bool, err error) {
 	var broken atomic.Bool
 	var trees atomic.Int64
 	visit := func(ctx context.Context, id ID) (treeUse, error) {
@@ -735,6 +767,10 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot) (damaged bo
 						tu.subtrees = append(tu.subtrees, *n.Subtree)
 					}
 				case NodeFile:
+					if c.stream != nil {
+						tu.blobs = append(tu.blobs, n.Content...)
+						break
+					}
 					for _, blob := range n.Content {
 						_, bad, err := c.blobState(ctx, blob)
 						if err != nil {
@@ -764,10 +800,23 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot) (damaged bo
 	// One tree at a time, as the depth-first walk loads them: a level of
 	// wide folders decoded side by side took 20 to 40 MiB more at 1
 	// million files in folders of ten.
-	if _, err := c.r.walkLevels(ctx, snaps, u, u.sorter(), 1, visit); err != nil {
+	refs := u.sorter()
+	if c.stream != nil {
+		refs = c.stream.refSorter(u, c.streamBudget)
+	}
+	if _, err := c.r.walkLevels(ctx, snaps, u, refs, 1, visit); err != nil {
 		return false, err
 	}
 	c.report.Trees = int(trees.Load())
+	if c.stream != nil {
+		bad, err := c.joinStreamed(ctx, refs, packSizes)
+		if err != nil {
+			return false, err
+		}
+		if bad {
+			broken.Store(true)
+		}
+	}
 	return broken.Load(), nil
 }
 
@@ -909,7 +958,7 @@ func (c *checker) walkSnapshot(ctx context.Context, root ID) ([]brokenRef, error
 				c.blobRefs += len(n.Content)
 				var seen map[string]bool // made for a file's first broken blob: most have none
 				for _, blob := range n.Content {
-					obj, bad, err := c.blobState(ctx, blob)
+					obj, bad, err := c.dataBlobState(ctx, blob)
 					if err != nil {
 						return err
 					}

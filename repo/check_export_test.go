@@ -25,3 +25,15 @@ func (r *Repository) CheckMemo(ctx context.Context, opts CheckOptions, budget in
 	rep, err := c.check(ctx, opts)
 	return rep, len(c.wholeTrees) + len(c.treeRefs), err
 }
+
+// CheckStreamFrom is Check with the index streamed from blobs indexed (0:
+// always, for a structural check), each of its sorters holding budget
+// bytes of records before it spills a run.
+func (r *Repository) CheckStreamFrom(ctx context.Context, opts CheckOptions, blobs, budget int) (*CheckReport, error) {
+	c := newChecker(r)
+	c.streamFrom, c.streamBudget = blobs, budget
+	return c.check(ctx, opts)
+}
+
+// CheckStreamFromDefault is the index size from which Check streams it.
+const CheckStreamFromDefault = checkStreamFrom

@@ -1,0 +1,273 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/nightjar-backup/nightjar/repo/extsort"
+)
+
+// A structural check of a large index does not hold it: at 10 million
+// blobs the index in memory (48 bytes a blob in the sorted form) is most
+// of check's peak. Instead, as prune's BlobUsage does, check keeps only
+// the trees in memory (the walk loads them through the index), puts every
+// data blob's entry into an external sorter (by blob, then pack: 0600
+// runs in the temporary folder), sorts the data blobs the trees name
+// likewise during the walk, and joins the two sorted streams: each place
+// is checked against the packs listed, as checkEntry checks it, a blob
+// none of whose places is whole is broken (as settle decides), and a
+// named blob with no entry is missing. What the join finds is only what
+// is damaged (broken blobs, missing ones), so check's memory does not grow
+// with the number of blobs in a sound repository. check --read-data keeps
+// the index in memory: it matches every pack's blobs with it.
+
+// checkStreamFrom is the size of index (in blobs, as the index files'
+// sizes tell) from which a structural check streams it. Below, the index
+// held (48 bytes a blob, 25 MB here) is no larger than what the streamed
+// check holds at its peak (a sorter's 16 MiB of records and the merges'
+// buffers), and it takes no temporary files; at 1 million blobs the
+// streamed check took 30 MiB less for the same CPU time
+// (docs/PERFORMANCE.md, "check at 10 million blobs").
+const checkStreamFrom = 1 << 19
+
+// checkStreamBudget is the bytes of records each of the streamed check's
+// two sorters (the index entries, the data blobs named) holds before it
+// spills a run: 16 MiB, about 50 runs of entries at 10 million blobs.
+const checkStreamBudget = 16 << 20
+
+// checkStream is the streamed index of a check.
+type checkStream struct {
+	mu      sync.Mutex // guards entries and packs while index files are read
+	entries *extsort.Sorter
+	packs   map[ID]struct{} // the packs the data blobs lie in
+	sorted  *extsort.Iterator
+	refs    *extsort.Sorter
+	// blobs is the number of distinct data blobs the entries list.
+	blobs int
+	// missing holds the data blobs the trees name that no index lists.
+	missing map[ID]struct{}
+}
+
+// readIndexStreamed reads the index files names, reporting damaged ones:
+// the tree blobs into the index, the other entries into a sorter.
+func (c *checker) readIndexStreamed(ctx context.Context, names []string) error {
+	s := &checkStream{
+		entries: extsort.New(extsort.Options{MemoryBudget: c.streamBudget, RecordSize: blobRecordSize, MaxOpen: sorterMaxOpen}),
+		packs:   map[ID]struct{}{},
+		missing: map[ID]struct{}{},
+	}
+	c.stream = s
+	add := func(blobs []IndexedBlob) error {
+		var trees []IndexedBlob
+		rec := make([]byte, blobRecordSize)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, b := range blobs {
+			if b.Type == TreeBlob {
+				trees = append(trees, b)
+				continue
+			}
+			s.packs[b.Pack] = struct{}{}
+			if err := s.entries.AddRecord(byBlobRecord(rec, b)); err != nil {
+				return fmt.Errorf("sort the index: %w", err)
+			}
+		}
+		c.r.idx.add(trees)
+		return nil
+	}
+	if _, err := c.readIndexFiles(ctx, names, false, add); err != nil {
+		return err
+	}
+	// Sorted now, so that the records held go to a run before the walk
+	// fills the sorter of the blobs named.
+	sorted, err := s.entries.Sorted()
+	if err != nil {
+		return fmt.Errorf("sort the index: %w", err)
+	}
+	s.sorted = sorted
+	c.report.Blobs = c.r.idx.Len()
+	return nil
+}
+
+// refSorter returns the sorter of the data blobs the trees name, made by
+// u (which removes its files).
+func (s *checkStream) refSorter(u *usage, budget int) *extsort.Sorter {
+	s.refs = extsort.New(extsort.Options{Dir: u.opts.TempDir, MemoryBudget: budget, MaxOpen: sorterMaxOpen})
+	u.sorters = append(u.sorters, s.refs)
+	return s.refs
+}
+
+// close removes the files of the index entries' sorter; nil s is none.
+func (s *checkStream) close() error {
+	if s == nil {
+		return nil
+	}
+	return s.entries.Close()
+}
+
+// indexesPack reports whether an index entry lies in pack.
+func (c *checker) indexesPack(pack ID) bool {
+	if c.stream != nil {
+		if _, ok := c.stream.packs[pack]; ok {
+			return true
+		}
+	}
+	return c.r.idx.HasPack(pack)
+}
+
+// blobCount is the number of distinct blobs indexed.
+func (c *checker) blobCount() int {
+	n := c.r.idx.Len()
+	if c.stream != nil {
+		n += c.stream.blobs
+	}
+	return n
+}
+
+// joinStreamed walks the sorted index entries and the sorted data blobs
+// named (refs) side by side: it checks every place (settleStreamed),
+// notes the named blobs that no entry lists as missing, after reading
+// once more the index files that appeared since (rereadIndex), and
+// reports whether a named blob is broken or missing.
+func (c *checker) joinStreamed(ctx context.Context, refs *extsort.Sorter, packSizes map[ID]int64) (damaged bool, err error) {
+	s := c.stream
+	named, err := refs.Sorted()
+	if err != nil {
+		return false, fmt.Errorf("sort the blobs the trees name: %w", err)
+	}
+	haveRef := named.Next()
+	// unlisted handles the named blobs before id (all that are left:
+	// nil), which no entry lists.
+	unlisted := func(id *ID) {
+		for haveRef && (id == nil || before(named.ID(), *id)) {
+			ref := ID(named.ID())
+			if !c.r.idx.Has(ref) {
+				s.missing[ref] = struct{}{}
+			} else if c.isBroken(ref) {
+				damaged = true
+			}
+			haveRef = named.Next()
+		}
+	}
+	var group []IndexedBlob // the places of one blob, by pack
+	settle := func() {
+		if len(group) == 0 {
+			return
+		}
+		id := group[0].ID
+		unlisted(&id)
+		whole := c.settleStreamed(group, packSizes)
+		if haveRef && named.ID() == id {
+			if !whole {
+				damaged = true
+			}
+			haveRef = named.Next()
+		}
+		group = group[:0]
+	}
+	for n := 1; s.sorted.Next(); n++ {
+		if n%cancelCheck == 0 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		b := fromBlobRecord(s.sorted.Record())
+		if len(group) > 0 && group[0].ID != b.ID {
+			settle()
+		}
+		group = append(group, b)
+	}
+	if err := s.sorted.Err(); err != nil {
+		return false, fmt.Errorf("read the sorted index: %w", err)
+	}
+	settle()
+	unlisted(nil)
+	if err := named.Err(); err != nil {
+		return false, fmt.Errorf("read the sorted blobs the trees name: %w", err)
+	}
+	c.report.Blobs = c.blobCount()
+	if len(s.missing) == 0 {
+		return damaged, nil
+	}
+	// The last chance for the blobs missing, as blobState gives it.
+	if err := c.rereadIndex(ctx); err != nil {
+		return false, err
+	}
+	for id := range s.missing {
+		if c.r.idx.Has(id) {
+			delete(s.missing, id)
+			if c.isBroken(id) {
+				damaged = true
+			}
+		}
+	}
+	return damaged || len(s.missing) > 0, nil
+}
+
+// settleStreamed checks the places of one data blob (sorted by pack)
+// against the packs listed and, as settle does, marks the blob broken
+// when none is whole, or names each pack with a bad place when another
+// is whole. It reports whether the blob is whole somewhere.
+func (c *checker) settleStreamed(places []IndexedBlob, packSizes map[ID]int64) bool {
+	id := places[0].ID
+	if !c.r.idx.Has(id) {
+		c.stream.blobs++
+	}
+	type packBad struct {
+		pack ID
+		badPlace
+	}
+	var bad []packBad // the first bad place of each pack that has one
+	packs := 0
+	for i, b := range places {
+		if i == 0 || b.Pack != places[i-1].Pack {
+			packs++
+		}
+		bp, isBad := placeState(b, packSizes)
+		if !isBad || len(bad) > 0 && bad[len(bad)-1].pack == b.Pack {
+			continue
+		}
+		bad = append(bad, packBad{pack: b.Pack, badPlace: bp})
+	}
+	switch {
+	case len(bad) == 0:
+		return true
+	case len(bad) == packs:
+		// As settle names it: the first bad place in pack order.
+		why := bad[0].why
+		if len(bad) > 1 {
+			why += fmt.Sprintf(" (and %d other copies are not whole either)", len(bad)-1)
+		}
+		c.markBroken(id, bad[0].typ, why)
+		return false
+	}
+	for _, p := range bad {
+		c.problem("pack "+p.pack.String(), p.packWhy)
+	}
+	return true
+}
+
+// isBroken reports whether blob id was marked broken.
+func (c *checker) isBroken(id ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.broken[id]
+	return ok
+}
+
+// dataBlobState is blobState for a data blob that a file names: where the
+// index is streamed, the join has told which are broken or missing.
+func (c *checker) dataBlobState(ctx context.Context, id ID) (string, bool, error) {
+	if c.stream == nil {
+		return c.blobState(ctx, id)
+	}
+	c.mu.Lock()
+	obj, broken := c.broken[id]
+	c.mu.Unlock()
+	if broken {
+		return obj, true, nil
+	}
+	if _, ok := c.stream.missing[id]; ok {
+		return "blob " + id.String(), true, nil
+	}
+	return "", false, nil
+}

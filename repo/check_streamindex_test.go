@@ -1,0 +1,201 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+// TestCheckStreamedIndexFindsTheSame damages a repository in every way
+// the structural check looks at the index and the packs, and checks it
+// twice: with the index held in memory (the default for a small one) and
+// streamed through sorters that spill a run every few records. Both
+// reports must be the same, word for word, the streamed check must hold
+// no data blob in the index, and its runs must be gone afterwards.
+func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
+	ctx := context.Background()
+	// staleCopy adds a second place for a.txt's first blob in pack, at
+	// offset (0: where it lies in its pack).
+	staleCopy := func(t *testing.T, f *fixture, pack repo.ID, offset uint32) {
+		r := f.open(t)
+		if err := r.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := r.Index().Lookup(f.content["/src/a.txt"][0])
+		b.Pack = pack
+		if offset != 0 {
+			b.Offset = offset
+		}
+		if _, err := r.SaveIndexFile(ctx, []repo.IndexedBlob{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost := repo.ID{0xee, 1, 2, 3} // a pack no repository holds
+	var hidden []string            // the index files the late listing hides
+	tests := []struct {
+		name    string
+		damage  func(t *testing.T, f *fixture)
+		late    bool // the first listing of the index hides hidden
+		damaged bool
+	}{
+		{name: "sound"},
+		{name: "data pack missing", damaged: true, damage: func(t *testing.T, f *fixture) {
+			if err := f.be.Remove(ctx, f.pack("bc")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "pack of trees missing", damaged: true, damage: func(t *testing.T, f *fixture) {
+			if err := f.be.Remove(ctx, f.pack("meta")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "data pack cut in half", damaged: true, damage: func(t *testing.T, f *fixture) {
+			data := load(t, f.be, f.pack("bc"))
+			store(t, f.be, f.pack("bc"), data[:len(data)/2])
+		}},
+		{name: "index file damaged", damaged: true, damage: func(t *testing.T, f *fixture) {
+			name, _ := indexFileOf(t, f.open(t), f.be, f.content["/src/dir/c.txt"][0])
+			h := repo.Handle{Type: repo.IndexFile, Name: name}
+			orig := load(t, f.be, h)
+			store(t, f.be, h, flipped(orig, len(orig)/2))
+		}},
+		{name: "index file lost", damaged: true, damage: func(t *testing.T, f *fixture) {
+			name, _ := indexFileOf(t, f.open(t), f.be, f.content["/src/dir/c.txt"][0])
+			if err := f.be.Remove(ctx, repo.Handle{Type: repo.IndexFile, Name: name}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "stale place in a missing pack", damaged: true, damage: func(t *testing.T, f *fixture) {
+			staleCopy(t, f, lost, 0)
+		}},
+		{name: "stale place beyond a pack's end", damaged: true, damage: func(t *testing.T, f *fixture) {
+			staleCopy(t, f, f.packs["bc"], 1<<30)
+		}},
+		{name: "no place whole", damaged: true, damage: func(t *testing.T, f *fixture) {
+			staleCopy(t, f, lost, 0)
+			if err := f.be.Remove(ctx, f.pack("a")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "index file listed late", late: true, damage: func(t *testing.T, f *fixture) {
+			backupInto(t, f.be, 9)
+			all := names(t, f.be, repo.IndexFile)
+			hidden = all[len(all)-1:]
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tt.damage != nil {
+				tt.damage(t, f)
+			}
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			backend := func() repo.Backend {
+				if tt.late {
+					return &lateIndex{Backend: f.be, hidden: hidden}
+				}
+				return f.be
+			}
+			rh := openNoIndex(t, backend())
+			held, err := rh.Check(ctx, repo.CheckOptions{})
+			if err != nil {
+				t.Fatalf("check, index held: %v", err)
+			}
+			rs := openNoIndex(t, backend())
+			streamed, err := rs.CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100)
+			if err != nil {
+				t.Fatalf("check, index streamed: %v", err)
+			}
+			if tt.damaged == streamed.OK() {
+				t.Errorf("streamed: problems%s; want some: %v", problemList(streamed), tt.damaged)
+			}
+			if !reflect.DeepEqual(streamed, held) {
+				t.Errorf("streamed, check finds %+v%s\nheld, %+v%s", *streamed, problemList(streamed), *held, problemList(held))
+			}
+			if n := rh.Index().Len(); n != held.Blobs {
+				t.Errorf("index held: %d blobs in memory of %d, want all", n, held.Blobs)
+			}
+			trees := 0
+			if err := rh.Index().Each(func(b repo.IndexedBlob) {
+				if b.Type == repo.TreeBlob {
+					trees++
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			// The files read again before a blob is reported missing are
+			// few and held whole: late, only the trees are counted on.
+			if n := rs.Index().Len(); n != trees && !(tt.late && n > trees && n < streamed.Blobs) {
+				t.Errorf("index streamed: %d blobs in memory of %d, want the %d trees alone", n, streamed.Blobs, trees)
+			}
+			if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+				t.Errorf("the streamed check left %d files in the temporary folder (%v)", len(left), err)
+			}
+		})
+	}
+}
+
+// TestCheckStreamsOnlyLargeIndexes: a small index is held (the default
+// threshold is above it), and check --read-data holds the index whatever
+// its size, as it matches every pack's blobs with it.
+func TestCheckStreamsOnlyLargeIndexes(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := openNoIndex(t, f.be)
+	rep, err := r.Check(ctx, repo.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Blobs >= repo.CheckStreamFromDefault || r.Index().Len() != rep.Blobs {
+		t.Errorf("small index (%d blobs): %d held, want all", rep.Blobs, r.Index().Len())
+	}
+	r = openNoIndex(t, f.be)
+	rep, err = r.CheckStreamFrom(ctx, repo.CheckOptions{ReadDataFraction: 1}, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.PacksRead != len(f.packs) || r.Index().Len() != rep.Blobs {
+		t.Errorf("check --read-data: %d packs read, %d of %d blobs held, problems%s; want every pack read and every blob held",
+			rep.PacksRead, r.Index().Len(), rep.Blobs, problemList(rep))
+	}
+}
+
+// cancelAtPack cancels a context at the first read of a pack: for a
+// structural check, when the walk loads its first tree, after the index
+// entries were sorted into runs.
+type cancelAtPack struct {
+	repo.Backend
+	cancel context.CancelFunc
+}
+
+func (c *cancelAtPack) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.PackFile {
+		c.cancel()
+	}
+	return c.Backend.Load(ctx, h, offset, length)
+}
+
+func (c *cancelAtPack) Unwrap() repo.Backend { return c.Backend }
+
+// A streamed check cancelled in its walk returns the context's error and
+// leaves none of its runs in the temporary folder.
+func TestCheckStreamedIndexCancelled(t *testing.T) {
+	f := newFixture(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	be := &cancelAtPack{Backend: f.be, cancel: cancel}
+	r := openNoIndex(t, be)
+	if _, err := r.CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100); !errors.Is(err, context.Canceled) {
+		t.Fatalf("check cancelled in its walk: %v, want context.Canceled", err)
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("the cancelled check left %d files in the temporary folder (%v)", len(left), err)
+	}
+}
