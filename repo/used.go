@@ -89,8 +89,8 @@ type UsageOptions struct {
 
 // sorterMaxOpen bounds the files of one sorter: two merges are read at
 // once (a level's trees and the trees walked, or the used blobs and the
-// index) while up to three sorters spill, 2*30+3 files in all, within
-// extsort.MaxOpen.
+// index) while up to three sorters spill, 2*30+3 run files in all, within
+// extsort.MaxOpen (beside one lock file for each sorter that spilled).
 const sorterMaxOpen = 30
 
 // cancelCheck is how many blobs the loops over the index handle between
