@@ -305,3 +305,152 @@ func TestIndexCacheNotWrittenTold(t *testing.T) {
 	}
 	c.wantWarning(warnings, "1 index files are damaged")
 }
+
+// sortDir makes the cache build's sorter spill a run every perRun records
+// into a folder of the test's ($TMPDIR), and returns the folder.
+func sortDir(t *testing.T, perRun int) string {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	repo.LowerIndexCacheSortBudget(t, perRun)
+	return dir
+}
+
+// filesIn lists the files in dir.
+func filesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, filepath.Join(dir, e.Name()))
+	}
+	return names
+}
+
+// The open that builds the cache holds a bounded number of entries in
+// memory, whatever the number of blobs: with a sort of 50 records in
+// memory, the 600 entries read are on disk in runs, but for at most 50,
+// when the merge starts; afterwards no run is left.
+func TestIndexCacheBuildSpills(t *testing.T) {
+	c := newCacheTestRepo(t)
+	tmp := sortDir(t, 50)
+	runs := -1
+	repo.OnIndexCacheBuildSorted(t, func() { runs = len(filesIn(t, tmp)) })
+	var warnings []string
+	r := c.open(&warnings)
+	if runs < (600-50)/50 {
+		t.Fatalf("%d runs on disk before the merge, want at least %d: more than 50 records were held", runs, (600-50)/50)
+	}
+	c.wantCache(r, 3)
+	c.wantIndex(r)
+	c.wantNoWarning(warnings)
+	assertNoFiles(t, tmp)
+}
+
+// failingIndexLoad is a backend on which loading the index file named
+// fails, as a lost connection fails it.
+type failingIndexLoad struct {
+	*memory.Backend
+	name string
+}
+
+var errLostConnection = errors.New("connection lost")
+
+func (b failingIndexLoad) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.IndexFile && h.Name == b.name {
+		return nil, errLostConnection
+	}
+	return b.Backend.Load(ctx, h, offset, length)
+}
+
+// A build stopped half-way, while the index files are read (the third
+// fails to load, after two went into the sort's runs on disk) or when
+// every entry is in the runs (the command interrupted), fails the load
+// and leaves no cache, no temporary cache file and no run.
+func TestIndexCacheBuildInterrupted(t *testing.T) {
+	c := newCacheTestRepo(t)
+	c.addIndexFile(200)
+	tmp := sortDir(t, 50)
+	third := names(t, c.be, repo.IndexFile)[2]
+	openWith := func(be repo.Backend) (*repo.Repository, *[]string) {
+		r, err := repo.Open(context.Background(), be, repo.OpenOptions{Password: pw(password)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		var warnings []string
+		r.UseIndexCache(c.root, func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) })
+		return r, &warnings
+	}
+
+	r, warnings := openWith(failingIndexLoad{c.be, third})
+	if err := r.LoadIndex(context.Background()); !errors.Is(err, errLostConnection) {
+		t.Fatalf("load with an index file that fails to load: %v, want the failure", err)
+	}
+	assertNoFiles(t, filepath.Dir(r.IndexCachePath(c.root)))
+	assertNoFiles(t, tmp)
+	c.wantNoWarning(*warnings)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs := 0
+	repo.OnIndexCacheBuildSorted(t, func() {
+		runs = len(filesIn(t, tmp))
+		cancel()
+	})
+	r, warnings = openWith(c.be)
+	if err := r.LoadIndex(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("load interrupted: %v, want context canceled", err)
+	}
+	if runs < (800-50)/50 {
+		t.Fatalf("%d runs on disk when the build was interrupted, want at least %d", runs, (800-50)/50)
+	}
+	assertNoFiles(t, filepath.Dir(r.IndexCachePath(c.root)))
+	assertNoFiles(t, tmp)
+	c.wantNoWarning(*warnings)
+}
+
+// A build whose merge fails (a run cut in the middle of a record, as a
+// full disk leaves it) or hands back fewer entries than were read (a run
+// cut by a whole record) writes no cache and no temporary file, says so,
+// and the open answers from the index files read into memory.
+func TestIndexCacheBuildFailsCleanly(t *testing.T) {
+	for _, cut := range []int{repo.IndexCacheBuildRecordSize / 2, repo.IndexCacheBuildRecordSize} {
+		t.Run(fmt.Sprintf("cut %d bytes", cut), func(t *testing.T) {
+			c := newCacheTestRepo(t)
+			tmp := sortDir(t, 50)
+			repo.OnIndexCacheBuildSorted(t, func() {
+				run := filesIn(t, tmp)[0]
+				st, err := os.Stat(run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(run, st.Size()-int64(cut)); err != nil {
+					t.Fatal(err)
+				}
+			})
+			var warnings []string
+			r := c.open(&warnings)
+			c.wantWarning(warnings, "not written")
+			if used, _ := r.IndexFromCache(); used {
+				t.Fatal("the index answers from a cache")
+			}
+			c.wantIndex(r)
+			assertNoFiles(t, filepath.Dir(r.IndexCachePath(c.root)))
+			assertNoFiles(t, tmp)
+		})
+	}
+}
+
+// assertNoFiles fails unless dir is missing or empty.
+func assertNoFiles(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return
+	}
+	if names := filesIn(t, dir); len(names) > 0 {
+		t.Fatalf("%s holds %v, want nothing", dir, names)
+	}
+}

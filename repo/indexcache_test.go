@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -401,7 +402,7 @@ func streamedIndex(t *testing.T, files [][]IndexedBlob) *Index {
 			t.Fatal(err)
 		}
 	}
-	err := b.write(path, s)
+	err := b.write(context.Background(), path, s)
 	if cerr := b.close(); err == nil {
 		err = cerr
 	}
@@ -426,7 +427,7 @@ func streamedIndex(t *testing.T, files [][]IndexedBlob) *Index {
 func TestStreamedCacheAnswersAsTheLoaded(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	lowerIndexCacheSortBudget(t, 50)
+	LowerIndexCacheSortBudget(t, 50)
 	for seed := range uint64(6) {
 		rng := mrand.New(mrand.NewPCG(seed, 23))
 		nFiles, perFile := 2+rng.IntN(4), 1+rng.IntN(400)
@@ -462,14 +463,6 @@ func TestStreamedCacheAnswersAsTheLoaded(t *testing.T) {
 // What follows a load changes an index read from a streamed cache as it
 // changes the map.
 func TestStreamedCacheChangesAsTheMap(t *testing.T) {
-	lowerIndexCacheSortBudget(t, 64)
+	LowerIndexCacheSortBudget(t, 64)
 	changesAsTheMap(t, func(files [][]IndexedBlob) *Index { return streamedIndex(t, files) })
-}
-
-// lowerIndexCacheSortBudget makes the build's sorter spill a run every n
-// records until the test ends.
-func lowerIndexCacheSortBudget(t *testing.T, n int) {
-	old := indexCacheSortBudget
-	indexCacheSortBudget = n * buildRecordSize
-	t.Cleanup(func() { indexCacheSortBudget = old })
 }

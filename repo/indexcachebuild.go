@@ -38,6 +38,10 @@ var indexCacheSortBudget = 16 << 20
 // in the build's sorter, before the runs are merged.
 var indexCacheBuildSorted func()
 
+// buildCancelCheck is how many records the merge hands back between two
+// looks at whether the build was canceled.
+const buildCancelCheck = 1 << 12
+
 // cacheBuild is a cache being built from a stream of index files.
 type cacheBuild struct {
 	c       *indexCacheContent
@@ -92,7 +96,10 @@ func (r *Repository) buildIndexCache(ctx context.Context, names []string) (bool,
 	case err != nil:
 		return false, fmt.Errorf("load index: %w", err)
 	}
-	if err := b.write(path, s); err != nil {
+	if err := b.write(ctx, path, s); err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("load index: %w", err)
+		}
 		r.indexCacheWarn("index cache %s not written (%v): the index is read into memory", path, err)
 		return false, nil
 	}
@@ -112,12 +119,15 @@ func newCacheBuild(repoID string, covered []ID) *cacheBuild {
 	}
 }
 
-// write writes the cache file at path from what was added.
-func (b *cacheBuild) write(path string, s sealer) error {
+// write writes the cache file at path from what was added; a canceled
+// ctx stops it, writing nothing.
+func (b *cacheBuild) write(ctx context.Context, path string, s sealer) error {
 	if indexCacheBuildSorted != nil {
 		indexCacheBuildSorted()
 	}
-	return writeIndexCache(path, s, b.c, b.entries)
+	return writeIndexCache(path, s, b.c, func(yield func(ID, indexEntry) bool) error {
+		return b.entries(ctx, yield)
+	})
 }
 
 // close removes the sorter's files.
@@ -163,7 +173,10 @@ func (b *cacheBuild) addFile(f indexFile) error {
 // finish, then Index.addPlace). It fails unless the sort handed back as
 // many records as were added: a cache of a part of the entries would
 // answer "not present" for the rest.
-func (b *cacheBuild) entries(yield func(ID, indexEntry) bool) error {
+func (b *cacheBuild) entries(ctx context.Context, yield func(ID, indexEntry) bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	it, err := b.sorter.Sorted()
 	if err != nil {
 		return err
@@ -184,6 +197,9 @@ func (b *cacheBuild) entries(yield func(ID, indexEntry) bool) error {
 	for it.Next() {
 		rec := it.Record()
 		read++
+		if read%buildCancelCheck == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		copy(id[:], rec)
 		e, err := decodeEntryPlace(rec[36:], len(b.c.packs))
 		if err != nil {
