@@ -454,3 +454,23 @@ func assertNoFiles(t *testing.T, dir string) {
 		t.Fatalf("%s holds %v, want nothing", dir, names)
 	}
 }
+
+// A cache folder that cannot be written is told, before any index
+// file is sorted (no run is written), and the index is read into memory.
+func TestIndexCacheFolderNotWritable(t *testing.T) {
+	c := newCacheTestRepo(t)
+	tmp := sortDir(t, 50)
+	repo.OnIndexCacheBuildSorted(t, func() { t.Error("the index files were sorted for a cache that cannot be written") })
+	c.root = filepath.Join(t.TempDir(), "a file")
+	if err := os.WriteFile(c.root, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	r := c.open(&warnings)
+	// The first says the cache cannot be opened (not a directory).
+	if len(warnings) != 2 || !strings.Contains(warnings[1], "not written") {
+		t.Fatalf("warnings %q, want the open's and one that says the cache is not written", warnings)
+	}
+	c.wantIndex(r)
+	assertNoFiles(t, tmp)
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/nightjar-backup/nightjar/repo/extsort"
@@ -76,6 +78,12 @@ func (r *Repository) buildIndexCache(ctx context.Context, names []string) (bool,
 		}
 		covered = append(covered, id)
 	}
+	// A folder the cache cannot be written to fails here, before the
+	// index files are read and sorted for nothing (at every open).
+	if err := cacheFolderWritable(filepath.Dir(path)); err != nil {
+		r.indexCacheWarn("index cache %s not written (%v): the index is read into memory", path, err)
+		return false, nil
+	}
 	b := newCacheBuild(r.ID(), covered)
 	defer func() {
 		if err := b.close(); err != nil {
@@ -104,6 +112,20 @@ func (r *Repository) buildIndexCache(ctx context.Context, names []string) (bool,
 		return false, nil
 	}
 	return true, nil
+}
+
+// cacheFolderWritable makes the cache's folder (0700) and fails unless a
+// temporary file can be made in it.
+func cacheFolderWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, indexCacheFileName+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	return os.Remove(f.Name())
 }
 
 // newCacheBuild starts the build of a cache of repository repoID that
