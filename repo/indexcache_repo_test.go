@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -472,5 +473,54 @@ func TestIndexCacheFolderNotWritable(t *testing.T) {
 		t.Fatalf("warnings %q, want the open's and one that says the cache is not written", warnings)
 	}
 	c.wantIndex(r)
+	assertNoFiles(t, tmp)
+}
+
+// Two opens building the cache at once (A held with its entries sorted
+// while B builds, renames and answers from its cache) both answer from a
+// cache, every blob where it is, and leave one cache file and no run.
+func TestIndexCacheTwoStreamingBuilders(t *testing.T) {
+	c := newCacheTestRepo(t)
+	tmp := sortDir(t, 50)
+	aHeld, releaseA := make(chan struct{}), make(chan struct{})
+	var builds atomic.Int32
+	repo.OnIndexCacheBuildSorted(t, func() {
+		if builds.Add(1) == 1 {
+			close(aHeld)
+			<-releaseA
+		}
+	})
+	var warningsA, warningsB []string
+	doneA := make(chan *repo.Repository, 1)
+	go func() {
+		r, err := repo.Open(context.Background(), c.be, repo.OpenOptions{Password: pw(password)})
+		if err != nil {
+			close(aHeld)
+			doneA <- nil
+			return
+		}
+		r.UseIndexCache(c.root, func(format string, args ...any) { warningsA = append(warningsA, fmt.Sprintf(format, args...)) })
+		if err := r.LoadIndex(context.Background()); err != nil {
+			t.Errorf("builder A: %v", err)
+		}
+		doneA <- r
+	}()
+	<-aHeld
+	rB := c.open(&warningsB)
+	close(releaseA)
+	rA := <-doneA
+	if rA == nil {
+		t.Fatal("builder A did not open the repository")
+	}
+	defer rA.Close()
+	for _, r := range []*repo.Repository{rA, rB} {
+		c.wantCache(r, 3)
+		c.wantIndex(r)
+	}
+	c.wantNoWarning(warningsA)
+	c.wantNoWarning(warningsB)
+	if got := filesIn(t, filepath.Dir(rA.IndexCachePath(c.root))); len(got) != 1 || filepath.Base(got[0]) != "index.cache" {
+		t.Fatalf("cache folder holds %v, want only index.cache", got)
+	}
 	assertNoFiles(t, tmp)
 }
