@@ -401,8 +401,9 @@ func (r *Repository) ReadIndexFile(ctx context.Context, name string) ([]IndexedB
 // other failure to read an index file is an error.
 //
 // With a local index cache (UseIndexCache) that covers some of the index
-// files listed, it reads only the others; after reading all of them, it
-// writes the cache when the index is big (indexcache.go).
+// files listed, it reads only the others; when there is none to use and
+// the index is big, it builds one from the index files and answers from
+// it (indexcacheload.go).
 func (r *Repository) LoadIndex(ctx context.Context) error {
 	names, expected, err := r.listIndexFiles(ctx)
 	if err != nil {
@@ -411,23 +412,10 @@ func (r *Repository) LoadIndex(ctx context.Context) error {
 	// Only a load into an empty index is the index files' alone: blobs
 	// already there (a writer's, not yet in an index file) must not go
 	// into a cache that says it covers just these files.
-	wasEmpty := r.idx.Len() == 0
-	if r.indexCacheRoot != "" && wasEmpty {
-		if used, err := r.loadIndexCached(ctx, names); used || err != nil {
-			return err
-		}
+	if r.indexCacheRoot != "" && r.idx.Len() == 0 {
+		return r.loadIndexWithCache(ctx, names, expected)
 	}
-	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
-		return err
-	}
-	if r.indexCacheRoot != "" && wasEmpty {
-		if r.idx.Len() >= IndexCacheMinBlobs {
-			r.saveIndexCache(names)
-		} else if len(r.indexDamage) == 0 {
-			r.dropIndexCache()
-		}
-	}
-	return nil
+	return r.loadIndexFiles(ctx, names, expected)
 }
 
 // loadIndexFiles reads the named index files into the index.

@@ -23,3 +23,21 @@ func (r *Repository) IndexFromCache() (bool, int) {
 
 // IndexCachePath is where UseIndexCache(root) keeps r's index cache.
 func (r *Repository) IndexCachePath(root string) string { return indexCachePath(root, r.ID()) }
+
+// IndexCacheBuildRecordSize is the size of a record of the build's sort.
+const IndexCacheBuildRecordSize = buildRecordSize
+
+// LowerIndexCacheSortBudget makes the cache build's sorter spill a run
+// every n records until the test ends.
+func LowerIndexCacheSortBudget(t *testing.T, n int) {
+	old := indexCacheSortBudget
+	indexCacheSortBudget = n * buildRecordSize
+	t.Cleanup(func() { indexCacheSortBudget = old })
+}
+
+// OnIndexCacheBuildSorted makes fn run when every entry of a cache build
+// is in its sorter, before the merge, until the test ends.
+func OnIndexCacheBuildSorted(t *testing.T, fn func()) {
+	indexCacheBuildSorted = fn
+	t.Cleanup(func() { indexCacheBuildSorted = nil })
+}

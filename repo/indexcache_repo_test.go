@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -118,16 +119,15 @@ func (c *cacheTestRepo) wantNoWarning(warnings []string) {
 	}
 }
 
-// A big index is cached at the first open, read from the cache at the
-// next, with an index file written since read beside it; a removed index
-// file makes it read every file again and rewrite the cache.
+// A big index is cached at the first open, which answers from the cache
+// it built, as the next opens do, with an index file written since read
+// beside it; a removed index file makes the open build it again from every
+// file.
 func TestIndexCacheFollowsTheIndexFiles(t *testing.T) {
 	c := newCacheTestRepo(t)
 	var warnings []string
 	r := c.open(&warnings)
-	if used, _ := r.IndexFromCache(); used {
-		t.Fatal("the first open answered from a cache")
-	}
+	c.wantCache(r, 3)
 	c.wantIndex(r)
 	if _, err := os.Stat(r.IndexCachePath(c.root)); err != nil {
 		t.Fatalf("no cache after the first open: %v", err)
@@ -157,9 +157,7 @@ func TestIndexCacheFollowsTheIndexFiles(t *testing.T) {
 	delete(c.files, added)
 	c.wantNoWarning(warnings)
 	r = c.open(&warnings)
-	if used, _ := r.IndexFromCache(); used {
-		t.Fatal("a cache covering a removed index file was used")
-	}
+	c.wantCache(r, 4) // built again: the stale one covered 5
 	c.wantIndex(r)
 	c.wantWarning(warnings, "is stale")
 	warnings = nil
@@ -169,8 +167,8 @@ func TestIndexCacheFollowsTheIndexFiles(t *testing.T) {
 	c.wantNoWarning(warnings)
 }
 
-// A changed byte in the cache file is told, the index read from the files
-// instead, and the cache written again.
+// A changed byte in the cache file's header is told at the open, which
+// builds the cache again from the files and answers from the new one.
 func TestIndexCacheDamagedIsRebuilt(t *testing.T) {
 	c := newCacheTestRepo(t)
 	var warnings []string
@@ -180,18 +178,17 @@ func TestIndexCacheDamagedIsRebuilt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[len(data)/2] ^= 1
+	data[len(data)-20] ^= 1 // in the sealed header
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r = c.open(&warnings)
-	if used, _ := r.IndexFromCache(); used {
-		t.Fatal("a damaged cache was used")
-	}
-	if len(warnings) != 1 {
-		t.Fatalf("warnings %q, want one about the damaged cache", warnings)
-	}
+	c.wantWarning(warnings, "is not usable")
+	c.wantCache(r, 3)
 	c.wantIndex(r)
+	if now, err := os.ReadFile(path); err != nil || bytes.Equal(now, data) {
+		t.Fatalf("the damaged cache was not replaced: %v", err)
+	}
 	warnings = nil
 	r = c.open(&warnings)
 	c.wantCache(r, 3)
@@ -308,4 +305,222 @@ func TestIndexCacheNotWrittenTold(t *testing.T) {
 		t.Fatalf("a cache was written: %v", err)
 	}
 	c.wantWarning(warnings, "1 index files are damaged")
+}
+
+// sortDir makes the cache build's sorter spill a run every perRun records
+// into a folder of the test's ($TMPDIR), and returns the folder.
+func sortDir(t *testing.T, perRun int) string {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	repo.LowerIndexCacheSortBudget(t, perRun)
+	return dir
+}
+
+// filesIn lists the files in dir.
+func filesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, filepath.Join(dir, e.Name()))
+	}
+	return names
+}
+
+// The open that builds the cache holds a bounded number of entries in
+// memory, whatever the number of blobs: with a sort of 50 records in
+// memory, the 600 entries read are on disk in runs, but for at most 50,
+// when the merge starts; afterwards no run is left.
+func TestIndexCacheBuildSpills(t *testing.T) {
+	c := newCacheTestRepo(t)
+	tmp := sortDir(t, 50)
+	runs := -1
+	repo.OnIndexCacheBuildSorted(t, func() { runs = len(filesIn(t, tmp)) })
+	var warnings []string
+	r := c.open(&warnings)
+	if runs < (600-50)/50 {
+		t.Fatalf("%d runs on disk before the merge, want at least %d: more than 50 records were held", runs, (600-50)/50)
+	}
+	c.wantCache(r, 3)
+	c.wantIndex(r)
+	c.wantNoWarning(warnings)
+	assertNoFiles(t, tmp)
+}
+
+// failingIndexLoad is a backend on which loading the index file named
+// fails, as a lost connection fails it.
+type failingIndexLoad struct {
+	*memory.Backend
+	name string
+}
+
+var errLostConnection = errors.New("connection lost")
+
+func (b failingIndexLoad) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.IndexFile && h.Name == b.name {
+		return nil, errLostConnection
+	}
+	return b.Backend.Load(ctx, h, offset, length)
+}
+
+// A build stopped half-way, while the index files are read (the third
+// fails to load, after two went into the sort's runs on disk) or when
+// every entry is in the runs (the command interrupted), fails the load
+// and leaves no cache, no temporary cache file and no run.
+func TestIndexCacheBuildInterrupted(t *testing.T) {
+	c := newCacheTestRepo(t)
+	c.addIndexFile(200)
+	tmp := sortDir(t, 50)
+	third := names(t, c.be, repo.IndexFile)[2]
+	openWith := func(be repo.Backend) (*repo.Repository, *[]string) {
+		r, err := repo.Open(context.Background(), be, repo.OpenOptions{Password: pw(password)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		var warnings []string
+		r.UseIndexCache(c.root, func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) })
+		return r, &warnings
+	}
+
+	r, warnings := openWith(failingIndexLoad{c.be, third})
+	if err := r.LoadIndex(context.Background()); !errors.Is(err, errLostConnection) {
+		t.Fatalf("load with an index file that fails to load: %v, want the failure", err)
+	}
+	assertNoFiles(t, filepath.Dir(r.IndexCachePath(c.root)))
+	assertNoFiles(t, tmp)
+	c.wantNoWarning(*warnings)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs := 0
+	repo.OnIndexCacheBuildSorted(t, func() {
+		runs = len(filesIn(t, tmp))
+		cancel()
+	})
+	r, warnings = openWith(c.be)
+	if err := r.LoadIndex(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("load interrupted: %v, want context canceled", err)
+	}
+	if runs < (800-50)/50 {
+		t.Fatalf("%d runs on disk when the build was interrupted, want at least %d", runs, (800-50)/50)
+	}
+	assertNoFiles(t, filepath.Dir(r.IndexCachePath(c.root)))
+	assertNoFiles(t, tmp)
+	c.wantNoWarning(*warnings)
+}
+
+// A build whose merge fails (a run cut in the middle of a record, as a
+// full disk leaves it) or hands back fewer entries than were read (a run
+// cut by a whole record) writes no cache and no temporary file, says so,
+// and the open answers from the index files read into memory.
+func TestIndexCacheBuildFailsCleanly(t *testing.T) {
+	for _, cut := range []int{repo.IndexCacheBuildRecordSize / 2, repo.IndexCacheBuildRecordSize} {
+		t.Run(fmt.Sprintf("cut %d bytes", cut), func(t *testing.T) {
+			c := newCacheTestRepo(t)
+			tmp := sortDir(t, 50)
+			repo.OnIndexCacheBuildSorted(t, func() {
+				run := filesIn(t, tmp)[0]
+				st, err := os.Stat(run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(run, st.Size()-int64(cut)); err != nil {
+					t.Fatal(err)
+				}
+			})
+			var warnings []string
+			r := c.open(&warnings)
+			c.wantWarning(warnings, "not written")
+			if used, _ := r.IndexFromCache(); used {
+				t.Fatal("the index answers from a cache")
+			}
+			c.wantIndex(r)
+			assertNoFiles(t, filepath.Dir(r.IndexCachePath(c.root)))
+			assertNoFiles(t, tmp)
+		})
+	}
+}
+
+// assertNoFiles fails unless dir is missing or empty.
+func assertNoFiles(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return
+	}
+	if names := filesIn(t, dir); len(names) > 0 {
+		t.Fatalf("%s holds %v, want nothing", dir, names)
+	}
+}
+
+// A cache folder that cannot be written is told, before any index
+// file is sorted (no run is written), and the index is read into memory.
+func TestIndexCacheFolderNotWritable(t *testing.T) {
+	c := newCacheTestRepo(t)
+	tmp := sortDir(t, 50)
+	repo.OnIndexCacheBuildSorted(t, func() { t.Error("the index files were sorted for a cache that cannot be written") })
+	c.root = filepath.Join(t.TempDir(), "a file")
+	if err := os.WriteFile(c.root, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	r := c.open(&warnings)
+	// The first says the cache cannot be opened (not a directory).
+	if len(warnings) != 2 || !strings.Contains(warnings[1], "not written") {
+		t.Fatalf("warnings %q, want the open's and one that says the cache is not written", warnings)
+	}
+	c.wantIndex(r)
+	assertNoFiles(t, tmp)
+}
+
+// Two opens building the cache at once (A held with its entries sorted
+// while B builds, renames and answers from its cache) both answer from a
+// cache, every blob where it is, and leave one cache file and no run.
+func TestIndexCacheTwoStreamingBuilders(t *testing.T) {
+	c := newCacheTestRepo(t)
+	tmp := sortDir(t, 50)
+	aHeld, releaseA := make(chan struct{}), make(chan struct{})
+	var builds atomic.Int32
+	repo.OnIndexCacheBuildSorted(t, func() {
+		if builds.Add(1) == 1 {
+			close(aHeld)
+			<-releaseA
+		}
+	})
+	var warningsA, warningsB []string
+	doneA := make(chan *repo.Repository, 1)
+	go func() {
+		r, err := repo.Open(context.Background(), c.be, repo.OpenOptions{Password: pw(password)})
+		if err != nil {
+			close(aHeld)
+			doneA <- nil
+			return
+		}
+		r.UseIndexCache(c.root, func(format string, args ...any) { warningsA = append(warningsA, fmt.Sprintf(format, args...)) })
+		if err := r.LoadIndex(context.Background()); err != nil {
+			t.Errorf("builder A: %v", err)
+		}
+		doneA <- r
+	}()
+	<-aHeld
+	rB := c.open(&warningsB)
+	close(releaseA)
+	rA := <-doneA
+	if rA == nil {
+		t.Fatal("builder A did not open the repository")
+	}
+	defer rA.Close()
+	for _, r := range []*repo.Repository{rA, rB} {
+		c.wantCache(r, 3)
+		c.wantIndex(r)
+	}
+	c.wantNoWarning(warningsA)
+	c.wantNoWarning(warningsB)
+	if got := filesIn(t, filepath.Dir(rA.IndexCachePath(c.root))); len(got) != 1 || filepath.Base(got[0]) != "index.cache" {
+		t.Fatalf("cache folder holds %v, want only index.cache", got)
+	}
+	assertNoFiles(t, tmp)
 }

@@ -1,7 +1,9 @@
 package repo
 
 import (
+	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	mrand "math/rand/v2"
@@ -87,8 +89,11 @@ func TestCachedIndexChangesAsTheMap(t *testing.T) {
 	changesAsTheMap(t, func(files [][]IndexedBlob) *Index { return cachedIndex(t, files) })
 }
 
-// A changed byte anywhere in the cache file (magic, a block, the header,
-// its length) makes it fail to open, as a damaged cache: never trusted.
+// A changed byte in the magic, the sealed header or its length, a cut
+// file, or another key makes the cache fail to open, as a damaged cache:
+// never trusted. A changed byte in a block is found when the block is
+// first read (the open does not read the blocks): its blobs are not found,
+// a walk of the index fails, and the reader remembers why.
 func TestIndexCacheDamageDetected(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(3, 19))
 	packs := testPacks(rng, 5)
@@ -104,9 +109,14 @@ func TestIndexCacheDamageDetected(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open the undamaged cache: %v", err)
 	}
+	blockSize := int(c.blockSize)
+	blocks := c.blockCount()
 	c.close()
-	blocks := len(good) - 8 - len(indexCacheMagic)
-	for _, at := range []int{0, len(indexCacheMagic), len(indexCacheMagic) + blocks/2, len(good) - 100, len(good) - 1, len(good) - 8} {
+	if blocks < 4 {
+		t.Fatalf("%d blocks, want at least 4", blocks)
+	}
+	headerAt := len(good) - 8 - int(binary.LittleEndian.Uint64(good[len(good)-8:]))
+	for _, at := range []int{0, len(indexCacheMagic) - 1, headerAt, len(good) - 100, len(good) - 9, len(good) - 8, len(good) - 1} {
 		bad := append([]byte(nil), good...)
 		bad[at] ^= 0x40
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
@@ -131,6 +141,33 @@ func TestIndexCacheDamageDetected(t *testing.T) {
 	if c, err := openIndexCache(path, testCacheSealer(t)); !errors.Is(err, ErrIntegrity) {
 		c.close()
 		t.Errorf("a cache opened under another key: %v", err)
+	}
+
+	for _, block := range []int{0, blocks / 2, blocks - 1} {
+		bad := append([]byte(nil), good...)
+		bad[len(indexCacheMagic)+block*blockSize+40] ^= 0x40
+		if err := os.WriteFile(path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := openIndexCache(path, s)
+		if err != nil {
+			t.Fatalf("a cache with block %d changed did not open (the open reads no block): %v", block, err)
+		}
+		x := newIndex()
+		x.attachCache(c)
+		if x.Has(c.c.fanout[block]) {
+			t.Errorf("a blob of changed block %d was found", block)
+		}
+		if !errors.Is(c.err, ErrIntegrity) {
+			t.Errorf("block %d: reader error %v, want an integrity error", block, c.err)
+		}
+		if err := x.Each(func(IndexedBlob) {}); !errors.Is(err, ErrIntegrity) {
+			t.Errorf("block %d: Each: %v, want an integrity error", block, err)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("block %d: the damaged cache is still there: %v", block, err)
+		}
+		c.close()
 	}
 }
 
@@ -351,4 +388,81 @@ func TestIndexCacheOldTempsRemoved(t *testing.T) {
 	if _, err := os.Stat(young); err != nil {
 		t.Errorf("a young temporary file was removed: %v", err)
 	}
+}
+
+// streamedIndex is an index that answers from a cache file built from
+// files by the streaming build (newCacheBuild), in their order.
+func streamedIndex(t *testing.T, files [][]IndexedBlob) *Index {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "repo-id", indexCacheFileName)
+	s := testCacheSealer(t)
+	b := newCacheBuild("repo-id", nil)
+	for _, f := range files {
+		if err := b.addFile(indexFile{Blobs: f}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := b.write(context.Background(), path, s)
+	if cerr := b.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := openIndexCache(path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	x := newIndex()
+	x.attachCache(c)
+	return x
+}
+
+// A cache built by streaming the index files through the external sort
+// answers every question as the index loaded from them, for random indexes
+// (blobs listed again in another file, in the same pack or another; a last
+// block of one entry), with a sort that spills a run every 50 entries, and
+// leaves no run file behind.
+func TestStreamedCacheAnswersAsTheLoaded(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	LowerIndexCacheSortBudget(t, 50)
+	for seed := range uint64(6) {
+		rng := mrand.New(mrand.NewPCG(seed, 23))
+		nFiles, perFile := 2+rng.IntN(4), 1+rng.IntN(400)
+		if seed == 0 {
+			nFiles, perFile = 1, indexCacheBlockEntries+1
+		}
+		packs := testPacks(rng, 1+rng.IntN(6))
+		files := indexFiles(rng, nFiles, perFile, packs)
+		// A blob listed in two index files in two packs: its place is the
+		// first file's, the other an alternate.
+		if nFiles > 1 {
+			twice := files[0][0]
+			twice.Pack, twice.Offset = randomID(rng), 7
+			files[nFiles-1] = sortedIndexFile(append(files[nFiles-1], twice)).Blobs
+			packs = append(packs, twice.Pack)
+		}
+		ids := allIDs(files, rng, 50)
+		want := loadedIndex(files, 0)
+		got := streamedIndex(t, files)
+		if nFiles > 1 && len(got.alternates(files[0][0].ID)) == 0 {
+			t.Fatalf("seed %d: the blob listed in two packs has no alternate", seed)
+		}
+		if w, g := indexState(want, ids, packs), indexState(got, ids, packs); w != g {
+			t.Fatalf("seed %d: streamed cache differs from the loaded index:\n%s", seed, firstDiff(w, g))
+		}
+		if got.cached.err != nil {
+			t.Fatalf("seed %d: %v", seed, got.cached.err)
+		}
+		assertEmptyDir(t, tmp)
+	}
+}
+
+// What follows a load changes an index read from a streamed cache as it
+// changes the map.
+func TestStreamedCacheChangesAsTheMap(t *testing.T) {
+	LowerIndexCacheSortBudget(t, 64)
+	changesAsTheMap(t, func(files [][]IndexedBlob) *Index { return streamedIndex(t, files) })
 }

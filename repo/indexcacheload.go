@@ -19,6 +19,43 @@ func (r *Repository) UseIndexCache(root string, warn func(format string, args ..
 	r.indexCacheRoot, r.indexCacheWarn = root, warn
 }
 
+// loadIndexWithCache is LoadIndex into an empty index with the local index
+// cache: from the cache and the index files it does not cover; or, when
+// there is no cache to use and the index files hold about
+// IndexCacheMinBlobs blobs or more (expected, told by their sizes), from a
+// cache built from them without loading them (indexcachebuild.go); or,
+// when none can be built (a damaged index file, a local failure: told),
+// from the index files into memory.
+func (r *Repository) loadIndexWithCache(ctx context.Context, names []string, expected int) error {
+	if used, err := r.loadIndexCached(ctx, names); used || err != nil {
+		return err
+	}
+	if expected >= IndexCacheMinBlobs {
+		built, err := r.buildIndexCache(ctx, names)
+		if err != nil {
+			return err
+		}
+		if built {
+			// Opened as at any later open. Not used only when another
+			// process replaced it since with a cache of another listing
+			// (told): then the index is read into memory.
+			if used, err := r.loadIndexCached(ctx, names); used || err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.loadIndexFiles(ctx, names, expected); err != nil {
+		return err
+	}
+	switch {
+	case len(r.indexDamage) > 0 && expected >= IndexCacheMinBlobs:
+		r.indexCacheWarn("index cache not written: %d index files are damaged (run nightjar check)", len(r.indexDamage))
+	case len(r.indexDamage) == 0 && r.idx.Len() < IndexCacheMinBlobs:
+		r.dropIndexCache()
+	}
+	return nil
+}
+
 // indexCacheFoldShare and indexCacheFoldFiles decide when the index files
 // read besides the cache are folded into a new cache: when their blobs
 // pass this share of the cache's, or their number this count (each costs
@@ -88,8 +125,9 @@ func (r *Repository) loadIndexCached(ctx context.Context, names []string) (bool,
 }
 
 // saveIndexCache writes the local index cache from the index, which holds
-// the index files named and nothing else; it writes none, and tells why,
-// when an index file is damaged or not named by an ID.
+// the index files named and nothing else (a cache and the files read
+// beside it, folded into one); it writes none, and tells why, when an
+// index file is damaged or not named by an ID.
 func (r *Repository) saveIndexCache(names []string) {
 	s, err := indexCacheSealer(r)
 	if err != nil {

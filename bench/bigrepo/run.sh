@@ -22,6 +22,9 @@
 # open of each repository writes it, later ones use it (bigrepo -no-cache
 # and nightjar --no-cache do neither; a baseline from c744c96 or older has
 # no cache). Delete the folder to time the open that writes it.
+# COLD=1 (as root) adds an open with the page cache dropped before it
+# (sync; echo 3 > /proc/sys/vm/drop_caches), step "open-cold": the open
+# reads the cache's header, not its blocks, so it should not grow with it.
 # Every figure is written with the load average when the step began into
 # WORK/results.tsv (N, step, peak RSS MiB, wall s, user+sys s, load) and
 # printed.
@@ -71,6 +74,12 @@ for n in $NS; do
 	for round in $(seq "$ROUNDS"); do
 		measure "$n" open "$BIGREPO" -dir "$R"
 		grep '^open' "$WORK/step.out"
+		if [ "${COLD:-}" = 1 ]; then
+			sync
+			echo 3 >/proc/sys/vm/drop_caches
+			measure "$n" open-cold "$BIGREPO" -dir "$R"
+			grep '^open' "$WORK/step.out"
+		fi
 		measure "$n" snapshots "$NIGHTJAR" snapshots -r "$R"
 		measure "$n" backup "$NIGHTJAR" backup -r "$R" "$SRC"
 		measure "$n" check "$NIGHTJAR" check -r "$R"
