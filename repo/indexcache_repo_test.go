@@ -524,3 +524,56 @@ func TestIndexCacheTwoStreamingBuilders(t *testing.T) {
 	}
 	assertNoFiles(t, tmp)
 }
+
+// A cache damaged on disk in one of its blocks (not its header) is not
+// opened: the next open reads the index files and writes the cache again,
+// so that no lookup answers "not found" for the damaged block's blobs. A
+// repair of snapshots, which judges losses by lookups, then finds nothing
+// to repair, and file content reads back. (With a lazily checked block,
+// the repair replaced the snapshot by an empty one and forgot it.)
+func TestIndexCacheDamagedBlockIsNotTrusted(t *testing.T) {
+	f := newFixture(t)
+	repo.LowerIndexCacheMinBlobs(t, 1)
+	root := t.TempDir()
+	ctx := context.Background()
+	open := func() (*repo.Repository, []string) {
+		var warnings []string
+		r := f.open(t)
+		r.UseIndexCache(root, func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) })
+		if err := r.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return r, warnings
+	}
+	r, _ := open()
+	if used, _ := r.IndexFromCache(); !used {
+		t.Fatal("the first open answers from no cache")
+	}
+	path := r.IndexCachePath(root)
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Byte 64 lies in block 0, past the magic.
+	if _, err := fh.WriteAt([]byte{0xff}, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, warnings := open()
+	if len(warnings) == 0 {
+		t.Error("no warning about the damaged cache")
+	}
+	var buf repo.BlobBuffer
+	if err := r.LoadBlobsInOrder(ctx, f.content["/src/a.txt"], &buf, func(int, []byte) error { return nil }); err != nil {
+		t.Errorf("read a file's content after the damaged cache: %v", err)
+	}
+	res, err := r.RepairSnapshots(ctx, repo.RepairSnapshotsOptions{Forget: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range res.Repaired {
+		t.Errorf("snapshot %s repaired as %s (forgotten %v): %+v", rs.Original, rs.Repaired, rs.Forgotten, rs.Removed)
+	}
+}

@@ -89,11 +89,9 @@ func TestCachedIndexChangesAsTheMap(t *testing.T) {
 	changesAsTheMap(t, func(files [][]IndexedBlob) *Index { return cachedIndex(t, files) })
 }
 
-// A changed byte in the magic, the sealed header or its length, a cut
-// file, or another key makes the cache fail to open, as a damaged cache:
-// never trusted. A changed byte in a block is found when the block is
-// first read (the open does not read the blocks): its blobs are not found,
-// a walk of the index fails, and the reader remembers why.
+// A changed byte in the magic, the sealed header or its length, in any
+// block, a cut file, or another key makes the cache fail to open, as a
+// damaged cache: never trusted.
 func TestIndexCacheDamageDetected(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(3, 19))
 	packs := testPacks(rng, 5)
@@ -149,25 +147,12 @@ func TestIndexCacheDamageDetected(t *testing.T) {
 		if err := os.WriteFile(path, bad, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := openIndexCache(path, s)
-		if err != nil {
-			t.Fatalf("a cache with block %d changed did not open (the open reads no block): %v", block, err)
+		if c, err := openIndexCache(path, s); !errors.Is(err, ErrIntegrity) {
+			if err == nil {
+				c.close()
+			}
+			t.Errorf("a cache with block %d changed: open %v, want an integrity error", block, err)
 		}
-		x := newIndex()
-		x.attachCache(c)
-		if x.Has(c.c.fanout[block]) {
-			t.Errorf("a blob of changed block %d was found", block)
-		}
-		if !errors.Is(c.err, ErrIntegrity) {
-			t.Errorf("block %d: reader error %v, want an integrity error", block, c.err)
-		}
-		if err := x.Each(func(IndexedBlob) {}); !errors.Is(err, ErrIntegrity) {
-			t.Errorf("block %d: Each: %v, want an integrity error", block, err)
-		}
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Errorf("block %d: the damaged cache is still there: %v", block, err)
-		}
-		c.close()
 	}
 }
 
