@@ -479,7 +479,7 @@ func TestSessionAfterFailedPackWrite(t *testing.T) {
 		}
 	})
 	t.Run("full pack fails to write while saving", func(t *testing.T) {
-		onePacker(t) // the first blob then shares the pack that fails
+		oneCore(t) // the first blob then shares the pack that fails
 		be := backendtest.NewFaulty(memory.New())
 		r := initRepo(t, be)
 		stored := []repo.ID{saveBlob(t, r, []byte("a blob whose SaveBlob call succeeded"))}
@@ -517,7 +517,7 @@ func TestSessionAfterFailedPackWrite(t *testing.T) {
 // start must not lose the blobs that earlier SaveBlob calls put in that
 // pack, nor leave them reserved so that they can never be stored again.
 func TestCancelledSaveBlobKeepsEarlierBlobs(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	bg := context.Background()
 	be := backendtest.NewHeldPacks(memory.New())
 	r := initRepo(t, be)
@@ -659,7 +659,7 @@ func ExampleRepository_WriteSession() {
 // leaves no stream open.
 func TestStreamedPacks(t *testing.T) {
 	ctx := context.Background()
-	onePacker(t)
+	oneCore(t)
 	blobs := [][]byte{random(1, 100<<10), compressible(200 << 10), random(2, 300<<10), []byte("small")}
 
 	t.Run("round trip", func(t *testing.T) {
@@ -756,7 +756,7 @@ func TestStreamedPacks(t *testing.T) {
 // packs saved whole and streamed, and that streamed packs say their kind.
 func TestTreesInPacksOfTheirOwn(t *testing.T) {
 	ctx := context.Background()
-	onePacker(t)
+	oneCore(t)
 	for _, streamed := range []bool{false, true} {
 		var be repo.Backend = memory.New()
 		if streamed {

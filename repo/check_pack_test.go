@@ -44,7 +44,7 @@ func (p *packReads) Load(ctx context.Context, h repo.Handle, offset, length int6
 // a header longer than the first read of its end (1,700 tiny blobs) and a
 // blob longer than a window.
 func TestCheckReadDataReadsInWindows(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	be := memory.New()
 	initRepo(t, be)

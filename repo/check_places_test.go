@@ -28,7 +28,7 @@ func snapshotProblems(rep *repo.CheckReport) []repo.Problem {
 // check reports a snapshot as damaged, and every one names the stale
 // entries of the lost pack as an index problem for repair index.
 func TestCheckAfterHealingBackup(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	be := memory.New()
 	initRepo(t, be)
 	first, both := repairSources()
@@ -56,7 +56,7 @@ func TestCheckAfterHealingBackup(t *testing.T) {
 // one chunk in one of the two packs: check --read-data reports that pack,
 // but no snapshot as damaged, as the other copy is whole.
 func TestCheckReadDataRottenSpareCopy(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	be := memory.New()
 	initRepo(t, be)
@@ -108,7 +108,7 @@ func TestCheckReadDataRottenSpareCopy(t *testing.T) {
 // blames no snapshot, and prune keeps the new copies and drops the cut
 // pack, even where the cut pack sorts first.
 func TestTrailerCutIsCutForAll(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	for seed := range uint64(30) {
 		be := memory.New()

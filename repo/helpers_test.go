@@ -68,10 +68,11 @@ func openRepo(t testing.TB, be repo.Backend) *repo.Repository {
 	return r
 }
 
-// onePacker makes repositories created or opened until the test ends use a
-// single packer, so that which blobs share a pack is fixed by the order of
-// the calls. Tests using it must not run in parallel.
-func onePacker(t *testing.T) {
+// oneCore runs the test on one core (GOMAXPROCS 1) until it ends, so that
+// code that saves blobs from a worker per core (a backup's savers) saves
+// them from one, and which blobs share a pack is fixed by the order of the
+// calls. Tests using it must not run in parallel.
+func oneCore(t *testing.T) {
 	old := runtime.GOMAXPROCS(1)
 	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
 }
@@ -256,7 +257,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	f := &fixture{
 		be:      memory.New(),

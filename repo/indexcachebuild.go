@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/nightjar-backup/nightjar/repo/extsort"
 )
@@ -87,7 +88,9 @@ func (r *Repository) buildIndexCache(ctx context.Context, names []string) (bool,
 	b := newCacheBuild(r.ID(), covered)
 	defer func() {
 		if err := b.close(); err != nil {
-			r.indexCacheWarn("index cache build: %v", err)
+			// extsort's Close joins one error per file it could not
+			// remove: one line for the warning.
+			r.indexCacheWarn("index cache build: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	}()
 	var sortErr error

@@ -37,7 +37,7 @@ func (p *countedPackReads) Load(ctx context.Context, h repo.Handle, offset, leng
 // follow each other in it; a blob asked for again out of order is read on
 // its own.
 func TestLoadBlobsInOrderOneReadPerPack(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	mem := memory.New()
 	r := initRepo(t, mem)

@@ -46,7 +46,7 @@ type pruneFixture struct {
 
 func newPruneFixture(t *testing.T, be repo.Backend) *pruneFixture {
 	t.Helper()
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	f := &pruneFixture{be: be, r: initRepo(t, be), packs: map[string]repo.ID{}, files: map[string][]byte{}}
 	var keepNodes, oldNodes []repo.Node
@@ -951,7 +951,7 @@ func TestPruneKeepsOnlyACopyWithinItsPack(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			onePacker(t)
+			oneCore(t)
 			mem := memory.New()
 			r := initRepo(t, mem)
 			// A repository value that knows no index stores the blob again.

@@ -53,7 +53,7 @@ func damageHeader(t *testing.T, be repo.Backend, first []sourceFile, flipFrom, c
 func TestRepairPacksSalvagesByIndex(t *testing.T) {
 	for _, d := range headerDamage {
 		t.Run(d.name, func(t *testing.T) {
-			onePacker(t)
+			oneCore(t)
 			be := memory.New()
 			initRepo(t, be)
 			first, _ := repairSources()
@@ -81,7 +81,7 @@ func TestRepairPacksSalvagesByIndex(t *testing.T) {
 func TestRepairIndexKeepsHeaderlessEntries(t *testing.T) {
 	for _, d := range headerDamage {
 		t.Run(d.name, func(t *testing.T) {
-			onePacker(t)
+			oneCore(t)
 			be := memory.New()
 			initRepo(t, be)
 			first, _ := repairSources()
@@ -114,7 +114,7 @@ func TestRepairIndexKeepsHeaderlessEntries(t *testing.T) {
 // snapshot restores each time, and a second run finishes the work with
 // nothing lost and check clean.
 func TestRepairPacksSurvivesKills(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	be := memory.New()
 	initRepo(t, be)
 	first, both := repairSources()

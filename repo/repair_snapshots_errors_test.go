@@ -57,7 +57,7 @@ func TestRepairSnapshotsStopsOnStorageError(t *testing.T) {
 // originals as forget does, with their verification records and no mark
 // left behind, and keeps a pinned original.
 func TestRepairSnapshotsForgetsByProtocol(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	be := memory.New()
 	initRepo(t, be)

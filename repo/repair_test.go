@@ -169,7 +169,7 @@ func TestRepairHealsDamagedPacks(t *testing.T) {
 	for _, kind := range []repo.BlobType{repo.DataBlob, repo.TreeBlob} {
 		for _, how := range []packDamage{flipByte, truncate, deletePack} {
 			t.Run(kind.String()+"/"+string(how), func(t *testing.T) {
-				onePacker(t)
+				oneCore(t)
 				be := memory.New()
 				initRepo(t, be)
 				first, both := repairSources()
@@ -264,7 +264,7 @@ func TestRepairHealsDamagedPacks(t *testing.T) {
 func TestDamagedIndexFileIsContained(t *testing.T) {
 	for _, how := range []packDamage{flipByte, truncate} {
 		t.Run(string(how), func(t *testing.T) {
-			onePacker(t)
+			oneCore(t)
 			be := memory.New()
 			initRepo(t, be)
 			first, both := repairSources()
@@ -374,7 +374,7 @@ func (k *killedAfter) Remove(ctx context.Context, h repo.Handle) error {
 // every time, every snapshot restores, and a second repair finishes the
 // work.
 func TestRepairIndexSurvivesKills(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	be := memory.New()
 	initRepo(t, be)
 	first, both := repairSources()
@@ -421,7 +421,7 @@ func TestRepairIndexSurvivesKills(t *testing.T) {
 // name it and restore, and with Forget removes the damaged originals, so
 // that check is clean again.
 func TestRepairSnapshotsLeavesOutWhatIsLost(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	be := memory.New()
 	initRepo(t, be)
@@ -482,7 +482,7 @@ func TestRepairSnapshotsLeavesOutWhatIsLost(t *testing.T) {
 // dry runs on a damaged repository: they find the damage and leave every
 // file as it was.
 func TestRepairDryRunChangesNothing(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	be := memory.New()
 	initRepo(t, be)
@@ -523,7 +523,7 @@ func TestRepairDryRunChangesNothing(t *testing.T) {
 // copies, and prune keeps the copies, so every snapshot still restores
 // and check --read-data is clean after.
 func TestPruneAfterHealingBackup(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	be := memory.New()
 	initRepo(t, be)
 	first, both := repairSources()

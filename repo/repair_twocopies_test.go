@@ -13,7 +13,7 @@ import (
 // of the two packs: every chunk still reads from one copy, and repair
 // packs must keep every one of them.
 func TestRepairPacksTwoDamagedCopies(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	be := memory.New()
 	initRepo(t, be)

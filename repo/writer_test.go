@@ -55,7 +55,7 @@ func runSession(r *repo.Repository, e sessionEnding, work func(ctx context.Conte
 // it returns, none is running. On success every blob is indexed; on
 // failure none of the session's blobs is, and its Writer refuses work.
 func TestWriteSessionEndsEveryPackWrite(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	for _, e := range sessionEndings {
 		t.Run(e.name, func(t *testing.T) {
 			mem := memory.New()
@@ -242,7 +242,7 @@ var sealedCopyRepos = []struct {
 // of the original, and that pack's blob opens, decompresses and verifies
 // to the original plaintext: a seal is bound to the blob's ID only.
 func TestSaveSealedBlobCopiesTheSealAsItIs(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	blobs := []struct {
 		name       string
@@ -308,7 +308,7 @@ func TestSaveSealedBlobCopiesTheSealAsItIs(t *testing.T) {
 // to be, with ErrIntegrity naming the blob: nothing is stored, and the ID
 // is free again, so the intact bytes store afterwards in the same session.
 func TestSaveSealedBlobRefusesWhatDoesNotOpen(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	other := repo.ID{1, 2, 3}
 	damages := []struct {
