@@ -8,16 +8,16 @@ import (
 
 // planReads tells the repository's backend, before the file workers start,
 // the reads of pack data the restore of tree root will make for files
-// read as one part (all but big files), when the
-// backend plans its reads (object storage: it then fetches what a pack
-// holds for the restore with one request, see repo.ReadPlanner). It walks
-// the snapshot as the restore does, without restoring; a restore from a
-// backend that does not plan (a local folder) spends no walk on it. The
-// function returned ends the plan.
-func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), err error) {
+// read as one part and for big files read pack by pack (bypack.go), when
+// the backend plans its reads (object storage: it then fetches what a
+// pack holds for the restore with one request, see repo.ReadPlanner). It
+// walks the snapshot as the restore does, without restoring; a restore
+// from a backend that does not plan (a local folder) spends no walk on
+// it, and planned is false. The function returned ends the plan.
+func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), planned bool, err error) {
 	plan := rs.r.NewReadPlan()
 	if plan == nil {
-		return func() {}, nil
+		return func() {}, false, nil
 	}
 	// Entries the restore will refuse are left out; entries it may yet
 	// fail to restore (a folder in the way) are planned all the same:
@@ -45,19 +45,19 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), er
 				}
 				firstLink[key] = true
 			}
-			// Only files read as one part: the parts of a big file are
-			// read side by side by several workers, and their spans in
-			// flight outgrow the read-ahead's budget (two files of 256 MiB
-			// made 404 GETs planned against 148 unplanned); they go
-			// through the read-ahead's windows, as without a plan.
-			if len(e.Node.Content) <= partChunks {
+			// A big file whose chunks alternate between packs (packs
+			// filled side by side) is read in parts through the
+			// read-ahead's windows, as without a plan: its parts, read
+			// side by side, would need more spans at once than the
+			// read-ahead's budget holds.
+			if len(e.Node.Content) <= partChunks || rs.readByPack(e.Node.Content) {
 				plan.Add(e.Node.Content)
 			}
 			return nil
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return plan.Start(), nil
+	return plan.Start(), true, nil
 }

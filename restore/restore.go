@@ -116,6 +116,12 @@ type restorer struct {
 	firstDamage error
 	fileWG      sync.WaitGroup
 	parts       chan filePart
+	// planned is set when the backend plans the restore's reads: big
+	// files are then read pack by pack where their layout allows
+	// (bypack.go), their parts held in batch until handed out.
+	planned     bool
+	batch       []packPart
+	batchChunks int
 	prog        *Progress // opts.Progress, or the restorer's own
 }
 
@@ -247,17 +253,21 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// Best effort: a file or folder that cannot be restored (damage in
 	// the repository, a local error) is skipped with its reason and the
 	// rest goes on. Only the caller's cancellation ends the restore early.
-	endPlan, err := rs.planReads(ctx, s.Tree)
+	endPlan, planned, err := rs.planReads(ctx, s.Tree)
 	if err != nil {
 		return nil, err
 	}
 	defer endPlan()
+	rs.planned = planned
 	for i := 0; i < opts.Workers; i++ {
 		rs.fileWG.Add(1)
 		go rs.fileWorker(ctx)
 	}
 	var links []deferredLink
 	walkErr := rs.walk(ctx, s.Tree, &links)
+	if err := rs.flushBatch(ctx); err != nil && walkErr == nil {
+		walkErr = err
+	}
 	close(rs.parts)
 	rs.fileWG.Wait()
 	if walkErr != nil {
@@ -535,6 +545,15 @@ func (rs *restorer) place(tmp, target string) error {
 // large.
 func (rs *restorer) queueFile(ctx context.Context, f restoreFile) error {
 	pf := &pendingFile{restoreFile: f}
+	if held, err := rs.queueByPack(ctx, pf); held || err != nil {
+		return err
+	}
+	// Any other file ends the big files met one after another: those
+	// saved side by side, whose chunks share packs, are next to each
+	// other in the walk.
+	if err := rs.flushBatch(ctx); err != nil {
+		return err
+	}
 	parts := rs.split(pf)
 	pf.parts.Store(int32(len(parts)))
 	for _, p := range parts {
@@ -629,6 +648,11 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	// The part's blobs come in order, those that lie together in a pack
 	// with one read (one request on object storage).
 	err := rs.r.LoadBlobsInOrder(ctx, f.node.Content[p.first:p.end], buf, func(_ int, data []byte) error {
+		// A part read pack by pack may come whole from memory, up to a
+		// pack's bytes: a cancelled restore stops at the next chunk.
+		if err := ctx.Err(); err != nil {
+			return &writeError{err}
+		}
 		var err error
 		switch {
 		case isZero(data):

@@ -1,0 +1,162 @@
+package restore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
+	"github.com/nightjar-backup/nightjar/restore"
+)
+
+// planningBackend is a backend in memory that takes plans, as the s3
+// backend does, and keeps the last one.
+type planningBackend struct {
+	repo.Backend
+	mu   sync.Mutex
+	plan []repo.PackReads
+}
+
+func (b *planningBackend) PlanReads(plan []repo.PackReads) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if plan != nil {
+		b.plan = plan
+	}
+}
+
+func (b *planningBackend) Unwrap() repo.Backend { return b.Backend }
+
+// readOrder is a repository that records the first chunk of each
+// LoadBlobsInOrder call, and how many chunks it asked for.
+type readOrder struct {
+	*repo.Repository
+	mu    sync.Mutex
+	first []repo.ID
+	sizes []int
+}
+
+func (r *readOrder) LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error {
+	r.mu.Lock()
+	r.first = append(r.first, ids[0])
+	r.sizes = append(r.sizes, len(ids))
+	r.mu.Unlock()
+	return r.Repository.LoadBlobsInOrder(ctx, ids, buf, fn)
+}
+
+// bigFilesSideBySide saves two big files whose chunks take turns in three
+// packs (a session each, one goroutine saving: as one data packer lays
+// out two files a backup reads at once) and returns the snapshot's tree
+// and the files' contents.
+func bigFilesSideBySide(t *testing.T, r *repo.Repository) (repo.ID, map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string][]byte{}
+	var ids [2][]repo.ID
+	var root repo.ID
+	for session := range 3 {
+		_, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+			for i := range 20 {
+				for f := range 2 {
+					c := bytes.Repeat([]byte(fmt.Sprintf("file %d session %d chunk %d;", f, session, i)), 200)
+					id := r.BlobID(c)
+					if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
+						return err
+					}
+					ids[f] = append(ids[f], id)
+					name := fmt.Sprintf("big-%d", f)
+					want[name] = append(want[name], c...)
+				}
+			}
+			if session < 2 {
+				return nil
+			}
+			var nodes []repo.Node
+			for f := range 2 {
+				name := fmt.Sprintf("big-%d", f)
+				nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(want[name])), Content: ids[f]})
+			}
+			var err error
+			root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, want
+}
+
+// restoreInto restores tree root of r with one file worker into a new
+// folder and compares the files with want.
+func restoreInto(t *testing.T, r restore.Repository, root repo.ID, want map[string][]byte) {
+	t.Helper()
+	target := t.TempDir()
+	if _, err := restore.Run(context.Background(), r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want the %d saved", name, len(got), err, len(content))
+		}
+	}
+}
+
+// With a backend that plans its reads, two big files whose chunks share
+// packs are read pack by pack: every read of one pack (both files' parts)
+// comes before any read of the next, each read holds chunks of one pack,
+// and the plan holds the reads of every pack.
+func TestBigFilesReadPackByPack(t *testing.T) {
+	be := &planningBackend{Backend: memory.New()}
+	r := repotest.New(t, be)
+	root, want := bigFilesSideBySide(t, r)
+	rec := &readOrder{Repository: r}
+	restoreInto(t, rec, root, want)
+	packOf := func(id repo.ID) repo.ID {
+		b, ok := r.Index().Lookup(id)
+		if !ok {
+			t.Fatalf("chunk %s not in the index", id.Short())
+		}
+		return b.Pack
+	}
+	done := map[repo.ID]bool{}
+	var last repo.ID
+	for i, id := range rec.first {
+		pack := packOf(id)
+		if pack != last && done[pack] {
+			t.Errorf("read %d of pack %s after reads of another pack: the parts of one pack are not handed out together", i, pack.Short())
+		}
+		done[pack], last = true, pack
+	}
+	if len(done) != 3 || len(rec.first) != 6 {
+		t.Errorf("%d reads of %d packs, want 6 (a part of each file in each pack) of 3", len(rec.first), len(done))
+	}
+	planned := map[string]int{}
+	for _, p := range be.plan {
+		planned[p.Pack.Name] += len(p.Reads)
+	}
+	for pack := range done {
+		if planned[pack.String()] != 2 {
+			t.Errorf("pack %s: %d reads planned, want 2 (one run of each file)", pack.Short(), planned[pack.String()])
+		}
+	}
+}
+
+// A local backend plans nothing: big files are read in parts of at most
+// 32 chunks, file after file, as without the plan.
+func TestBigFilesLocalInParts(t *testing.T) {
+	r := repotest.New(t, memory.New())
+	root, want := bigFilesSideBySide(t, r)
+	rec := &readOrder{Repository: r}
+	restoreInto(t, rec, root, want)
+	if len(rec.sizes) != 4 || rec.sizes[0] != 32 || rec.sizes[1] != 28 {
+		t.Errorf("reads of %v chunks, want 32 and 28 for each file", rec.sizes)
+	}
+}
