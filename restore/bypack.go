@@ -1,95 +1,64 @@
 package restore
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
-// On object storage each read of a pack is a request, and the read-ahead
-// fetches the planned reads of a pack as one span, held until the last of
-// them is served (plan.go, repo.ReadPlanner). A big file cut into parts of
-// partChunks chunks, handed out in the order of the walk, reads a pack
-// from several parts at once, and two big files saved side by side share
-// their packs: read file after file, every pack they share stays held
-// from the first file's read to the second's, more than the read-ahead's
-// budget. So, when the restore plans its reads, a big file whose chunks
-// lie in long runs of one pack (one data packer writes a file's chunks one
-// after another) is cut where its pack changes, and the parts of the big
-// files met one after another in the walk are handed out pack by pack:
-// each pack's span is fetched once, read by the parts in it, and let go.
-const (
-	// packRunChunks is the fewest chunks a big file's runs of one pack
-	// hold on average for it to be read pack by pack. Packs filled side
-	// by side alternate a file's chunks (runs of one or two): such a file
-	// is read in parts of partChunks through the read-ahead's windows, as
-	// without a plan, which make fewer requests for it than spans.
-	packRunChunks = 16
-	// batchChunks bounds the chunks of the big files whose parts wait to
-	// be handed out pack by pack (their parts' bytes: about 16 GiB with
-	// the default chunk sizes, their IDs 2 MiB).
-	batchChunks = 1 << 16
-)
+// On object storage each read of a pack is a request. A big file cut into
+// parts of partChunks chunks, the parts handed out in the order of the
+// walk, reads a pack from several parts at once, and two big files saved
+// side by side share their packs: read file after file, part by part,
+// each pack is read several times (through the read-ahead's windows, or
+// as planned spans held until their last read, more than the read-ahead's
+// budget). So, when the backend plans its reads (object storage), the big
+// files met one after another in the walk are read pack by pack, as
+// restic does: one job per pack reads every chunk of those files that
+// the pack holds, in the pack's order, with one stream
+// (repo.StreamBlobsInOrder: past the read-ahead, a blob in memory at a
+// time), and writes each chunk where it goes in its file.
+//
+// batchChunks bounds the chunks of the big files held for their pack jobs
+// (their IDs and places: about 4 MiB; the files' bytes: about 16 GiB with
+// the default chunk sizes).
+const batchChunks = 1 << 16
 
-// packPart is a part of a big file that reads one pack, and that pack.
-type packPart struct {
-	filePart
-	pack repo.ID
+// packJob is the chunks of the batch's big files that one pack holds, in
+// the pack's order.
+type packJob struct {
+	pack   repo.ID
+	chunks []jobChunk
 }
 
-// packParts cuts content into parts where the pack of its chunks changes;
-// false when a chunk is not in the index or the runs of one pack are
-// shorter than packRunChunks on average (the file is then read as
-// without a plan).
-func (rs *restorer) packParts(f *pendingFile) ([]packPart, bool) {
-	content := f.node.Content
-	var parts []packPart
-	var offset int64
-	idx := rs.r.Index()
-	for i, id := range content {
-		b, ok := idx.Lookup(id)
-		if !ok {
-			return nil, false
-		}
-		if n := len(parts); n == 0 || parts[n-1].pack != b.Pack {
-			if n > 0 {
-				parts[n-1].end = i
-			}
-			if (len(parts)+1)*packRunChunks > len(content) {
-				return nil, false
-			}
-			parts = append(parts, packPart{filePart: filePart{file: f, first: i, offset: offset}, pack: b.Pack})
-		}
-		offset += int64(b.RawLength)
-	}
-	if len(parts) == 0 {
-		return nil, false
-	}
-	parts[len(parts)-1].end = len(content)
-	return parts, true
+// jobChunk is one chunk of a pack job: the file it goes to, at which
+// offset, and where it lies in the pack.
+type jobChunk struct {
+	file   *pendingFile
+	id     repo.ID
+	offset int64  // in the file
+	at     uint32 // in the pack
 }
 
-// readByPack reports whether a big file's content is read pack by pack
-// (packParts), for the plan, which must plan the reads the parts make.
-func (rs *restorer) readByPack(content []repo.ID) bool {
-	_, ok := rs.packParts(&pendingFile{restoreFile: restoreFile{node: repo.Node{Content: content}}})
-	return ok
-}
-
-// queueByPack holds the parts of a big file read pack by pack until the
-// big files met one after another in the walk are all known, or until
-// they hold batchChunks chunks; false when f is not read pack by pack.
+// queueByPack holds a big file for the pack jobs of the big files met one
+// after another in the walk; false when the restore reads nothing pack by
+// pack (a backend that does not plan: a local folder) or the file is not
+// big, or a chunk is not in the index (it is then restored in parts, and
+// the missing blob reported).
 func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, error) {
 	if !rs.planned || len(f.node.Content) <= partChunks {
 		return false, nil
 	}
-	parts, ok := rs.packParts(f)
-	if !ok {
-		return false, nil
+	idx := rs.r.Index()
+	for _, id := range f.node.Content {
+		if _, ok := idx.Lookup(id); !ok {
+			return false, nil
+		}
 	}
-	f.parts.Store(int32(len(parts)))
-	rs.batch = append(rs.batch, parts...)
+	rs.batch = append(rs.batch, f)
 	rs.batchChunks += len(f.node.Content)
 	if rs.batchChunks >= batchChunks {
 		return true, rs.flushBatch(ctx)
@@ -97,34 +66,125 @@ func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, erro
 	return true, nil
 }
 
-// flushBatch hands the parts held by queueByPack to the file workers,
-// pack by pack in the order the packs were first met, so that the parts
-// reading one pack run together and its span is let go before the next
-// packs' are fetched.
+// packJobs groups the chunks of files by pack, the packs in the order
+// they are first met, each job's chunks in the pack's order, and counts
+// each file's jobs as its parts.
+func packJobs(idx *repo.Index, files []*pendingFile) []*packJob {
+	var jobs []*packJob
+	byPack := map[repo.ID]*packJob{}
+	for _, f := range files {
+		var offset int64
+		seen := map[*packJob]bool{}
+		for _, id := range f.node.Content {
+			b, _ := idx.Lookup(id) // every chunk is in the index (queueByPack)
+			j := byPack[b.Pack]
+			if j == nil {
+				j = &packJob{pack: b.Pack}
+				byPack[b.Pack] = j
+				jobs = append(jobs, j)
+			}
+			if !seen[j] {
+				seen[j] = true
+				f.parts.Add(1)
+			}
+			j.chunks = append(j.chunks, jobChunk{file: f, id: id, offset: offset, at: b.Offset})
+			offset += int64(b.RawLength)
+		}
+	}
+	for _, j := range jobs {
+		slices.SortStableFunc(j.chunks, func(a, b jobChunk) int { return cmp.Compare(a.at, b.at) })
+	}
+	return jobs
+}
+
+// flushBatch hands the pack jobs of the big files held by queueByPack to
+// the file workers.
 func (rs *restorer) flushBatch(ctx context.Context) error {
 	if len(rs.batch) == 0 {
 		return nil
 	}
-	rank := map[repo.ID]int{}
-	for _, p := range rs.batch {
-		if _, ok := rank[p.pack]; !ok {
-			rank[p.pack] = len(rank)
-		}
-	}
-	slices.SortStableFunc(rs.batch, func(a, b packPart) int { return rank[a.pack] - rank[b.pack] })
-	batch := rs.batch
+	jobs := packJobs(rs.r.Index(), rs.batch)
 	rs.batch, rs.batchChunks = nil, 0
-	for i, p := range batch {
+	for i, j := range jobs {
 		select {
-		case rs.parts <- p.filePart:
+		case rs.parts <- filePart{job: j}:
 		case <-ctx.Done():
 			// Finished here, so that each file's last part still
 			// removes its temporary file.
-			for _, q := range batch[i:] {
-				rs.finishPart(ctx, q.filePart, ctx.Err())
+			for _, j := range jobs[i:] {
+				rs.finishJob(ctx, j, ctx.Err())
 			}
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// runPackJob reads the chunks of job with one stream of its pack (where
+// they lie at most 1 MiB apart) and writes each into its file. A chunk
+// that cannot be read is damage to the files of the chunks not yet
+// written; a file that failed is not written to further.
+func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBuffer) {
+	errs := map[*pendingFile]error{}
+	ids := make([]repo.ID, len(j.chunks))
+	for i, c := range j.chunks {
+		ids[i] = c.id
+	}
+	err := rs.r.StreamBlobsInOrder(ctx, ids, buf, func(i int, data []byte) error {
+		if err := ctx.Err(); err != nil {
+			return &writeError{err}
+		}
+		c := j.chunks[i]
+		f := c.file
+		if errs[f] != nil || f.failed() {
+			return nil
+		}
+		if err := rs.openFile(f, false); err != nil {
+			errs[f] = err
+			return nil
+		}
+		if f.out == nil {
+			return nil // another part failed to create it, and reported why
+		}
+		if isZero(data) {
+			f.holes.Store(true)
+		} else {
+			f.writing.Lock()
+			_, err := f.out.WriteAt(data, c.offset)
+			f.writing.Unlock()
+			if err != nil {
+				errs[f] = err
+				return nil
+			}
+		}
+		f.written.Add(int64(len(data)))
+		rs.prog.bytesDone.Add(int64(len(data)))
+		return nil
+	})
+	var local *writeError
+	switch {
+	case errors.As(err, &local):
+		err = local.err
+	case err != nil:
+		err = &damageError{err}
+	}
+	for _, c := range j.chunks {
+		if _, ok := errs[c.file]; !ok {
+			errs[c.file] = err
+		}
+	}
+	for f, err := range errs {
+		rs.finishPart(ctx, filePart{file: f}, err)
+	}
+}
+
+// finishJob finishes the part each file of j had in it, with err.
+func (rs *restorer) finishJob(ctx context.Context, j *packJob, err error) {
+	done := map[*pendingFile]bool{}
+	for _, c := range j.chunks {
+		if !done[c.file] {
+			done[c.file] = true
+			rs.finishPart(ctx, filePart{file: c.file}, err)
+		}
+	}
 }

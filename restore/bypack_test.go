@@ -33,21 +33,28 @@ func (b *planningBackend) PlanReads(plan []repo.PackReads) {
 
 func (b *planningBackend) Unwrap() repo.Backend { return b.Backend }
 
-// readOrder is a repository that records the first chunk of each
-// LoadBlobsInOrder call, and how many chunks it asked for.
+// readOrder is a repository that records the chunks of each
+// LoadBlobsInOrder call (sizes: how many) and of each StreamBlobsInOrder
+// call (streamed).
 type readOrder struct {
 	*repo.Repository
-	mu    sync.Mutex
-	first []repo.ID
-	sizes []int
+	mu       sync.Mutex
+	sizes    []int
+	streamed [][]repo.ID
 }
 
 func (r *readOrder) LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error {
 	r.mu.Lock()
-	r.first = append(r.first, ids[0])
 	r.sizes = append(r.sizes, len(ids))
 	r.mu.Unlock()
 	return r.Repository.LoadBlobsInOrder(ctx, ids, buf, fn)
+}
+
+func (r *readOrder) StreamBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error {
+	r.mu.Lock()
+	r.streamed = append(r.streamed, ids)
+	r.mu.Unlock()
+	return r.Repository.StreamBlobsInOrder(ctx, ids, buf, fn)
 }
 
 // bigFilesSideBySide saves two big files whose chunks take turns in three
@@ -110,41 +117,45 @@ func restoreInto(t *testing.T, r restore.Repository, root repo.ID, want map[stri
 }
 
 // With a backend that plans its reads, two big files whose chunks share
-// packs are read pack by pack: every read of one pack (both files' parts)
-// comes before any read of the next, each read holds chunks of one pack,
-// and the plan holds the reads of every pack.
+// packs are read pack by pack: one stream call per pack, with the chunks
+// of both files that it holds, in the pack's order; the plan holds none
+// of them.
 func TestBigFilesReadPackByPack(t *testing.T) {
 	be := &planningBackend{Backend: memory.New()}
 	r := repotest.New(t, be)
 	root, want := bigFilesSideBySide(t, r)
 	rec := &readOrder{Repository: r}
 	restoreInto(t, rec, root, want)
-	packOf := func(id repo.ID) repo.ID {
-		b, ok := r.Index().Lookup(id)
-		if !ok {
-			t.Fatalf("chunk %s not in the index", id.Short())
+	if len(rec.sizes) != 0 {
+		t.Errorf("big files read in parts of %v chunks, want none: pack by pack", rec.sizes)
+	}
+	packs := map[repo.ID]bool{}
+	for i, ids := range rec.streamed {
+		first, _ := r.Index().Lookup(ids[0])
+		at := -1
+		for _, id := range ids {
+			b, ok := r.Index().Lookup(id)
+			if !ok || b.Pack != first.Pack || int(b.Offset) <= at {
+				t.Fatalf("pack job %d: chunk %s is not after the one before in pack %s", i, id.Short(), first.Pack.Short())
+			}
+			at = int(b.Offset)
 		}
-		return b.Pack
-	}
-	done := map[repo.ID]bool{}
-	var last repo.ID
-	for i, id := range rec.first {
-		pack := packOf(id)
-		if pack != last && done[pack] {
-			t.Errorf("read %d of pack %s after reads of another pack: the parts of one pack are not handed out together", i, pack.Short())
+		if packs[first.Pack] {
+			t.Errorf("pack %s read by two jobs", first.Pack.Short())
 		}
-		done[pack], last = true, pack
+		packs[first.Pack] = true
+		if len(ids) != 40 {
+			t.Errorf("pack job %d: %d chunks, want the 40 of both files that pack %s holds", i, len(ids), first.Pack.Short())
+		}
 	}
-	if len(done) != 3 || len(rec.first) != 6 {
-		t.Errorf("%d reads of %d packs, want 6 (a part of each file in each pack) of 3", len(rec.first), len(done))
+	if len(packs) != 3 {
+		t.Errorf("%d packs read by jobs, want 3", len(packs))
 	}
-	planned := map[string]int{}
 	for _, p := range be.plan {
-		planned[p.Pack.Name] += len(p.Reads)
-	}
-	for pack := range done {
-		if planned[pack.String()] != 2 {
-			t.Errorf("pack %s: %d reads planned, want 2 (one run of each file)", pack.Short(), planned[pack.String()])
+		for pack := range packs {
+			if p.Pack.Name == pack.String() {
+				t.Errorf("pack %s of the big files planned: %d reads", pack.Short(), len(p.Reads))
+			}
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // planReads tells the repository's backend, before the file workers start,
 // the reads of pack data the restore of tree root will make for files
-// read as one part and for big files read pack by pack (bypack.go), when
+// read as one part (all but big files, read pack by pack: bypack.go), when
 // the backend plans its reads (object storage: it then fetches what a
 // pack holds for the restore with one request, see repo.ReadPlanner). It
 // walks the snapshot as the restore does, without restoring; a restore
@@ -45,12 +45,10 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), pl
 				}
 				firstLink[key] = true
 			}
-			// A big file whose chunks alternate between packs (packs
-			// filled side by side) is read in parts through the
-			// read-ahead's windows, as without a plan: its parts, read
-			// side by side, would need more spans at once than the
-			// read-ahead's budget holds.
-			if len(e.Node.Content) <= partChunks || rs.readByPack(e.Node.Content) {
+			// Big files are read pack by pack (bypack.go): a pack job
+			// reads the chunks a pack holds of them with one ranged read
+			// straight from the server, which needs no plan.
+			if len(e.Node.Content) <= partChunks {
 				plan.Add(e.Node.Content)
 			}
 			return nil

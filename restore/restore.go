@@ -28,6 +28,9 @@ import (
 type Repository interface {
 	Walk(ctx context.Context, root repo.ID, opts repo.WalkOptions, v repo.WalkVisitor) error
 	LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error
+	// StreamBlobsInOrder is LoadBlobsInOrder for a pack job's blobs, in
+	// the order of one pack: one stream per pack where the backend can.
+	StreamBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error
 	Index() *repo.Index
 	BlobID(data []byte) repo.ID
 	// NewReadPlan returns a plan of the reads to come, or nil when the
@@ -117,10 +120,11 @@ type restorer struct {
 	fileWG      sync.WaitGroup
 	parts       chan filePart
 	// planned is set when the backend plans the restore's reads: big
-	// files are then read pack by pack where their layout allows
-	// (bypack.go), their parts held in batch until handed out.
+	// files are then read pack by pack (bypack.go), those met one after
+	// another in the walk held in batch until their pack jobs are handed
+	// out.
 	planned     bool
-	batch       []packPart
+	batch       []*pendingFile
 	batchChunks int
 	prog        *Progress // opts.Progress, or the restorer's own
 }
@@ -170,11 +174,12 @@ type pendingFile struct {
 }
 
 // filePart is the chunks [first, end) of a file's content, whose first
-// byte is at offset.
+// byte is at offset; or, when job is set, a pack job (bypack.go).
 type filePart struct {
 	file       *pendingFile
 	first, end int
 	offset     int64
+	job        *packJob
 }
 
 type dirMeta struct {
@@ -597,6 +602,10 @@ func (rs *restorer) fileWorker(ctx context.Context) {
 	var buf repo.BlobBuffer
 	var stage stagingBuffer
 	for p := range rs.parts {
+		if p.job != nil {
+			rs.runPackJob(ctx, p.job, &buf)
+			continue
+		}
 		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf, &stage))
 	}
 }
@@ -626,16 +635,8 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	if f.failed() {
 		return nil // the file is given up already
 	}
-	var openErr error
-	f.open.Do(func() {
-		f.tmp = tempName(f.target)
-		f.out, openErr = rs.fs.CreateExclusive(rs.root, f.tmp)
-		if openErr == nil && f.node.Size >= directMinSize {
-			f.direct = rs.fs.OpenDirect(rs.root, f.tmp, f.out)
-		}
-	})
-	if openErr != nil {
-		return openErr // the file is skipped with it (finishPart)
+	if err := rs.openFile(f, true); err != nil {
+		return err // the file is skipped with it (finishPart)
 	}
 	if f.out == nil {
 		return nil // another part failed to create it, and reported why
@@ -689,6 +690,21 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	}
 	f.written.Add(offset - p.offset)
 	return nil
+}
+
+// openFile creates f's temporary file, once, whichever part comes first;
+// a big file is opened for direct writes too where direct allows. The
+// error is the creation's, returned to the part that tried.
+func (rs *restorer) openFile(f *pendingFile, direct bool) error {
+	var err error
+	f.open.Do(func() {
+		f.tmp = tempName(f.target)
+		f.out, err = rs.fs.CreateExclusive(rs.root, f.tmp)
+		if err == nil && direct && f.node.Size >= directMinSize {
+			f.direct = rs.fs.OpenDirect(rs.root, f.tmp, f.out)
+		}
+	})
+	return err
 }
 
 func (f *pendingFile) failed() bool {
