@@ -14,20 +14,16 @@ import (
 
 // packer collects sealed blobs until it holds a pack's worth.
 type packer struct {
-	kind    PackKind
-	out     packOutput // nil until the pack's first blob
-	blobs   []PackedBlob
-	scratch []byte // where a streamed pack's blobs are sealed
+	kind  PackKind
+	out   packOutput // nil until the pack's first blob
+	blobs []PackedBlob
 }
 
-// packOutput takes a pack's bytes as its blobs are sealed: into a buffer
+// packOutput takes a pack's bytes as its blobs are added: into a buffer
 // that is saved whole, or straight into the backend (PackStreamer).
 type packOutput interface {
-	// add seals payload into the pack and returns where it starts and the
-	// pack's size after it.
-	add(s sealer, payload, ad []byte, scratch *[]byte) (offset, size int, err error)
-	// addSealed puts a blob that is sealed already into the pack, as add
-	// does a sealed payload.
+	// addSealed appends a sealed blob to the pack and returns where it
+	// starts and the pack's size after it.
 	addSealed(sealed []byte) (offset, size int, err error)
 	// finish appends the header and trailer and stores the pack.
 	finish(ctx context.Context, r *Repository, blobs []PackedBlob) (id ID, size int, err error)
@@ -51,12 +47,6 @@ func (r *Repository) newPackOutput(ctx context.Context, kind PackKind) (packOutp
 // bufferedPack holds the whole pack in memory and saves it at the end.
 type bufferedPack struct{ buf []byte }
 
-func (b *bufferedPack) add(s sealer, payload, ad []byte, _ *[]byte) (int, int, error) {
-	offset := len(b.buf)
-	b.buf = s.seal(b.buf, payload, ad)
-	return offset, len(b.buf), nil
-}
-
 func (b *bufferedPack) addSealed(sealed []byte) (int, int, error) {
 	offset := len(b.buf)
 	b.buf = append(b.buf, sealed...)
@@ -79,14 +69,6 @@ type streamedPack struct {
 	s    PackStream
 	h    *blake3.Hasher
 	size int
-}
-
-func (p *streamedPack) add(s sealer, payload, ad []byte, scratch *[]byte) (int, int, error) {
-	*scratch = s.seal((*scratch)[:0], payload, ad)
-	if err := p.write(*scratch); err != nil {
-		return 0, 0, err
-	}
-	return p.size - len(*scratch), p.size, nil
 }
 
 func (p *streamedPack) addSealed(sealed []byte) (int, int, error) {

@@ -34,7 +34,7 @@ type Repository struct {
 	now           func() time.Time
 
 	packBufs     chan []byte // free pack buffers
-	compressBufs sync.Pool   // *[]byte for zstd output
+	compressBufs sync.Pool   // *[]byte for zstd output and sealed blobs
 
 	// sessionMu lets one write session run at a time (WriteSession).
 	sessionMu sync.Mutex
@@ -271,7 +271,6 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 		r.seal, r.encryption = s, EncryptionXChaCha
 	}
 	var err error
-	n := runtime.GOMAXPROCS(0)
 	if err := r.SetCompression(DefaultCompression); err != nil {
 		return nil, err
 	}
@@ -284,8 +283,9 @@ func newRepository(be Backend, cfg Config, mk *MasterKey, keyName string, insecu
 		return nil, err
 	}
 	r.compressBufs.New = func() any { b := make([]byte, 0, 256<<10); return &b }
-	// A pack buffer for each packer and pack write of a session.
-	r.packBufs = make(chan []byte, n+1+maxPackWrites)
+	// A pack buffer for each packer (data and tree) and pack write of a
+	// session.
+	r.packBufs = make(chan []byte, 2+maxPackWrites)
 	return r, nil
 }
 

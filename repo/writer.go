@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -71,10 +70,13 @@ type Writer struct {
 
 	closing   chan struct{} // closed when the session starts to end
 	closeOnce sync.Once
-	held      []*packer // every packer, taken from the pools when the session ends
+	held      []*packer // both packers, taken when the session ends
 
-	packers     chan *packer // data packs, one per core
-	treePackers chan *packer // tree packs, one
+	// One packer for data packs and one for tree packs, each in a channel
+	// of one: a call holds the packer only to append a blob that it has
+	// compressed and sealed beforehand (see SaveBlob).
+	dataPacker chan *packer
+	treePacker chan *packer
 
 	// Full packs are written in the background, at most cap(packWrites)
 	// at a time; packWG counts them and packErr keeps the first failure.
@@ -137,20 +139,24 @@ func (r *Repository) WriteSession(ctx context.Context, opts WriteOptions, fn fun
 	return &Written{r: r, stats: w.stats}, nil
 }
 
+// newWriter makes a Writer with one packer for data and one for trees.
+// One data packer, not one per core: a session then ends with at most one
+// partly filled data pack (fewer, fuller packs: fewer requests on object
+// storage), and the chunks that one goroutine saves one after another lie
+// one after another in the packs, so that restoring a file reads its packs
+// in order, each once. The work that needs the cores, compressing and
+// sealing, is done by the callers before they take the packer.
 func (r *Repository) newWriter(ctx context.Context, cancel context.CancelCauseFunc) *Writer {
-	n := runtime.GOMAXPROCS(0)
 	w := &Writer{
 		r: r, ctx: ctx, cancel: cancel,
 		closing:        make(chan struct{}),
 		packWrites:     make(chan struct{}, maxPackWrites),
-		packers:        make(chan *packer, n),
-		treePackers:    make(chan *packer, 1),
+		dataPacker:     make(chan *packer, 1),
+		treePacker:     make(chan *packer, 1),
 		unindexedPacks: map[ID]bool{},
 	}
-	for range n {
-		w.packers <- &packer{kind: DataPack}
-	}
-	w.treePackers <- &packer{kind: TreePack}
+	w.dataPacker <- &packer{kind: DataPack}
+	w.treePacker <- &packer{kind: TreePack}
 	return w
 }
 
@@ -164,16 +170,12 @@ func (w *Writer) cause(ctx context.Context, err error) error {
 }
 
 // close ends the use of the Writer: later calls fail, and the calls under
-// way finish, giving their packers back, before close returns with every
-// packer in w.held. It runs once.
+// way finish, giving their packers back, before close returns with both
+// packers in w.held. It runs once.
 func (w *Writer) close() {
 	w.closeOnce.Do(func() {
 		close(w.closing)
-		for _, pool := range []chan *packer{w.packers, w.treePackers} {
-			for range cap(pool) {
-				w.held = append(w.held, <-pool)
-			}
-		}
+		w.held = append(w.held, <-w.dataPacker, <-w.treePacker)
 	})
 }
 
@@ -229,6 +231,8 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 	if !r.idx.reserve(id) {
 		return false, nil
 	}
+	// Compressing and sealing happen here, in the callers, in parallel:
+	// the one packer is held only to append the sealed bytes.
 	bufp := r.compressBufs.Get().(*[]byte)
 	defer r.compressBufs.Put(bufp)
 	payload, comp := data, compressNone
@@ -241,8 +245,14 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 			payload, comp = compressed, compressZstd
 		}
 	}
-	return w.pack(ctx, PackedBlob{ID: id, Type: t, Compression: comp, RawLength: uint32(len(data))},
-		func(p *packer) (int, int, error) { return p.out.add(r.seal, payload, id[:], &p.scratch) })
+	// The seal binds the blob to its ID only, not to its place in a pack:
+	// it can be made before the packer is taken. The pooled buffer keeps
+	// memory at one sealed blob per concurrent caller.
+	sealedp := r.compressBufs.Get().(*[]byte)
+	defer r.compressBufs.Put(sealedp)
+	sealed := r.seal.seal((*sealedp)[:0], payload, id[:])
+	*sealedp = sealed[:0]
+	return w.pack(ctx, PackedBlob{ID: id, Type: t, Compression: comp, RawLength: uint32(len(data))}, sealed)
 }
 
 // SaveSealedBlob stores a blob that is already sealed, as it is: sealed is
@@ -269,22 +279,21 @@ func (w *Writer) SaveSealedBlob(ctx context.Context, b PackedBlob, sealed []byte
 		r.idx.unreserve(b.ID)
 		return false, err
 	}
-	return w.pack(ctx, PackedBlob{ID: b.ID, Type: b.Type, Compression: b.Compression, RawLength: b.RawLength},
-		func(p *packer) (int, int, error) { return p.out.addSealed(sealed) })
+	return w.pack(ctx, PackedBlob{ID: b.ID, Type: b.Type, Compression: b.Compression, RawLength: b.RawLength}, sealed)
 }
 
-// pack adds a blob whose ID the caller has reserved to a pack of its kind:
-// add puts its sealed bytes into the packer's pack and returns where they
-// start and the pack's size after them, and b (without Offset and Length)
-// becomes the blob's header entry. A full pack is handed to a background
-// write. It reports whether the blob went into a pack: if not, its
-// reservation is given up.
-func (w *Writer) pack(ctx context.Context, b PackedBlob, add func(p *packer) (offset, size int, err error)) (bool, error) {
+// pack appends a blob whose ID the caller has reserved to the pack of its
+// kind: sealed is the blob's sealed bytes, and b (without Offset and
+// Length) becomes its header entry. Blobs of one caller go into the pack
+// in the order of its calls. A full pack is handed to a background write.
+// It reports whether the blob went into a pack: if not, its reservation
+// is given up.
+func (w *Writer) pack(ctx context.Context, b PackedBlob, sealed []byte) (bool, error) {
 	r := w.r
-	packers := w.packerPool(packKind(b.Type))
+	slot := w.packerOf(packKind(b.Type))
 	var p *packer
 	select {
-	case p = <-packers:
+	case p = <-slot:
 	case <-ctx.Done():
 		r.idx.unreserve(b.ID)
 		return false, ctx.Err()
@@ -294,7 +303,7 @@ func (w *Writer) pack(ctx context.Context, b PackedBlob, add func(p *packer) (of
 	}
 	select {
 	case <-w.closing: // the session ends: close takes the packer
-		packers <- p
+		slot <- p
 		r.idx.unreserve(b.ID)
 		return false, ErrSessionClosed
 	default:
@@ -302,13 +311,13 @@ func (w *Writer) pack(ctx context.Context, b PackedBlob, add func(p *packer) (of
 	if p.out == nil {
 		out, err := r.newPackOutput(w.ctx, p.kind) // the pack outlives this call
 		if err != nil {
-			packers <- p
+			slot <- p
 			r.idx.unreserve(b.ID)
 			return false, fmt.Errorf("write pack: %w", err)
 		}
 		p.out = out
 	}
-	offset, size, err := add(p)
+	offset, size, err := p.out.addSealed(sealed)
 	if err != nil {
 		// The pack cannot be written, and with it go blobs that earlier
 		// calls reported as stored: the session fails, as for a failed
@@ -320,7 +329,7 @@ func (w *Writer) pack(ctx context.Context, b PackedBlob, add func(p *packer) (of
 			r.idx.unreserve(pb.ID)
 		}
 		p.out, p.blobs = nil, nil
-		packers <- p
+		slot <- p
 		err = fmt.Errorf("write pack: %w", err)
 		w.failPackWrite(err)
 		return false, err
@@ -332,7 +341,7 @@ func (w *Writer) pack(ctx context.Context, b PackedBlob, add func(p *packer) (of
 	if size+len(p.blobs)*packEntrySize >= r.cfg.PackSize {
 		err = w.startPackWrite(ctx, p)
 	}
-	packers <- p
+	slot <- p
 	return true, err
 }
 
@@ -346,17 +355,16 @@ func packKind(t BlobType) PackKind {
 	return DataPack
 }
 
-// packerPool returns the packers of packs of kind: one per core for data,
-// one for trees.
-func (w *Writer) packerPool(kind PackKind) chan *packer {
+// packerOf returns the channel that holds the packer of packs of kind.
+func (w *Writer) packerOf(kind PackKind) chan *packer {
 	if kind == TreePack {
-		return w.treePackers
+		return w.treePacker
 	}
-	return w.packers
+	return w.dataPacker
 }
 
 // startPackWrite hands p's full pack to a background writer and gives p an
-// empty buffer, so that sealing goes on while the pack is stored. At most
+// empty buffer, so that packing goes on while the pack is stored. At most
 // maxPackWrites packs are in flight; more wait here (backpressure).
 func (w *Writer) startPackWrite(ctx context.Context, p *packer) error {
 	if err := w.packWriteError(); err != nil {

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
@@ -349,5 +353,137 @@ func TestSaveSealedBlobRefusesWhatDoesNotOpen(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// manyCores runs the test with GOMAXPROCS at least 4, so that a writer
+// that kept a data packer per core would have several on any machine.
+// Tests using it must not run in parallel.
+func manyCores(t *testing.T) {
+	old := runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+}
+
+// packBackends are the two ways a pack is written: buffered whole in
+// memory and saved at the end, or streamed to the backend as blobs come.
+var packBackends = []struct {
+	name string
+	new  func() repo.Backend
+}{
+	{"buffered", func() repo.Backend { return memory.New() }},
+	{"streamed", func() repo.Backend { return backendtest.NewStreaming(memory.New()) }},
+}
+
+// packSizes returns the size of every pack in be.
+func packSizes(t *testing.T, be repo.Backend) map[repo.ID]int64 {
+	t.Helper()
+	sizes := map[repo.ID]int64{}
+	err := be.List(context.Background(), repo.PackFile, func(name string, size int64) error {
+		id, err := repo.ParseID(name)
+		sizes[id] = size
+		return err
+	})
+	if err != nil {
+		t.Fatalf("list packs: %v", err)
+	}
+	return sizes
+}
+
+// testPackSize is the size at which the packs of the tests below fill:
+// the smallest a repository allows, so that filling a few is quick.
+const testPackSize = 1 << 20
+
+// Goroutines that save blobs at once share one data packer: a session
+// that stores about 2.5 packs' worth ends with two full data packs and
+// one partly filled, not with a partly filled pack per core.
+func TestConcurrentSavesLeaveOnePartlyFilledPack(t *testing.T) {
+	manyCores(t)
+	const goroutines, each, size = 4, 10, 64 << 10 // 2.5 packs
+	for _, kind := range packBackends {
+		t.Run(kind.name, func(t *testing.T) {
+			be := kind.new()
+			r := initRepo(t, be)
+			r.SetPackSize(testPackSize)
+			_, err := r.WriteSession(context.Background(), repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+				g, ctx := errgroup.WithContext(ctx)
+				for n := range goroutines {
+					g.Go(func() error {
+						for i := range each {
+							data := random(uint64(5000+n*each+i), size)
+							if _, err := w.SaveBlob(ctx, repo.DataBlob, r.BlobID(data), data); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				return g.Wait()
+			})
+			if err != nil {
+				t.Fatalf("session: %v", err)
+			}
+			sizes := packSizes(t, be)
+			partly := 0
+			for _, size := range sizes {
+				if size < testPackSize {
+					partly++
+				}
+			}
+			if len(sizes) != 3 || partly != 1 {
+				t.Errorf("%d packs of which %d partly filled (sizes %v); want 3 packs, 1 partly filled", len(sizes), partly, sizes)
+			}
+		})
+	}
+}
+
+// The chunks of a file that one goroutine saves one after another lie one
+// after another in the packs: in the first pack from offset 0 without a
+// gap, the next chunk at the start of the next pack once a pack is full,
+// and no pack taken up again once the next has begun. Restoring the file
+// then reads each pack once, front to back.
+func TestOneGoroutinesBlobsLieInOrder(t *testing.T) {
+	manyCores(t)
+	const chunks, chunkSize = 100, 25 << 10 // 2.4 packs
+	for _, kind := range packBackends {
+		t.Run(kind.name, func(t *testing.T) {
+			be := kind.new()
+			r := initRepo(t, be)
+			r.SetPackSize(testPackSize)
+			ids := make([]repo.ID, chunks)
+			w := writer(t, r)
+			for i := range ids {
+				data := random(uint64(7000+i), chunkSize)
+				ids[i] = r.BlobID(data)
+				if _, err := w.SaveBlob(context.Background(), repo.DataBlob, ids[i], data); err != nil {
+					t.Fatalf("chunk %d: %v", i, err)
+				}
+			}
+			flush(t, r)
+			sizes := packSizes(t, be)
+			var packs []repo.ID // in the order the chunks reach them
+			var end uint32      // where the previous chunk ends in its pack
+			for i, id := range ids {
+				b, ok := r.Index().Lookup(id)
+				if !ok {
+					t.Fatalf("chunk %d is not indexed", i)
+				}
+				if len(packs) == 0 || b.Pack != packs[len(packs)-1] {
+					if slices.Contains(packs, b.Pack) {
+						t.Fatalf("chunk %d goes back to pack %d of %d", i, slices.Index(packs, b.Pack)+1, len(packs))
+					}
+					if len(packs) > 0 && sizes[packs[len(packs)-1]] < testPackSize {
+						t.Errorf("chunk %d starts pack %d while pack %d holds only %d bytes", i, len(packs)+1, len(packs), sizes[packs[len(packs)-1]])
+					}
+					packs, end = append(packs, b.Pack), 0
+				}
+				if b.Offset != end {
+					t.Errorf("chunk %d at offset %d of pack %d, want %d (right after chunk %d)", i, b.Offset, len(packs), end, i-1)
+				}
+				end = b.Offset + b.Length
+			}
+			if len(packs) != 3 || len(sizes) != 3 {
+				t.Errorf("the chunks lie in %d packs (%d in all), want 3", len(packs), len(sizes))
+			}
+		})
 	}
 }

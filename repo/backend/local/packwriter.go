@@ -17,7 +17,7 @@ import (
 //
 // packStage is the most one write carries: a multiple of directio.Align,
 // large enough that the disk sees few big writes, small enough for one
-// per packer (one per core).
+// per pack being written.
 const packStage = 2 << 20
 
 // packWriter writes a new pack file from its start, through a
@@ -30,7 +30,8 @@ type packWriter struct {
 }
 
 // keptStages is how many staging buffers a Backend keeps for reuse: one
-// per pack being written, which is one per core and a few more.
+// per pack being written (the data and the tree pack being filled, the
+// full ones being finished) and some to spare.
 const keptStages = 16
 
 // stage returns a staging buffer: a kept one, or a new one.
