@@ -122,60 +122,74 @@ func (rs *restorer) flushBatch(ctx context.Context) error {
 
 // runPackJob reads the chunks of job with one stream of its pack (where
 // they lie at most 1 MiB apart) and writes each into its file. A chunk
-// that cannot be read is damage to the files of the chunks not yet
-// written; a file that failed is not written to further.
+// that cannot be read is damage to its file alone: the job goes on with
+// the next chunk. A file that failed is not written to further.
 func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBuffer) {
 	errs := map[*pendingFile]error{}
 	ids := make([]repo.ID, len(j.chunks))
 	for i, c := range j.chunks {
 		ids[i] = c.id
 	}
-	err := rs.r.StreamBlobsInOrder(ctx, ids, buf, func(i int, data []byte) error {
-		if err := ctx.Err(); err != nil {
-			return &writeError{err}
-		}
-		c := j.chunks[i]
-		f := c.file
-		if errs[f] != nil || f.failed() {
-			return nil
-		}
-		if err := rs.openFile(f, false); err != nil {
-			errs[f] = err
-			return nil
-		}
-		if f.out == nil {
-			return nil // another part failed to create it, and reported why
-		}
-		if isZero(data) {
-			f.holes.Store(true)
-		} else {
-			f.writing.Lock()
-			_, err := f.out.WriteAt(data, c.offset)
-			f.writing.Unlock()
-			if err != nil {
-				errs[f] = err
-				return nil
+	var stop error // a cancellation: no chunk after it is written
+	for next := 0; next < len(ids) && stop == nil; {
+		from := next
+		err := rs.r.StreamBlobsInOrder(ctx, ids[from:], buf, func(i int, data []byte) error {
+			if err := ctx.Err(); err != nil {
+				return &writeError{err}
 			}
+			c := j.chunks[from+i]
+			next = from + i + 1
+			if f := c.file; errs[f] == nil && !f.failed() {
+				if err := rs.writeChunk(f, c.offset, data); err != nil {
+					errs[f] = err
+				}
+			}
+			return nil
+		})
+		var local *writeError
+		switch {
+		case errors.As(err, &local):
+			stop = local.err
+		case err != nil:
+			// The chunk at next could not be read.
+			if f := j.chunks[next].file; errs[f] == nil {
+				errs[f] = &damageError{err}
+			}
+			next++
 		}
-		f.written.Add(int64(len(data)))
-		rs.prog.bytesDone.Add(int64(len(data)))
-		return nil
-	})
-	var local *writeError
-	switch {
-	case errors.As(err, &local):
-		err = local.err
-	case err != nil:
-		err = &damageError{err}
 	}
 	for _, c := range j.chunks {
 		if _, ok := errs[c.file]; !ok {
-			errs[c.file] = err
+			errs[c.file] = stop
 		}
 	}
 	for f, err := range errs {
 		rs.finishPart(ctx, filePart{file: f}, err)
 	}
+}
+
+// writeChunk writes one chunk of a pack job at offset in f, creating f's
+// temporary file first if no part did; a chunk of zeros is left a hole.
+func (rs *restorer) writeChunk(f *pendingFile, offset int64, data []byte) error {
+	if err := rs.openFile(f, false); err != nil {
+		return err
+	}
+	if f.out == nil {
+		return nil // another part failed to create it, and reported why
+	}
+	if isZero(data) {
+		f.holes.Store(true)
+	} else {
+		f.writing.Lock()
+		_, err := f.out.WriteAt(data, offset)
+		f.writing.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	f.written.Add(int64(len(data)))
+	rs.prog.bytesDone.Add(int64(len(data)))
+	return nil
 }
 
 // finishJob finishes the part each file of j had in it, with err.

@@ -3,13 +3,17 @@ package restore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
 	"github.com/nightjar-backup/nightjar/repo/backend/memory"
 	"github.com/nightjar-backup/nightjar/repo/repotest"
 	"github.com/nightjar-backup/nightjar/restore"
@@ -170,4 +174,74 @@ func TestBigFilesLocalInParts(t *testing.T) {
 	if len(rec.sizes) != 4 || rec.sizes[0] != 32 || rec.sizes[1] != 28 {
 		t.Errorf("reads of %v chunks, want 32 and 28 for each file", rec.sizes)
 	}
+}
+
+// A restore cancelled while a pack job writes stops there: it returns the
+// cancellation, and neither big file is in place nor a temporary file
+// left.
+func TestBigFilesByPackCancelled(t *testing.T) {
+	r := repotest.New(t, &planningBackend{Backend: memory.New()})
+	root, _ := bigFilesSideBySide(t, r)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var writes atomic.Int32
+	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
+		if op == "WriteAt" && writes.Add(1) == 5 {
+			cancel()
+		}
+		return nil
+	}}
+	target := t.TempDir()
+	_, err := restore.Run(ctx, r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("restore returns %v, want the cancellation", err)
+	}
+	noTemps(t, target)
+	for _, name := range []string{"big-0", "big-1"} {
+		if _, err := os.Lstat(filepath.Join(target, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s, whose writing was cancelled, is in place (%v)", name, err)
+		}
+	}
+}
+
+// A chunk of one big file that cannot be read costs that file alone: the
+// other file, whose chunks share the pack job, is restored whole, and the
+// damaged one is reported with its path and the blob, not put in place.
+func TestBigFilesByPackDamage(t *testing.T) {
+	faulty := backendtest.NewFaulty(memory.New())
+	r := repotest.New(t, &planningBackend{Backend: faulty})
+	root, want := bigFilesSideBySide(t, r)
+	var tree *repo.Tree
+	if err := r.Walk(context.Background(), root, repo.WalkOptions{}, repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
+		if e.Node.Name == "big-0" {
+			tree = &repo.Tree{Nodes: []repo.Node{*e.Node}}
+		}
+		return nil
+	}}); err != nil || tree == nil {
+		t.Fatalf("walk: %v", err)
+	}
+	damaged := tree.Nodes[0].Content[45] // in the third pack, before big-1's chunks there
+	loc, _ := r.Index().Lookup(damaged)
+	at := int64(loc.Offset) + int64(loc.Length)/2
+	faulty.CorruptLoads(repo.PackFile, func(h repo.Handle, offset int64, data []byte) {
+		if h.Name == loc.Pack.String() && at >= offset && at < offset+int64(len(data)) {
+			data[at-offset] ^= 1
+		}
+	})
+	target := t.TempDir()
+	res, err := restore.Run(context.Background(), r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, Workers: 2})
+	var damage *restore.DamagedError
+	if !errors.As(err, &damage) || damage.Entries != 1 || !strings.Contains(err.Error(), damaged.Short()) {
+		t.Errorf("restore returns %v, want damage to 1 entry naming blob %s", err, damaged.Short())
+	}
+	if res == nil || len(res.Skipped) != 1 || !strings.HasSuffix(res.Skipped[0].Path, "big-0") {
+		t.Fatalf("skipped: %+v, want big-0", res)
+	}
+	if _, err := os.Lstat(filepath.Join(target, "big-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("big-0, damaged, is in place (%v)", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "big-1")); err != nil || !bytes.Equal(got, want["big-1"]) {
+		t.Errorf("big-1: %d bytes (%v), want the %d saved", len(got), err, len(want["big-1"]))
+	}
+	noTemps(t, target)
 }
