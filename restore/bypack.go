@@ -30,7 +30,6 @@ const batchChunks = 1 << 16
 // packJob is the chunks of the batch's big files that one pack holds, in
 // the pack's order.
 type packJob struct {
-	pack   repo.ID
 	chunks []jobChunk
 }
 
@@ -79,7 +78,7 @@ func packJobs(idx *repo.Index, files []*pendingFile) []*packJob {
 			b, _ := idx.Lookup(id) // every chunk is in the index (queueByPack)
 			j := byPack[b.Pack]
 			if j == nil {
-				j = &packJob{pack: b.Pack}
+				j = &packJob{}
 				byPack[b.Pack] = j
 				jobs = append(jobs, j)
 			}

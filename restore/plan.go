@@ -46,8 +46,8 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), pl
 				firstLink[key] = true
 			}
 			// Big files are read pack by pack (bypack.go): a pack job
-			// reads the chunks a pack holds of them with one ranged read
-			// straight from the server, which needs no plan.
+			// reads the chunks a pack holds of them with one stream, past
+			// the read-ahead, which needs no plan.
 			if len(e.Node.Content) <= partChunks {
 				plan.Add(e.Node.Content)
 			}
