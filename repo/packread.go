@@ -1,8 +1,11 @@
 package repo
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 )
 
 // The blobs of one file, or of one folder of trees, sit next to each other
@@ -48,6 +51,112 @@ func (r *Repository) LoadBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBu
 		i += len(run)
 	}
 	return nil
+}
+
+// StreamBlobsInOrder is LoadBlobsInOrder for blobs that lie in the order
+// of ids in few packs (a restore's pack job): where the backend reads
+// ranges as streams (repo.RangeOpener: object storage), each run of ids in
+// one pack, forwards with gaps of at most 1 MiB and of any length, is one
+// ranged read taken blob by blob as it comes, past the backend's read-ahead
+// and never whole in memory. A blob the stream cannot give or that does
+// not open is read alone with those after it in the run, from another
+// place when it has one (LoadBlobTo). Without streams it is
+// LoadBlobsInOrder.
+func (r *Repository) StreamBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBuffer, fn func(i int, plain []byte) error) error {
+	ro, ok := Capability[RangeOpener](r.be)
+	if !ok {
+		return r.LoadBlobsInOrder(ctx, ids, buf, fn)
+	}
+	for i := 0; i < len(ids); {
+		run, err := r.streamRun(ids[i:])
+		if err != nil {
+			return err
+		}
+		done, err := r.streamRunBlobs(ctx, ro, run, buf, func(j int, plain []byte) error { return fn(i+j, plain) })
+		if errors.Is(err, errors.ErrUnsupported) {
+			return r.LoadBlobsInOrder(ctx, ids[i:], buf, func(j int, plain []byte) error { return fn(i+j, plain) })
+		}
+		if err != nil {
+			return err
+		}
+		for _, b := range run[done:] {
+			plain, err := r.LoadBlobTo(ctx, b.ID, buf)
+			if err != nil {
+				return err
+			}
+			if err := fn(i+done, plain); err != nil {
+				return err
+			}
+			done++
+		}
+		i += len(run)
+	}
+	return nil
+}
+
+// streamRun returns the places of the first blobs of ids that one stream
+// reads: data blobs of one pack, forwards, at most runGap apart.
+func (r *Repository) streamRun(ids []ID) ([]IndexedBlob, error) {
+	first, ok := r.idx.Lookup(ids[0])
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w", ids[0].Short(), ErrNotFound)
+	}
+	run := []IndexedBlob{first}
+	end := int64(first.Offset) + int64(first.Length)
+	for _, id := range ids[1:] {
+		b, ok := r.idx.Lookup(id)
+		if !ok || b.Pack != first.Pack || b.Type != first.Type {
+			break
+		}
+		at := int64(b.Offset)
+		if at < end || at-end > runGap {
+			break
+		}
+		run = append(run, b)
+		end = at + int64(b.Length)
+	}
+	return run, nil
+}
+
+// streamRunBlobs reads run with one stream and hands its blobs to fn in
+// order, returning how many it handed; it stops at the first that the
+// stream cannot give or that does not open, leaving the rest to be read
+// alone. Only fn's error is returned, and ErrUnsupported when the backend
+// cannot stream after all (a wrapper over one that cannot).
+func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []IndexedBlob, buf *BlobBuffer, fn func(j int, plain []byte) error) (int, error) {
+	if len(run) == 1 {
+		return 0, nil // read alone, with its alternates
+	}
+	start := int64(run[0].Offset)
+	length := int64(run[len(run)-1].Offset) + int64(run[len(run)-1].Length) - start
+	rc, err := ro.OpenRange(ctx, Handle{Type: PackFile, Name: run[0].Pack.String()}, start, length)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, nil
+	}
+	defer rc.Close()
+	in := bufio.NewReaderSize(rc, 256<<10)
+	pos := start
+	for j, b := range run {
+		if _, err := in.Discard(int(int64(b.Offset) - pos)); err != nil {
+			return j, nil
+		}
+		buf.sealed = grow(buf.sealed, int(b.Length))[:b.Length]
+		if _, err := io.ReadFull(in, buf.sealed); err != nil {
+			return j, nil
+		}
+		pos = int64(b.Offset) + int64(b.Length)
+		plain, err := r.openBlob(b.PackedBlob, buf.sealed, &buf.plain)
+		if err != nil {
+			return j, nil
+		}
+		if err := fn(j, plain); err != nil {
+			return j, err
+		}
+	}
+	return len(run), nil
 }
 
 // blobRun returns the places of the first blobs of ids that one ranged

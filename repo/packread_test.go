@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"testing"
@@ -176,5 +177,88 @@ func TestReadPlanHoldsTheReadsMade(t *testing.T) {
 	end()
 	if rec.plans != 2 || rec.plan != nil {
 		t.Errorf("after the plan ended: %d plans given, the last %v; want 2, the last nil", rec.plans, rec.plan)
+	}
+}
+
+// streamingBackend reads ranges as streams (repo.RangeOpener) over the
+// backend it wraps, counting the streams opened and the loads of packs,
+// and flips a byte of what a stream gives at the pack offset flip (-1:
+// none).
+type streamingBackend struct {
+	repo.Backend
+	flip         int64
+	opens, loads int
+}
+
+func (s *streamingBackend) Unwrap() repo.Backend { return s.Backend }
+
+func (s *streamingBackend) OpenRange(ctx context.Context, h repo.Handle, offset, length int64) (io.ReadCloser, error) {
+	s.opens++
+	data, err := s.Backend.Load(ctx, h, offset, length)
+	if err != nil {
+		return nil, err
+	}
+	if at := s.flip - offset; s.flip >= 0 && at >= 0 && at < int64(len(data)) {
+		data = slices.Clone(data)
+		data[at] ^= 1
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+func (s *streamingBackend) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.PackFile {
+		s.loads++
+	}
+	return s.Backend.Load(ctx, h, offset, length)
+}
+
+// StreamBlobsInOrder reads a pack's blobs asked for in its order with one
+// stream, handing each in order; a blob the stream gives damaged is read
+// again alone with those after it, and every blob still comes as saved.
+func TestStreamBlobsInOrder(t *testing.T) {
+	onePacker(t)
+	ctx := context.Background()
+	mem := memory.New()
+	r := initRepo(t, mem)
+	var ids []repo.ID
+	var want [][]byte
+	for i := range 40 {
+		data := backendtest.RandomBytes(uint64(100+i), 10<<10)
+		ids = append(ids, saveBlob(t, r, data))
+		want = append(want, data)
+	}
+	flush(t, r)
+	for _, flipBlob := range []int{-1, 30} {
+		be := &streamingBackend{Backend: mem, flip: -1}
+		r2 := openRepo(t, be)
+		if err := r2.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if flipBlob >= 0 {
+			b, _ := r2.Index().Lookup(ids[flipBlob])
+			be.flip = int64(b.Offset) + 20
+		}
+		var buf repo.BlobBuffer
+		next := 0
+		err := r2.StreamBlobsInOrder(ctx, ids, &buf, func(i int, plain []byte) error {
+			if i != next {
+				t.Fatalf("blob %d handed when %d was next", i, next)
+			}
+			if !bytes.Equal(plain, want[i]) {
+				t.Errorf("blob %d: %d bytes, not the %d saved", i, len(plain), len(want[i]))
+			}
+			next++
+			return nil
+		})
+		if err != nil || next != len(ids) {
+			t.Fatalf("stream: %v after %d of %d blobs", err, next, len(ids))
+		}
+		wantLoads := 0
+		if flipBlob >= 0 {
+			wantLoads = len(ids) - flipBlob // the damaged blob and those after it, alone
+		}
+		if be.opens != 1 || be.loads != wantLoads {
+			t.Errorf("damaged blob %d: %d streams and %d loads, want 1 and %d", flipBlob, be.opens, be.loads, wantLoads)
+		}
 	}
 }

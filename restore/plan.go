@@ -8,16 +8,16 @@ import (
 
 // planReads tells the repository's backend, before the file workers start,
 // the reads of pack data the restore of tree root will make for files
-// read as one part (all but big files), when the
-// backend plans its reads (object storage: it then fetches what a pack
-// holds for the restore with one request, see repo.ReadPlanner). It walks
-// the snapshot as the restore does, without restoring; a restore from a
-// backend that does not plan (a local folder) spends no walk on it. The
-// function returned ends the plan.
-func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), err error) {
+// read as one part (all but big files, read pack by pack: bypack.go), when
+// the backend plans its reads (object storage: it then fetches what a
+// pack holds for the restore with one request, see repo.ReadPlanner). It
+// walks the snapshot as the restore does, without restoring; a restore
+// from a backend that does not plan (a local folder) spends no walk on
+// it, and planned is false. The function returned ends the plan.
+func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), planned bool, err error) {
 	plan := rs.r.NewReadPlan()
 	if plan == nil {
-		return func() {}, nil
+		return func() {}, false, nil
 	}
 	// Entries the restore will refuse are left out; entries it may yet
 	// fail to restore (a folder in the way) are planned all the same:
@@ -45,11 +45,9 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), er
 				}
 				firstLink[key] = true
 			}
-			// Only files read as one part: the parts of a big file are
-			// read side by side by several workers, and their spans in
-			// flight outgrow the read-ahead's budget (two files of 256 MiB
-			// made 404 GETs planned against 148 unplanned); they go
-			// through the read-ahead's windows, as without a plan.
+			// Big files are read pack by pack (bypack.go): a pack job
+			// reads the chunks a pack holds of them with one stream, past
+			// the read-ahead, which needs no plan.
 			if len(e.Node.Content) <= partChunks {
 				plan.Add(e.Node.Content)
 			}
@@ -57,7 +55,7 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), er
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return plan.Start(), nil
+	return plan.Start(), true, nil
 }

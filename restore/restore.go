@@ -28,6 +28,9 @@ import (
 type Repository interface {
 	Walk(ctx context.Context, root repo.ID, opts repo.WalkOptions, v repo.WalkVisitor) error
 	LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error
+	// StreamBlobsInOrder is LoadBlobsInOrder for a pack job's blobs, in
+	// the order of one pack: one stream per pack where the backend can.
+	StreamBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error
 	Index() *repo.Index
 	BlobID(data []byte) repo.ID
 	// NewReadPlan returns a plan of the reads to come, or nil when the
@@ -116,6 +119,13 @@ type restorer struct {
 	firstDamage error
 	fileWG      sync.WaitGroup
 	parts       chan filePart
+	// planned is set when the backend plans the restore's reads: big
+	// files are then read pack by pack (bypack.go), those met one after
+	// another in the walk held in batch until their pack jobs are handed
+	// out.
+	planned     bool
+	batch       []*pendingFile
+	batchChunks int
 	prog        *Progress // opts.Progress, or the restorer's own
 }
 
@@ -164,11 +174,12 @@ type pendingFile struct {
 }
 
 // filePart is the chunks [first, end) of a file's content, whose first
-// byte is at offset.
+// byte is at offset; or, when job is set, a pack job (bypack.go).
 type filePart struct {
 	file       *pendingFile
 	first, end int
 	offset     int64
+	job        *packJob
 }
 
 type dirMeta struct {
@@ -247,17 +258,21 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// Best effort: a file or folder that cannot be restored (damage in
 	// the repository, a local error) is skipped with its reason and the
 	// rest goes on. Only the caller's cancellation ends the restore early.
-	endPlan, err := rs.planReads(ctx, s.Tree)
+	endPlan, planned, err := rs.planReads(ctx, s.Tree)
 	if err != nil {
 		return nil, err
 	}
 	defer endPlan()
+	rs.planned = planned
 	for i := 0; i < opts.Workers; i++ {
 		rs.fileWG.Add(1)
 		go rs.fileWorker(ctx)
 	}
 	var links []deferredLink
 	walkErr := rs.walk(ctx, s.Tree, &links)
+	if err := rs.flushBatch(ctx); err != nil && walkErr == nil {
+		walkErr = err
+	}
 	close(rs.parts)
 	rs.fileWG.Wait()
 	if walkErr != nil {
@@ -535,6 +550,15 @@ func (rs *restorer) place(tmp, target string) error {
 // large.
 func (rs *restorer) queueFile(ctx context.Context, f restoreFile) error {
 	pf := &pendingFile{restoreFile: f}
+	if held, err := rs.queueByPack(ctx, pf); held || err != nil {
+		return err
+	}
+	// Any other file ends the big files met one after another: those
+	// saved side by side, whose chunks share packs, are next to each
+	// other in the walk.
+	if err := rs.flushBatch(ctx); err != nil {
+		return err
+	}
 	parts := rs.split(pf)
 	pf.parts.Store(int32(len(parts)))
 	for _, p := range parts {
@@ -578,6 +602,10 @@ func (rs *restorer) fileWorker(ctx context.Context) {
 	var buf repo.BlobBuffer
 	var stage stagingBuffer
 	for p := range rs.parts {
+		if p.job != nil {
+			rs.runPackJob(ctx, p.job, &buf)
+			continue
+		}
 		rs.finishPart(ctx, p, rs.writePart(ctx, p, &buf, &stage))
 	}
 }
@@ -607,16 +635,8 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	if f.failed() {
 		return nil // the file is given up already
 	}
-	var openErr error
-	f.open.Do(func() {
-		f.tmp = tempName(f.target)
-		f.out, openErr = rs.fs.CreateExclusive(rs.root, f.tmp)
-		if openErr == nil && f.node.Size >= directMinSize {
-			f.direct = rs.fs.OpenDirect(rs.root, f.tmp, f.out)
-		}
-	})
-	if openErr != nil {
-		return openErr // the file is skipped with it (finishPart)
+	if err := rs.openFile(f, true); err != nil {
+		return err // the file is skipped with it (finishPart)
 	}
 	if f.out == nil {
 		return nil // another part failed to create it, and reported why
@@ -629,6 +649,11 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	// The part's blobs come in order, those that lie together in a pack
 	// with one read (one request on object storage).
 	err := rs.r.LoadBlobsInOrder(ctx, f.node.Content[p.first:p.end], buf, func(_ int, data []byte) error {
+		// A part read pack by pack may come whole from memory, up to a
+		// pack's bytes: a cancelled restore stops at the next chunk.
+		if err := ctx.Err(); err != nil {
+			return &writeError{err}
+		}
 		var err error
 		switch {
 		case isZero(data):
@@ -665,6 +690,21 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	}
 	f.written.Add(offset - p.offset)
 	return nil
+}
+
+// openFile creates f's temporary file, once, whichever part comes first;
+// a big file is opened for direct writes too where direct allows. The
+// error is the creation's, returned to the part that tried.
+func (rs *restorer) openFile(f *pendingFile, direct bool) error {
+	var err error
+	f.open.Do(func() {
+		f.tmp = tempName(f.target)
+		f.out, err = rs.fs.CreateExclusive(rs.root, f.tmp)
+		if err == nil && direct && f.node.Size >= directMinSize {
+			f.direct = rs.fs.OpenDirect(rs.root, f.tmp, f.out)
+		}
+	})
+	return err
 }
 
 func (f *pendingFile) failed() bool {

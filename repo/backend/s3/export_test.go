@@ -26,4 +26,14 @@ func (b *Backend) OnReadAheadWait(fn func()) {
 
 // PlanCounts is the planned spans b's read-ahead fetched, and the planned
 // reads that went to the server alone for want of room.
-func (b *Backend) PlanCounts() (fetched, alone int) { return b.readAhead.planCounts() }
+func (b *Backend) PlanCounts() (fetched, alone int) {
+	fetched, alone, _ = b.readAhead.planCounts()
+	return fetched, alone
+}
+
+// SpansDropped is the planned spans b's read-ahead dropped for room
+// before their last planned read.
+func (b *Backend) SpansDropped() int {
+	_, _, dropped := b.readAhead.planCounts()
+	return dropped
+}

@@ -96,7 +96,7 @@ func (r *readAhead) plannedSpan(key string, offset, n int64) (planSpan, bool) {
 // out of the plan; nil when the windows being fetched leave no room (the
 // read then goes to the server alone, and s stays planned). r.mu is held.
 func (r *readAhead) startSpan(key string, s planSpan) *raWindow {
-	if !r.makeRoom(s.length) {
+	if !r.makeRoom(s.length, s.reads) {
 		return nil
 	}
 	spans := r.plan[key]
@@ -119,19 +119,33 @@ func (r *readAhead) startSpan(key string, s planSpan) *raWindow {
 }
 
 // makeRoom drops the least recently used ready windows until length more
-// bytes fit the budget; false when the windows being fetched, and the
-// planned spans whose reads are still to come, leave too little: a span
-// is never dropped before its last planned read (fetched again, it would
-// cost its bytes again, over and over while the spans in flight need more
-// than the budget). r.mu is held.
-func (r *readAhead) makeRoom(length int64) bool {
+// bytes fit the budget, for a window or span that reads reads will use;
+// false when the windows being fetched, and the planned spans whose reads
+// are still to come, leave too little. A span is dropped before its last
+// planned read only for a span that more reads will use than it still
+// has (the one with the fewest, least recently used first): its reads
+// then go through windows, where each costs at most a request, while
+// each read of a span that finds no room costs one (a restore's small
+// files spread over the walk can keep a few spans waiting for a few
+// reads each, long after the rest of them was read; were spans of
+// equal worth dropped for each other, each would be fetched again, over
+// and over). r.mu is held.
+func (r *readAhead) makeRoom(length int64, reads int) bool {
 	for r.used+length > r.budget {
-		var victim *raWindow
+		var victim, cheapest *raWindow
 		for e := r.lru.Back(); e != nil; e = e.Prev() {
-			if w := e.Value.(*raWindow); !w.planned || w.pending <= 0 {
+			w := e.Value.(*raWindow)
+			if !w.planned || w.pending <= 0 {
 				victim = w
 				break
 			}
+			if cheapest == nil || w.pending < cheapest.pending {
+				cheapest = w
+			}
+		}
+		if victim == nil && cheapest != nil && cheapest.pending < reads {
+			victim = cheapest
+			r.spansDropped++
 		}
 		if victim == nil {
 			return false
@@ -186,10 +200,11 @@ func (r *readAhead) served(w *raWindow) {
 	}
 }
 
-// planCounts returns the planned spans fetched and the planned reads that
-// went to the server alone for want of room, for tests and measurements.
-func (r *readAhead) planCounts() (fetched, alone int) {
+// planCounts returns the planned spans fetched, the planned reads that
+// went to the server alone for want of room, and the spans dropped before
+// their last planned read, for tests and measurements.
+func (r *readAhead) planCounts() (fetched, alone, dropped int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.spansFetched, r.spansDeferred
+	return r.spansFetched, r.spansDeferred, r.spansDropped
 }

@@ -163,18 +163,24 @@ func TestPlanConcurrentReadersShareTheFetch(t *testing.T) {
 }
 
 // Spans never hold more than the budget, and none is dropped before its
-// last planned read: a read whose span finds no room goes to the server
-// alone (and is counted), and its span is fetched when there is room.
+// last planned read for a span of no more reads: a read whose span finds
+// no room goes to the server alone (and is counted), and its span is
+// fetched when there is room.
 func TestPlanBudget(t *testing.T) {
 	be, p := proxiedBackend(t)
 	be.SetReadAhead(testWindow, planBudget)
 	names := []string{packName('a'), packName('b'), packName('c')}
 	data := map[string][]byte{}
 	var plan []repo.PackReads
-	for _, n := range names {
+	for i, n := range names {
 		data[n] = savePack(t, be, n, 400<<10)
-		// Two reads of each pack: one span of 400K each.
-		plan = append(plan, planOf(n, [2]int64{0, 10 << 10}, [2]int64{390 << 10, 10 << 10})...)
+		// One span of 400K each: three reads of the first two packs,
+		// two of the third.
+		reads := [][2]int64{{0, 10 << 10}, {200 << 10, 10 << 10}, {390 << 10, 10 << 10}}
+		if i == 2 {
+			reads = [][2]int64{reads[0], reads[2]}
+		}
+		plan = append(plan, planOf(n, reads...)...)
 	}
 	gets(p)
 	be.PlanReads(plan)
@@ -193,6 +199,7 @@ func TestPlanBudget(t *testing.T) {
 	}
 	p.ResetCounts()
 	for _, n := range names[:2] {
+		readOK(t, be, handle(n), data[n], 200<<10, 10<<10)
 		readOK(t, be, handle(n), data[n], 390<<10, 10<<10)
 	}
 	if got := gets(p); got != 0 {
@@ -210,6 +217,47 @@ func TestPlanBudget(t *testing.T) {
 	}
 	if held := be.ReadAheadHeld(); held != 0 {
 		t.Errorf("%d bytes held after every planned read was served, want 0", held)
+	}
+}
+
+// A span that more planned reads will use than a held one still has takes
+// its room: the held span with the fewest reads to come, least recently
+// used first, is dropped, and its last read goes through a window.
+func TestPlanDropsSpanNearlyRead(t *testing.T) {
+	be, p := proxiedBackend(t)
+	be.SetReadAhead(testWindow, planBudget)
+	names := []string{packName('a'), packName('b'), packName('c')}
+	data := map[string][]byte{}
+	var plan []repo.PackReads
+	for i, n := range names {
+		data[n] = savePack(t, be, n, 400<<10)
+		// One span of 400K each: two reads of the first two packs, three
+		// of the third.
+		reads := [][2]int64{{0, 10 << 10}, {390 << 10, 10 << 10}}
+		if i == 2 {
+			reads = [][2]int64{reads[0], {200 << 10, 10 << 10}, reads[1]}
+		}
+		plan = append(plan, planOf(n, reads...)...)
+	}
+	gets(p)
+	be.PlanReads(plan)
+	handle := func(n string) repo.Handle { return repo.Handle{Type: repo.PackFile, Name: n} }
+	for _, n := range names {
+		readOK(t, be, handle(n), data[n], 0, 10<<10)
+		if held := be.ReadAheadHeld(); held > planBudget {
+			t.Fatalf("spans hold %d bytes, more than the budget %d", held, planBudget)
+		}
+	}
+	if fetched, alone := be.PlanCounts(); fetched != 3 || alone != 0 || be.SpansDropped() != 1 {
+		t.Errorf("a third span of more reads: %d fetched, %d reads alone, %d dropped; want 3, 0 and 1", fetched, alone, be.SpansDropped())
+	}
+	p.ResetCounts()
+	readOK(t, be, handle(names[2]), data[names[2]], 200<<10, 10<<10)
+	for _, n := range names {
+		readOK(t, be, handle(n), data[n], 390<<10, 10<<10)
+	}
+	if c := p.Counts(); c.Requests[http.MethodGet] != 1 || c.BytesOut != 10<<10 {
+		t.Errorf("the last reads: %d GETs of %d bytes, want 1 of %d (the dropped span's read, through a window to the pack's end)", c.Requests[http.MethodGet], c.BytesOut, 10<<10)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -42,11 +43,12 @@ func (g *getsByObject) of(name string) int {
 	return g.n[name]
 }
 
-// A restore from S3 reads each data pack of files read as one part with
-// one GET, though the read-ahead's windows are a small part of a pack and
-// the file workers read several files of one pack side by side; every
-// file comes back as saved, a big file's (unplanned, through the windows)
-// too, and no planned read goes to the server alone.
+// A restore from S3 reads each data pack with one GET, though the
+// read-ahead's windows are a small part of a pack and the file workers
+// read several files of one pack side by side; every file comes back as
+// saved, and no planned read goes to the server alone. The big file, in
+// a session's pack of its own, is read pack by pack (a stream per pack,
+// not planned).
 func TestRestoreReadsEachPackOnce(t *testing.T) {
 	be, p := proxiedBackend(t)
 	// Windows of 64 KiB would take some 15 GETs for a pack of 1 MiB; the
@@ -77,7 +79,7 @@ func TestRestoreReadsEachPackOnce(t *testing.T) {
 	// third with a file of two parts (more than 32 chunks) in packs of
 	// its own.
 	var nodes []repo.Node
-	dataPacks := map[repo.ID]bool{}
+	dataPacks, smallPacks := map[repo.ID]bool{}, map[repo.ID]bool{}
 	var root repo.ID
 	for session := range 3 {
 		written, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
@@ -105,15 +107,13 @@ func TestRestoreReadsEachPackOnce(t *testing.T) {
 		}
 	}
 	for _, n := range nodes {
-		if n.Name == "big" {
-			continue
-		}
 		for _, id := range n.Content {
 			b, _ := r.Index().Lookup(id)
 			dataPacks[b.Pack] = true
+			smallPacks[b.Pack] = smallPacks[b.Pack] || n.Name != "big"
 		}
 	}
-	if len(dataPacks) < 2 {
+	if len(dataPacks) < 3 {
 		t.Fatalf("the test's data is in %d packs, want several", len(dataPacks))
 	}
 	gets := countGets(p)
@@ -136,8 +136,14 @@ func TestRestoreReadsEachPackOnce(t *testing.T) {
 			t.Errorf("data pack %s: %d GETs, want 1", pack.Short(), n)
 		}
 	}
-	if fetched, alone := be.PlanCounts(); fetched != len(dataPacks) || alone != 0 {
-		t.Errorf("planned spans: %d fetched, %d reads alone; want %d (a pack each) fetched, none alone", fetched, alone, len(dataPacks))
+	small := 0
+	for _, s := range smallPacks {
+		if s {
+			small++
+		}
+	}
+	if fetched, alone := be.PlanCounts(); fetched != small || alone != 0 {
+		t.Errorf("planned spans: %d fetched, %d reads alone; want %d (a pack of small files each) fetched, none alone", fetched, alone, small)
 	}
 }
 
@@ -153,4 +159,198 @@ func randomChunk(seed uint64, n int) []byte {
 		b[i] = byte(x) | 1
 	}
 	return b
+}
+
+// unplanned is a repository whose backend is taken for one that does not
+// plan: every read goes through the read-ahead's windows.
+type unplanned struct{ *repo.Repository }
+
+func (unplanned) NewReadPlan() *repo.ReadPlan { return nil }
+
+// saveChunks saves n chunks of 8 KiB made from seed in w and returns their IDs and bytes.
+func saveChunks(t *testing.T, r *repo.Repository, w *repo.Writer, seed uint64, n int) ([]repo.ID, [][]byte) {
+	t.Helper()
+	var ids []repo.ID
+	var chunks [][]byte
+	for i := range n {
+		c := randomChunk(seed*1000+uint64(i), 8<<10)
+		id := r.BlobID(c)
+		if _, err := w.SaveBlob(context.Background(), repo.DataBlob, id, c); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		chunks = append(chunks, c)
+	}
+	return ids, chunks
+}
+
+// restoreAndCompare restores the snapshot of root into a new folder and
+// fails the test where a file differs from want.
+func restoreAndCompare(t *testing.T, r restore.Repository, root repo.ID, want map[string][]byte) {
+	t.Helper()
+	target := t.TempDir()
+	res, err := restore.Run(context.Background(), r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(res.Files) != len(want) {
+		t.Errorf("%d files restored, want %d", res.Files, len(want))
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want the %d saved", name, len(got), err, len(content))
+		}
+	}
+}
+
+// Two big files saved side by side by one packer, their chunks taking
+// turns in three packs (a session each, as a backup's file workers reading
+// both at once put them), with small files before in a pack of their own:
+// the restore reads each data pack with one GET (a pack job's stream
+// reads both files' chunks in it), and fetches no byte twice.
+func TestRestoreReadsBigFilesByPack(t *testing.T) {
+	be, p := proxiedBackend(t)
+	// A pack holds 320 KiB: windows of 64 KiB would take 5 GETs or more
+	// for it.
+	be.SetReadAhead(testWindow, 8<<20)
+	r := repotest.New(t, be)
+	ctx := context.Background()
+	mtime := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	want := map[string][]byte{}
+	nodes := []repo.Node{}
+	node := func(name string, ids []repo.ID, chunks [][]byte) {
+		content := bytes.Join(chunks, nil)
+		want[name] = content
+		nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
+	}
+	var bigA, bigB [][]byte
+	var idsA, idsB []repo.ID
+	var root repo.ID
+	const sessions, perPack = 3, 20
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		for i := range 5 {
+			ids, chunks := saveChunks(t, r, w, uint64(500+i), 1+i%3)
+			node(fmt.Sprintf("a-small-%d", i), ids, chunks)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for session := range sessions {
+		written, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+			for i := range perPack {
+				a, ca := saveChunks(t, r, w, uint64(100000+session*perPack+i), 1)
+				b, cb := saveChunks(t, r, w, uint64(200000+session*perPack+i), 1)
+				idsA, bigA = append(idsA, a...), append(bigA, ca...)
+				idsB, bigB = append(idsB, b...), append(bigB, cb...)
+			}
+			if session == sessions-1 {
+				node("b-big", idsA, bigA)
+				node("c-big", idsB, bigB)
+				var err error
+				root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if session == sessions-1 {
+			if err := written.SaveSnapshot(ctx, &repo.Snapshot{ID: "big", Time: mtime, Tree: root}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bigPacks := map[repo.ID]bool{}
+	for _, id := range append(slices.Clone(idsA), idsB...) {
+		b, _ := r.Index().Lookup(id)
+		bigPacks[b.Pack] = true
+	}
+	if len(bigPacks) < sessions {
+		t.Fatalf("the big files are in %d packs, want %d or more", len(bigPacks), sessions)
+	}
+	var packBytes int64
+	if err := be.List(ctx, repo.PackFile, func(_ string, size int64) error { packBytes += size; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	gets := countGets(p)
+	p.ResetCounts()
+	restoreAndCompare(t, r, root, want)
+	for pack := range bigPacks {
+		if n := gets.of(pack.String()); n != 1 {
+			t.Errorf("data pack %s of the big files: %d GETs, want 1", pack.Short(), n)
+		}
+	}
+	if got := p.Counts().BytesOut; got > packBytes {
+		t.Errorf("%d bytes received, more than the %d the packs hold: some were fetched twice", got, packBytes)
+	}
+	if _, alone := be.PlanCounts(); alone != 0 {
+		t.Errorf("%d planned reads went to the server alone, want none", alone)
+	}
+}
+
+// A big file whose chunks alternate between two packs (packs filled side
+// by side, as one packer per core wrote them) comes back as saved, read
+// pack by pack as well (no planned span: a stream per pack), with no
+// more GETs than a restore without a plan makes through the windows.
+func TestRestoreAlternatingBigFile(t *testing.T) {
+	be, p := proxiedBackend(t)
+	be.SetReadAhead(testWindow, 8<<20)
+	r := repotest.New(t, be)
+	ctx := context.Background()
+	mtime := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	const chunks = 40
+	content := make([][]byte, chunks)
+	ids := make([]repo.ID, chunks)
+	var root repo.ID
+	// Session k saves the chunks i with i%2 == k: the file's chunks take
+	// turns in the two sessions' packs.
+	for session := range 2 {
+		written, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+			for i := session; i < chunks; i += 2 {
+				id, c := saveChunks(t, r, w, uint64(300000+i), 1)
+				ids[i], content[i] = id[0], c[0]
+			}
+			if session == 1 {
+				data := bytes.Join(content, nil)
+				var err error
+				root, err = w.SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "big", Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(data)), Content: ids}}})
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if session == 1 {
+			if err := written.SaveSnapshot(ctx, &repo.Snapshot{ID: "big", Time: mtime, Tree: root}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[string][]byte{"big": bytes.Join(content, nil)}
+	// With one file worker, the windows' GETs depend on nothing else.
+	restoreOne := func(r restore.Repository) int64 {
+		be.SetReadAhead(testWindow, 8<<20)
+		p.ResetCounts()
+		target := t.TempDir()
+		if _, err := restore.Run(ctx, r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, Workers: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(filepath.Join(target, "big")); err != nil || !bytes.Equal(got, want["big"]) {
+			t.Errorf("big: %d bytes (%v), want the %d saved", len(got), err, len(want["big"]))
+		}
+		return p.Counts().Requests[http.MethodGet]
+	}
+	windows := restoreOne(unplanned{r})
+	planned := restoreOne(r)
+	if planned > windows {
+		t.Errorf("restore with a plan: %d GETs, more than the %d of the windows alone", planned, windows)
+	}
+	if fetched, alone := be.PlanCounts(); fetched != 0 || alone != 0 {
+		t.Errorf("planned spans: %d fetched, %d reads alone; want none: the file is streamed", fetched, alone)
+	}
+	restoreAndCompare(t, r, root, want)
 }

@@ -44,8 +44,9 @@ type readAhead struct {
 	// be read and that no window holds yet, by offset.
 	plan map[string][]planSpan
 	// spansFetched counts the planned spans fetched, spansDeferred the
-	// planned reads that went to the server alone for want of room.
-	spansFetched, spansDeferred int
+	// planned reads that went to the server alone for want of room,
+	// spansDropped the spans dropped for room before their last read.
+	spansFetched, spansDeferred, spansDropped int
 }
 
 // raWindow is the bytes of one object from offset on. While being fetched
@@ -176,7 +177,7 @@ func (r *readAhead) start(key string, offset, n int64) *raWindow {
 			length = s.offset - offset
 		}
 	}
-	if !r.makeRoom(length) {
+	if !r.makeRoom(length, 1) {
 		return nil
 	}
 	w := &raWindow{key: key, offset: offset, done: make(chan struct{}), reserve: length}

@@ -1,0 +1,203 @@
+package restore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/nightjar-backup/nightjar/repo"
+)
+
+// On object storage each read of a pack is a request. A big file cut into
+// parts of partChunks chunks, the parts handed out in the order of the
+// walk, reads a pack from several parts at once, and two big files saved
+// side by side share their packs: read file after file, part by part,
+// each pack is read several times (through the read-ahead's windows, or
+// as planned spans held until their last read, more than the read-ahead's
+// budget). So, when the backend plans its reads (object storage), the big
+// files met one after another in the walk are read pack by pack, as
+// restic does: one job per pack reads every chunk of those files that
+// the pack holds, in the pack's order, with one stream
+// (repo.StreamBlobsInOrder: past the read-ahead, a blob in memory at a
+// time), and writes each chunk where it goes in its file.
+//
+// batchChunks bounds the chunks of the big files held for their pack jobs
+// (their IDs and places: about 4 MiB; the files' bytes: about 16 GiB with
+// the default chunk sizes).
+const batchChunks = 1 << 16
+
+// packJob is the chunks of the batch's big files that one pack holds, in
+// the pack's order.
+type packJob struct {
+	chunks []jobChunk
+}
+
+// jobChunk is one chunk of a pack job: the file it goes to, at which
+// offset, and where it lies in the pack.
+type jobChunk struct {
+	file   *pendingFile
+	id     repo.ID
+	offset int64  // in the file
+	at     uint32 // in the pack
+}
+
+// queueByPack holds a big file for the pack jobs of the big files met one
+// after another in the walk; false when the restore reads nothing pack by
+// pack (a backend that does not plan: a local folder) or the file is not
+// big, or a chunk is not in the index (it is then restored in parts, and
+// the missing blob reported).
+func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, error) {
+	if !rs.planned || len(f.node.Content) <= partChunks {
+		return false, nil
+	}
+	idx := rs.r.Index()
+	for _, id := range f.node.Content {
+		if _, ok := idx.Lookup(id); !ok {
+			return false, nil
+		}
+	}
+	rs.batch = append(rs.batch, f)
+	rs.batchChunks += len(f.node.Content)
+	if rs.batchChunks >= batchChunks {
+		return true, rs.flushBatch(ctx)
+	}
+	return true, nil
+}
+
+// packJobs groups the chunks of files by pack, the packs in the order
+// they are first met, each job's chunks in the pack's order, and counts
+// each file's jobs as its parts.
+func packJobs(idx *repo.Index, files []*pendingFile) []*packJob {
+	var jobs []*packJob
+	byPack := map[repo.ID]*packJob{}
+	for _, f := range files {
+		var offset int64
+		seen := map[*packJob]bool{}
+		for _, id := range f.node.Content {
+			b, _ := idx.Lookup(id) // every chunk is in the index (queueByPack)
+			j := byPack[b.Pack]
+			if j == nil {
+				j = &packJob{}
+				byPack[b.Pack] = j
+				jobs = append(jobs, j)
+			}
+			if !seen[j] {
+				seen[j] = true
+				f.parts.Add(1)
+			}
+			j.chunks = append(j.chunks, jobChunk{file: f, id: id, offset: offset, at: b.Offset})
+			offset += int64(b.RawLength)
+		}
+	}
+	for _, j := range jobs {
+		slices.SortStableFunc(j.chunks, func(a, b jobChunk) int { return cmp.Compare(a.at, b.at) })
+	}
+	return jobs
+}
+
+// flushBatch hands the pack jobs of the big files held by queueByPack to
+// the file workers.
+func (rs *restorer) flushBatch(ctx context.Context) error {
+	if len(rs.batch) == 0 {
+		return nil
+	}
+	jobs := packJobs(rs.r.Index(), rs.batch)
+	rs.batch, rs.batchChunks = nil, 0
+	for i, j := range jobs {
+		select {
+		case rs.parts <- filePart{job: j}:
+		case <-ctx.Done():
+			// Finished here, so that each file's last part still
+			// removes its temporary file.
+			for _, j := range jobs[i:] {
+				rs.finishJob(ctx, j, ctx.Err())
+			}
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// runPackJob reads the chunks of job with one stream of its pack (where
+// they lie at most 1 MiB apart) and writes each into its file. A chunk
+// that cannot be read is damage to its file alone: the job goes on with
+// the next chunk. A file that failed is not written to further.
+func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBuffer) {
+	errs := map[*pendingFile]error{}
+	ids := make([]repo.ID, len(j.chunks))
+	for i, c := range j.chunks {
+		ids[i] = c.id
+	}
+	var stop error // a cancellation: no chunk after it is written
+	for next := 0; next < len(ids) && stop == nil; {
+		from := next
+		err := rs.r.StreamBlobsInOrder(ctx, ids[from:], buf, func(i int, data []byte) error {
+			if err := ctx.Err(); err != nil {
+				return &writeError{err}
+			}
+			c := j.chunks[from+i]
+			next = from + i + 1
+			if f := c.file; errs[f] == nil && !f.failed() {
+				if err := rs.writeChunk(f, c.offset, data); err != nil {
+					errs[f] = err
+				}
+			}
+			return nil
+		})
+		var local *writeError
+		switch {
+		case errors.As(err, &local):
+			stop = local.err
+		case err != nil:
+			// The chunk at next could not be read.
+			if f := j.chunks[next].file; errs[f] == nil {
+				errs[f] = &damageError{err}
+			}
+			next++
+		}
+	}
+	for _, c := range j.chunks {
+		if _, ok := errs[c.file]; !ok {
+			errs[c.file] = stop
+		}
+	}
+	for f, err := range errs {
+		rs.finishPart(ctx, filePart{file: f}, err)
+	}
+}
+
+// writeChunk writes one chunk of a pack job at offset in f, creating f's
+// temporary file first if no part did; a chunk of zeros is left a hole.
+func (rs *restorer) writeChunk(f *pendingFile, offset int64, data []byte) error {
+	if err := rs.openFile(f, false); err != nil {
+		return err
+	}
+	if f.out == nil {
+		return nil // another part failed to create it, and reported why
+	}
+	if isZero(data) {
+		f.holes.Store(true)
+	} else {
+		f.writing.Lock()
+		_, err := f.out.WriteAt(data, offset)
+		f.writing.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	f.written.Add(int64(len(data)))
+	rs.prog.bytesDone.Add(int64(len(data)))
+	return nil
+}
+
+// finishJob finishes the part each file of j had in it, with err.
+func (rs *restorer) finishJob(ctx context.Context, j *packJob, err error) {
+	done := map[*pendingFile]bool{}
+	for _, c := range j.chunks {
+		if !done[c.file] {
+			done[c.file] = true
+			rs.finishPart(ctx, filePart{file: c.file}, err)
+		}
+	}
+}

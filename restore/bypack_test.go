@@ -1,0 +1,247 @@
+package restore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/backendtest"
+	"github.com/nightjar-backup/nightjar/repo/backend/memory"
+	"github.com/nightjar-backup/nightjar/repo/repotest"
+	"github.com/nightjar-backup/nightjar/restore"
+)
+
+// planningBackend is a backend in memory that takes plans, as the s3
+// backend does, and keeps the last one.
+type planningBackend struct {
+	repo.Backend
+	mu   sync.Mutex
+	plan []repo.PackReads
+}
+
+func (b *planningBackend) PlanReads(plan []repo.PackReads) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if plan != nil {
+		b.plan = plan
+	}
+}
+
+func (b *planningBackend) Unwrap() repo.Backend { return b.Backend }
+
+// readOrder is a repository that records the chunks of each
+// LoadBlobsInOrder call (sizes: how many) and of each StreamBlobsInOrder
+// call (streamed).
+type readOrder struct {
+	*repo.Repository
+	mu       sync.Mutex
+	sizes    []int
+	streamed [][]repo.ID
+}
+
+func (r *readOrder) LoadBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error {
+	r.mu.Lock()
+	r.sizes = append(r.sizes, len(ids))
+	r.mu.Unlock()
+	return r.Repository.LoadBlobsInOrder(ctx, ids, buf, fn)
+}
+
+func (r *readOrder) StreamBlobsInOrder(ctx context.Context, ids []repo.ID, buf *repo.BlobBuffer, fn func(i int, plain []byte) error) error {
+	r.mu.Lock()
+	r.streamed = append(r.streamed, ids)
+	r.mu.Unlock()
+	return r.Repository.StreamBlobsInOrder(ctx, ids, buf, fn)
+}
+
+// bigFilesSideBySide saves two big files whose chunks take turns in three
+// packs (a session each, one goroutine saving: as one data packer lays
+// out two files a backup reads at once) and returns the snapshot's tree
+// and the files' contents.
+func bigFilesSideBySide(t *testing.T, r *repo.Repository) (repo.ID, map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string][]byte{}
+	var ids [2][]repo.ID
+	var root repo.ID
+	for session := range 3 {
+		_, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+			for i := range 20 {
+				for f := range 2 {
+					c := bytes.Repeat([]byte(fmt.Sprintf("file %d session %d chunk %d;", f, session, i)), 200)
+					id := r.BlobID(c)
+					if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
+						return err
+					}
+					ids[f] = append(ids[f], id)
+					name := fmt.Sprintf("big-%d", f)
+					want[name] = append(want[name], c...)
+				}
+			}
+			if session < 2 {
+				return nil
+			}
+			var nodes []repo.Node
+			for f := range 2 {
+				name := fmt.Sprintf("big-%d", f)
+				nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(want[name])), Content: ids[f]})
+			}
+			var err error
+			root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, want
+}
+
+// restoreInto restores tree root of r with one file worker into a new
+// folder and compares the files with want.
+func restoreInto(t *testing.T, r restore.Repository, root repo.ID, want map[string][]byte) {
+	t.Helper()
+	target := t.TempDir()
+	if _, err := restore.Run(context.Background(), r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want the %d saved", name, len(got), err, len(content))
+		}
+	}
+}
+
+// With a backend that plans its reads, two big files whose chunks share
+// packs are read pack by pack: one stream call per pack, with the chunks
+// of both files that it holds, in the pack's order; the plan holds none
+// of them.
+func TestBigFilesReadPackByPack(t *testing.T) {
+	be := &planningBackend{Backend: memory.New()}
+	r := repotest.New(t, be)
+	root, want := bigFilesSideBySide(t, r)
+	rec := &readOrder{Repository: r}
+	restoreInto(t, rec, root, want)
+	if len(rec.sizes) != 0 {
+		t.Errorf("big files read in parts of %v chunks, want none: pack by pack", rec.sizes)
+	}
+	packs := map[repo.ID]bool{}
+	for i, ids := range rec.streamed {
+		first, _ := r.Index().Lookup(ids[0])
+		at := -1
+		for _, id := range ids {
+			b, ok := r.Index().Lookup(id)
+			if !ok || b.Pack != first.Pack || int(b.Offset) <= at {
+				t.Fatalf("pack job %d: chunk %s is not after the one before in pack %s", i, id.Short(), first.Pack.Short())
+			}
+			at = int(b.Offset)
+		}
+		if packs[first.Pack] {
+			t.Errorf("pack %s read by two jobs", first.Pack.Short())
+		}
+		packs[first.Pack] = true
+		if len(ids) != 40 {
+			t.Errorf("pack job %d: %d chunks, want the 40 of both files that pack %s holds", i, len(ids), first.Pack.Short())
+		}
+	}
+	if len(packs) != 3 {
+		t.Errorf("%d packs read by jobs, want 3", len(packs))
+	}
+	for _, p := range be.plan {
+		for pack := range packs {
+			if p.Pack.Name == pack.String() {
+				t.Errorf("pack %s of the big files planned: %d reads", pack.Short(), len(p.Reads))
+			}
+		}
+	}
+}
+
+// A local backend plans nothing: big files are read in parts of at most
+// 32 chunks, file after file, as without the plan.
+func TestBigFilesLocalInParts(t *testing.T) {
+	r := repotest.New(t, memory.New())
+	root, want := bigFilesSideBySide(t, r)
+	rec := &readOrder{Repository: r}
+	restoreInto(t, rec, root, want)
+	if len(rec.sizes) != 4 || rec.sizes[0] != 32 || rec.sizes[1] != 28 {
+		t.Errorf("reads of %v chunks, want 32 and 28 for each file", rec.sizes)
+	}
+}
+
+// A restore cancelled while a pack job writes stops there: it returns the
+// cancellation, and neither big file is in place nor a temporary file
+// left.
+func TestBigFilesByPackCancelled(t *testing.T) {
+	r := repotest.New(t, &planningBackend{Backend: memory.New()})
+	root, _ := bigFilesSideBySide(t, r)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var writes atomic.Int32
+	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
+		if op == "WriteAt" && writes.Add(1) == 5 {
+			cancel()
+		}
+		return nil
+	}}
+	target := t.TempDir()
+	_, err := restore.Run(ctx, r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("restore returns %v, want the cancellation", err)
+	}
+	noTemps(t, target)
+	for _, name := range []string{"big-0", "big-1"} {
+		if _, err := os.Lstat(filepath.Join(target, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s, whose writing was cancelled, is in place (%v)", name, err)
+		}
+	}
+}
+
+// A chunk of one big file that cannot be read costs that file alone: the
+// other file, whose chunks share the pack job, is restored whole, and the
+// damaged one is reported with its path and the blob, not put in place.
+func TestBigFilesByPackDamage(t *testing.T) {
+	faulty := backendtest.NewFaulty(memory.New())
+	r := repotest.New(t, &planningBackend{Backend: faulty})
+	root, want := bigFilesSideBySide(t, r)
+	var tree *repo.Tree
+	if err := r.Walk(context.Background(), root, repo.WalkOptions{}, repo.WalkVisitor{Node: func(e *repo.WalkEntry) error {
+		if e.Node.Name == "big-0" {
+			tree = &repo.Tree{Nodes: []repo.Node{*e.Node}}
+		}
+		return nil
+	}}); err != nil || tree == nil {
+		t.Fatalf("walk: %v", err)
+	}
+	damaged := tree.Nodes[0].Content[45] // in the third pack, before big-1's chunks there
+	loc, _ := r.Index().Lookup(damaged)
+	at := int64(loc.Offset) + int64(loc.Length)/2
+	faulty.CorruptLoads(repo.PackFile, func(h repo.Handle, offset int64, data []byte) {
+		if h.Name == loc.Pack.String() && at >= offset && at < offset+int64(len(data)) {
+			data[at-offset] ^= 1
+		}
+	})
+	target := t.TempDir()
+	res, err := restore.Run(context.Background(), r, &repo.Snapshot{ID: "big", Tree: root}, restore.Options{Target: target, Workers: 2})
+	var damage *restore.DamagedError
+	if !errors.As(err, &damage) || damage.Entries != 1 || !strings.Contains(err.Error(), damaged.Short()) {
+		t.Errorf("restore returns %v, want damage to 1 entry naming blob %s", err, damaged.Short())
+	}
+	if res == nil || len(res.Skipped) != 1 || !strings.HasSuffix(res.Skipped[0].Path, "big-0") {
+		t.Fatalf("skipped: %+v, want big-0", res)
+	}
+	if _, err := os.Lstat(filepath.Join(target, "big-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("big-0, damaged, is in place (%v)", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(target, "big-1")); err != nil || !bytes.Equal(got, want["big-1"]) {
+		t.Errorf("big-1: %d bytes (%v), want the %d saved", len(got), err, len(want["big-1"]))
+	}
+	noTemps(t, target)
+}
