@@ -216,7 +216,7 @@ func (s *streamingBackend) Load(ctx context.Context, h repo.Handle, offset, leng
 // stream, handing each in order; a blob the stream gives damaged is read
 // again alone with those after it, and every blob still comes as saved.
 func TestStreamBlobsInOrder(t *testing.T) {
-	onePacker(t)
+	oneCore(t)
 	ctx := context.Background()
 	mem := memory.New()
 	r := initRepo(t, mem)
