@@ -206,42 +206,38 @@ func (c *checker) joinStreamed(ctx context.Context, refs *extsort.Sorter, packSi
 // settleStreamed checks the places of one data blob (sorted by pack)
 // against the packs listed and, as settle does, marks the blob broken
 // when none is whole, or names each pack with a bad place when another
-// is whole. It reports whether the blob is whole somewhere.
+// place, in the same pack or another, is whole. It reports whether the blob is whole somewhere.
 func (c *checker) settleStreamed(places []IndexedBlob, packSizes map[ID]int64) bool {
 	id := places[0].ID
 	if !c.r.idx.Has(id) {
 		c.stream.blobs++
 	}
-	type packBad struct {
-		pack ID
-		badPlace
-	}
-	var bad []packBad // the first bad place of each pack that has one
-	packs := 0
-	for i, b := range places {
-		if i == 0 || b.Pack != places[i-1].Pack {
-			packs++
-		}
+	var bad []badPlace // in place order
+	var keys []placeKey
+	whole := false
+	for _, b := range places {
 		bp, isBad := placeState(b, packSizes)
-		if !isBad || len(bad) > 0 && bad[len(bad)-1].pack == b.Pack {
+		if !isBad {
+			whole = true
 			continue
 		}
-		bad = append(bad, packBad{pack: b.Pack, badPlace: bp})
+		bad = append(bad, bp)
+		keys = append(keys, keyOf(b))
 	}
 	switch {
 	case len(bad) == 0:
 		return true
-	case len(bad) == packs:
-		// As settle names it: the first bad place in pack order.
+	case !whole:
+		// As settle names it: the first bad place in place order.
 		why := bad[0].why
-		if len(bad) > 1 {
-			why += fmt.Sprintf(" (and %d other copies are not whole either)", len(bad)-1)
+		if packs := distinctPacks(keys); packs > 1 {
+			why += fmt.Sprintf(" (and %d other copies are not whole either)", packs-1)
 		}
 		c.markBroken(id, bad[0].typ, why)
 		return false
 	}
-	for _, p := range bad {
-		c.problem("pack "+p.pack.String(), p.packWhy)
+	for i, bp := range bad {
+		c.problem("pack "+keys[i].pack.String(), bp.packWhy)
 	}
 	return true
 }
