@@ -185,14 +185,19 @@ func TestCheckStreamsOnlyLargeIndexes(t *testing.T) {
 
 // cancelAtPack cancels a context at the first read of a pack: for a
 // structural check, when the walk loads its first tree, after the index
-// entries were sorted into runs.
+// entries were sorted into runs. It counts the files in folder tmp then.
 type cancelAtPack struct {
 	repo.Backend
 	cancel context.CancelFunc
+	tmp    string
+	runs   int // the files in tmp at the cancel
 }
 
 func (c *cancelAtPack) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
-	if h.Type == repo.PackFile {
+	if h.Type == repo.PackFile && ctx.Err() == nil {
+		if files, err := os.ReadDir(c.tmp); err == nil {
+			c.runs = len(files)
+		}
 		c.cancel()
 	}
 	return c.Backend.Load(ctx, h, offset, length)
@@ -208,10 +213,13 @@ func TestCheckStreamedIndexCancelled(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	be := &cancelAtPack{Backend: f.be, cancel: cancel}
+	be := &cancelAtPack{Backend: f.be, cancel: cancel, tmp: tmp}
 	r := openNoIndex(t, be)
 	if _, err := r.CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100); !errors.Is(err, context.Canceled) {
 		t.Fatalf("check cancelled in its walk: %v, want context.Canceled", err)
+	}
+	if be.runs == 0 {
+		t.Fatal("no runs in the temporary folder when the check was cancelled, want the index entries' runs")
 	}
 	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
 		t.Errorf("the cancelled check left %d files in the temporary folder (%v)", len(left), err)
