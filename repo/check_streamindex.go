@@ -1,8 +1,10 @@
 package repo
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/nightjar-backup/nightjar/repo/extsort"
@@ -47,15 +49,22 @@ type checkStream struct {
 	blobs int
 	// missing holds the data blobs the trees name that no index lists.
 	missing map[ID]struct{}
+	// subtrees holds the subtrees that the index of trees does not
+	// list: they may be data blobs, found by the join, which keeps the
+	// places of each one whole in subtreePlaces.
+	subtrees      map[ID]struct{}
+	subtreePlaces map[ID][]IndexedBlob
 }
 
 // readIndexStreamed reads the index files names, reporting damaged ones:
 // the tree blobs into the index, the other entries into a sorter.
 func (c *checker) readIndexStreamed(ctx context.Context, names []string) error {
 	s := &checkStream{
-		entries: extsort.New(extsort.Options{MemoryBudget: c.streamBudget, RecordSize: blobRecordSize, MaxOpen: sorterMaxOpen}),
-		packs:   map[ID]struct{}{},
-		missing: map[ID]struct{}{},
+		entries:       extsort.New(extsort.Options{MemoryBudget: c.streamBudget, RecordSize: blobRecordSize, MaxOpen: sorterMaxOpen}),
+		packs:         map[ID]struct{}{},
+		missing:       map[ID]struct{}{},
+		subtrees:      map[ID]struct{}{},
+		subtreePlaces: map[ID][]IndexedBlob{},
 	}
 	c.stream = s
 	add := func(blobs []IndexedBlob) error {
@@ -158,6 +167,9 @@ func (c *checker) joinStreamed(ctx context.Context, refs *extsort.Sorter, packSi
 		id := group[0].ID
 		unlisted(&id)
 		whole := c.settleStreamed(group, packSizes)
+		if _, ok := s.subtrees[id]; ok && whole {
+			s.subtreePlaces[id] = slices.Clone(group)
+		}
 		if haveRef && named.ID() == id {
 			if !whole {
 				damaged = true
@@ -240,6 +252,38 @@ func (c *checker) settleStreamed(places []IndexedBlob, packSizes map[ID]int64) b
 		c.problem("pack "+keys[i].pack.String(), bp.packWhy)
 	}
 	return true
+}
+
+// streamedSubtree reports whether subtree id, which the index of trees
+// does not list even after the index files are read again, is left to
+// the join: it may be a data blob, which the held index would load and
+// report as a tree that does not decode.
+func (c *checker) streamedSubtree(ctx context.Context, id ID) (bool, error) {
+	if c.r.idx.Has(id) || c.isBroken(id) {
+		return false, nil
+	}
+	if err := c.rereadIndex(ctx); err != nil {
+		return false, err
+	}
+	if c.r.idx.Has(id) || c.isBroken(id) {
+		return false, nil
+	}
+	c.stream.mu.Lock()
+	defer c.stream.mu.Unlock()
+	c.stream.subtrees[id] = struct{}{}
+	return true, nil
+}
+
+// subtreeIDs returns the subtrees left to the join, in order.
+func (s *checkStream) subtreeIDs() []ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]ID, 0, len(s.subtrees))
+	for id := range s.subtrees {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b ID) int { return bytes.Compare(a[:], b[:]) })
+	return ids
 }
 
 // isBroken reports whether blob id was marked broken.

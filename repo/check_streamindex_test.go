@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
 )
@@ -223,5 +225,53 @@ func TestCheckStreamedIndexCancelled(t *testing.T) {
 	}
 	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
 		t.Errorf("the cancelled check left %d files in the temporary folder (%v)", len(left), err)
+	}
+}
+
+// checkBoth checks the repository in be with the index held and with it
+// streamed, and fails unless both reports are the same, word for word.
+func checkBoth(t *testing.T, be repo.Backend) *repo.CheckReport {
+	t.Helper()
+	ctx := context.Background()
+	t.Setenv("TMPDIR", t.TempDir())
+	held, err := openNoIndex(t, be).Check(ctx, repo.CheckOptions{})
+	if err != nil {
+		t.Fatalf("check, index held: %v", err)
+	}
+	streamed, err := openNoIndex(t, be).CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100)
+	if err != nil {
+		t.Fatalf("check, index streamed: %v", err)
+	}
+	if !reflect.DeepEqual(streamed, held) {
+		t.Errorf("streamed, check finds %+v%s\nheld, %+v%s", *streamed, problemList(streamed), *held, problemList(held))
+	}
+	return held
+}
+
+// A folder whose subtree is a data blob: the held index loads it as a
+// tree, which does not decode; the streamed check finds it among the data
+// entries and reports the same, not a tree missing from the index.
+func TestCheckStreamedIndexDataBlobAsSubtree(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := f.open(t)
+	if err := r.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	data := f.content["/src/a.txt"][0]
+	tree, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "d", Type: repo.NodeDir, Mode: 0o755, MTime: mtime, Subtree: &data}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &repo.Snapshot{ID: repo.NewSnapshotID(), Time: mtime, Hostname: "h", Username: "u", Paths: []string{"/x"}, Tree: tree, ProgramVersion: "test"}
+	if err := flush(t, r).SaveSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	rep := checkBoth(t, f.be)
+	obj := "tree blob " + data.String()
+	if len(rep.Problems) != 1 || rep.Problems[0].Object != obj || rep.Trees != 5 ||
+		!slices.ContainsFunc(rep.Problems[0].Affected, func(a repo.Affected) bool { return a.Path == "/d" }) {
+		t.Errorf("%d trees, problems%s; want 5 trees (the fixture's three, the new root and the data blob loaded as one) and only %s, breaking /d", rep.Trees, problemList(rep), obj)
 	}
 }
