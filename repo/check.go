@@ -412,6 +412,9 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 		return nil
 	}
 	c.rereadDone = true
+	if c.stream != nil {
+		return c.rereadStreamed(ctx)
+	}
 	names, err := c.r.ListIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("list index: %w", err)
