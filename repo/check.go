@@ -330,7 +330,8 @@ func (c *checker) placesHeld() (int, error) {
 }
 
 // findExtraPlaces reads the index files names again and notes each place
-// they list that the index does not keep (noteExtraPlace), so that which
+// they list that the index does not keep (noteExtraPlace; where the index
+// is streamed, of the trees alone: the join sees every data place), so that which
 // place of a blob in a pack is judged does not depend on the order the
 // files loaded in. Files that cannot be read were reported already.
 func (c *checker) findExtraPlaces(ctx context.Context, names []string) error {
@@ -343,7 +344,9 @@ func (c *checker) findExtraPlaces(ctx context.Context, names []string) error {
 			continue
 		}
 		for _, b := range blobs {
-			c.noteExtraPlace(b)
+			if c.stream == nil || b.Type == TreeBlob {
+				c.noteExtraPlace(b)
+			}
 		}
 	}
 	return nil

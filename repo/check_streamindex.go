@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nightjar-backup/nightjar/repo/extsort"
 )
@@ -85,6 +86,7 @@ func (c *checker) readIndexStreamed(ctx context.Context, names []string) error {
 		judged:        map[ID]bool{},
 	}
 	c.stream = s
+	var read atomic.Int64 // the places of trees the files list
 	add := func(blobs []IndexedBlob) error {
 		var trees []IndexedBlob
 		rec := make([]byte, blobRecordSize)
@@ -100,11 +102,26 @@ func (c *checker) readIndexStreamed(ctx context.Context, names []string) error {
 				return fmt.Errorf("sort the index: %w", err)
 			}
 		}
+		read.Add(int64(len(trees)))
 		c.r.idx.add(trees)
 		return nil
 	}
+	held, err := c.placesHeld()
+	if err != nil {
+		return err
+	}
 	if _, err := c.readIndexFiles(ctx, names, false, add); err != nil {
 		return err
+	}
+	after, err := c.placesHeld()
+	if err != nil {
+		return err
+	}
+	if int64(after-held) < read.Load() {
+		// As readIndex: the places of trees the index merged.
+		if err := c.findExtraPlaces(ctx, names); err != nil {
+			return err
+		}
 	}
 	// Sorted now, so that the records held go to a run before the walk
 	// fills the sorter of the blobs named.
