@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,10 +115,15 @@ type checker struct {
 	report   CheckReport
 	mu       sync.Mutex
 	broken   map[ID]string // blob ID -> why it cannot be read
-	// badPlaces holds, by blob and pack, why a place of a blob is not
+	// badPlaces holds, by blob and place, why a place of a blob is not
 	// whole; a blob is broken only once all its places are (settle).
-	badPlaces map[ID]map[ID]badPlace
-	problems  map[string]*Problem
+	badPlaces map[ID]map[placeKey]badPlace
+	// extraPlaces holds the places of a blob that the index files list
+	// but the index does not keep: it keeps one place of a blob in each
+	// pack, whichever file loaded first, so a second place in the same
+	// pack is judged from here (findExtraPlaces).
+	extraPlaces map[ID][]IndexedBlob
+	problems    map[string]*Problem
 	// The walks' memo, by tree: a tree found whole below is only in
 	// wholeTrees, an ID without a value, which is most trees; only a tree
 	// with broken references below keeps them, in treeRefs.
@@ -139,7 +145,7 @@ type checker struct {
 }
 
 func newChecker(r *Repository) *checker {
-	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[ID]badPlace{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, streamFrom: checkStreamFrom, streamBudget: checkStreamBudget, indexFiles: map[string]bool{}}
+	return &checker{r: r, broken: map[ID]string{}, badPlaces: map[ID]map[placeKey]badPlace{}, extraPlaces: map[ID][]IndexedBlob{}, problems: map[string]*Problem{}, wholeTrees: map[ID]struct{}{}, treeRefs: map[ID][]brokenRef{}, treesBudget: checkTreesBudget, streamFrom: checkStreamFrom, streamBudget: checkStreamBudget, indexFiles: map[string]bool{}}
 }
 
 type brokenRef struct {
@@ -281,12 +287,17 @@ func (c *checker) readIndex(ctx context.Context, mayStream bool) error {
 	if mayStream && expected >= c.streamFrom {
 		return c.readIndexStreamed(ctx, names)
 	}
+	held, err := c.placesHeld()
+	if err != nil {
+		return err
+	}
+	var read atomic.Int64 // the places the files list
 	// Into an empty index the files go as LoadIndex loads them, into the
 	// compact sorted form.
-	add := func(blobs []IndexedBlob) error { c.r.idx.add(blobs); return nil }
+	add := func(blobs []IndexedBlob) error { read.Add(int64(len(blobs))); c.r.idx.add(blobs); return nil }
 	load := c.r.idx.startLoad(expected)
 	if load != nil {
-		add = func(blobs []IndexedBlob) error { load.addFile(blobs); return nil }
+		add = func(blobs []IndexedBlob) error { read.Add(int64(len(blobs))); load.addFile(blobs); return nil }
 	}
 	_, err = c.readIndexFiles(ctx, names, false, add)
 	if load != nil {
@@ -295,8 +306,64 @@ func (c *checker) readIndex(ctx context.Context, mayStream bool) error {
 	if err != nil {
 		return err
 	}
+	after, err := c.placesHeld()
+	if err != nil {
+		return err
+	}
+	if int64(after-held) < read.Load() {
+		// Places were merged: the same place listed twice (a healed or
+		// repaired index), or a second place of a blob in a pack the
+		// index keeps one of, which must be judged too.
+		if err := c.findExtraPlaces(ctx, names); err != nil {
+			return err
+		}
+	}
 	c.report.Blobs = c.r.idx.Len()
 	return nil
+}
+
+// placesHeld is the number of places the index holds.
+func (c *checker) placesHeld() (int, error) {
+	n := 0
+	err := c.r.idx.EachPlace(func(IndexedBlob) { n++ })
+	return n, err
+}
+
+// findExtraPlaces reads the index files names again and notes each place
+// they list that the index does not keep (noteExtraPlace; where the index
+// is streamed, of the trees alone: the join sees every data place), so that which
+// place of a blob in a pack is judged does not depend on the order the
+// files loaded in. Files that cannot be read were reported already.
+func (c *checker) findExtraPlaces(ctx context.Context, names []string) error {
+	for _, name := range names {
+		blobs, _, err := c.r.ReadIndexFile(ctx, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		for _, b := range blobs {
+			if c.stream == nil || b.Type == TreeBlob {
+				c.noteExtraPlace(b)
+			}
+		}
+	}
+	return nil
+}
+
+// noteExtraPlace keeps place b in extraPlaces when the index does not
+// hold it.
+func (c *checker) noteExtraPlace(b IndexedBlob) {
+	same := func(p IndexedBlob) bool { return p.Pack == b.Pack && p.PackedBlob == b.PackedBlob }
+	if first, ok := c.r.idx.Lookup(b.ID); ok && same(first) || slices.ContainsFunc(c.r.idx.alternates(b.ID), same) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.ContainsFunc(c.extraPlaces[b.ID], same) {
+		c.extraPlaces[b.ID] = append(c.extraPlaces[b.ID], b)
+	}
 }
 
 // readIndexFiles reads the index files names into the index, reporting
@@ -348,6 +415,9 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 		return nil
 	}
 	c.rereadDone = true
+	if c.stream != nil {
+		return c.rereadStreamed(ctx)
+	}
 	names, err := c.r.ListIndexFiles(ctx)
 	if err != nil {
 		return fmt.Errorf("list index: %w", err)
@@ -381,6 +451,7 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	c.report.Blobs = c.blobCount()
 	c.mu.Unlock()
 	for _, b := range blobs {
+		c.noteExtraPlace(b)
 		c.checkEntry(b, packSizes)
 	}
 	c.settle()
@@ -393,6 +464,11 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 func (c *checker) checkEntries(packSizes map[ID]int64) error {
 	if err := c.r.idx.EachPlace(func(b IndexedBlob) { c.checkEntry(b, packSizes) }); err != nil {
 		return err
+	}
+	for _, places := range c.extraPlaces {
+		for _, b := range places {
+			c.checkEntry(b, packSizes)
+		}
 	}
 	for id := range packSizes {
 		if !c.indexesPack(id) {
@@ -437,12 +513,34 @@ func (c *checker) placeBad(b IndexedBlob, why, packWhy string) {
 	defer c.mu.Unlock()
 	places := c.badPlaces[b.ID]
 	if places == nil {
-		places = map[ID]badPlace{}
+		places = map[placeKey]badPlace{}
 		c.badPlaces[b.ID] = places
 	}
-	if _, ok := places[b.Pack]; !ok {
-		places[b.Pack] = badPlace{typ: b.Type, why: why, packWhy: packWhy}
+	if _, ok := places[keyOf(b)]; !ok {
+		places[keyOf(b)] = badPlace{typ: b.Type, why: why, packWhy: packWhy}
 	}
+}
+
+// placeKey is one place of a blob: a pack may list a blob twice.
+type placeKey struct {
+	pack           ID
+	offset, length uint32
+}
+
+func keyOf(b IndexedBlob) placeKey {
+	return placeKey{pack: b.Pack, offset: b.Offset, length: b.Length}
+}
+
+// less orders places by pack, then offset and length, as the streamed
+// index sorts them.
+func (k placeKey) less(o placeKey) bool {
+	if k.pack != o.pack {
+		return string(k.pack[:]) < string(o.pack[:])
+	}
+	if k.offset != o.offset {
+		return k.offset < o.offset
+	}
+	return k.length < o.length
 }
 
 // settle marks as broken each blob none of whose places is whole; a bad
@@ -458,42 +556,54 @@ func (c *checker) settle() {
 	for _, id := range ids {
 		c.mu.Lock()
 		places := c.badPlaces[id]
-		bad := make(map[ID]badPlace, len(places))
-		for p, bp := range places {
-			bad[p] = bp
+		bad := make(map[placeKey]badPlace, len(places))
+		for k, bp := range places {
+			bad[k] = bp
 		}
+		all := slices.Clone(c.extraPlaces[id])
 		c.mu.Unlock()
-		all := []IndexedBlob{}
 		if b, ok := c.r.idx.Lookup(id); ok {
 			all = append(all, b)
 		}
 		all = append(all, c.r.idx.alternates(id)...)
 		whole := false
 		for _, b := range all {
-			if _, ok := bad[b.Pack]; !ok {
+			if _, ok := bad[keyOf(b)]; !ok {
 				whole = true
 			}
 		}
+		// In place order, so that the report does not depend on the
+		// order the index loaded in.
+		keys := make([]placeKey, 0, len(bad))
+		for k := range bad {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
 		if !whole {
-			// Name the first bad place in pack order, so that the
-			// report does not depend on the order the index loaded in.
-			packs := make([]ID, 0, len(bad))
-			for p := range bad {
-				packs = append(packs, p)
-			}
-			sort.Slice(packs, func(i, j int) bool { return string(packs[i][:]) < string(packs[j][:]) })
-			first := bad[packs[0]]
+			// Name the first bad place.
+			first := bad[keys[0]]
 			why := first.why
-			if len(packs) > 1 {
-				why += fmt.Sprintf(" (and %d other copies are not whole either)", len(packs)-1)
+			if packs := distinctPacks(keys); packs > 1 {
+				why += fmt.Sprintf(" (and %d other copies are not whole either)", packs-1)
 			}
 			c.markBroken(id, first.typ, why)
 			continue
 		}
-		for p, bp := range bad {
-			c.problem("pack "+p.String(), bp.packWhy)
+		for _, k := range keys {
+			c.problem("pack "+k.pack.String(), bad[k].packWhy)
 		}
 	}
+}
+
+// distinctPacks is the number of packs of keys, sorted by pack.
+func distinctPacks(keys []placeKey) int {
+	n := 0
+	for i, k := range keys {
+		if i == 0 || k.pack != keys[i-1].pack {
+			n++
+		}
+	}
+	return n
 }
 
 // selectPacks returns the indexed packs opts say to read whole: a random
@@ -738,6 +848,11 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot, packSizes m
 	var trees atomic.Int64
 	visit := func(ctx context.Context, id ID) (treeUse, error) {
 		var tu treeUse
+		if c.stream != nil {
+			if data, err := c.streamedSubtree(ctx, id); err != nil || data {
+				return tu, err
+			}
+		}
 		_, bad, err := c.blobState(ctx, id)
 		if bad {
 			broken.Store(true)
@@ -807,7 +922,6 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot, packSizes m
 	if _, err := c.r.walkLevels(ctx, snaps, u, refs, 1, visit); err != nil {
 		return false, err
 	}
-	c.report.Trees = int(trees.Load())
 	if c.stream != nil {
 		bad, err := c.joinStreamed(ctx, refs, packSizes)
 		if err != nil {
@@ -816,7 +930,23 @@ func (c *checker) checkTrees(ctx context.Context, snaps []*Snapshot, packSizes m
 		if bad {
 			broken.Store(true)
 		}
+		// The data blobs named as subtrees, which the join found: each
+		// is checked as a tree, as the held index would check it.
+		for _, id := range c.stream.subtreeIDs() {
+			places, whole := c.stream.subtreePlaces[id]
+			if !whole {
+				// Broken or missing: the second walk names it.
+				broken.Store(true)
+				continue
+			}
+			c.r.idx.add(places)
+			c.stream.blobs-- // counted by the index now
+			if _, err := visit(ctx, id); err != nil {
+				return false, err
+			}
+		}
 	}
+	c.report.Trees = int(trees.Load())
 	return broken.Load(), nil
 }
 

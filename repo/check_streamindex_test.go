@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/nightjar-backup/nightjar/repo"
 )
@@ -19,8 +21,9 @@ import (
 func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
 	ctx := context.Background()
 	// staleCopy adds a second place for a.txt's first blob in pack, at
-	// offset (0: where it lies in its pack).
-	staleCopy := func(t *testing.T, f *fixture, pack repo.ID, offset uint32) {
+	// offset (0: where it lies in its pack), in an index file of its own,
+	// whose name it returns.
+	staleCopy := func(t *testing.T, f *fixture, pack repo.ID, offset uint32) string {
 		r := f.open(t)
 		if err := r.LoadIndex(ctx); err != nil {
 			t.Fatal(err)
@@ -30,9 +33,11 @@ func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
 		if offset != 0 {
 			b.Offset = offset
 		}
-		if _, err := r.SaveIndexFile(ctx, []repo.IndexedBlob{b}); err != nil {
+		name, err := r.SaveIndexFile(ctx, []repo.IndexedBlob{b})
+		if err != nil {
 			t.Fatal(err)
 		}
+		return name
 	}
 	lost := repo.ID{0xee, 1, 2, 3} // a pack no repository holds
 	var hidden []string            // the index files the late listing hides
@@ -41,6 +46,10 @@ func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
 		damage  func(t *testing.T, f *fixture)
 		late    bool // the first listing of the index hides hidden
 		damaged bool
+		// runs is how many times the held check runs (1 if 0): which
+		// place of a blob in a pack the index keeps depends on the
+		// order the files load in, which the check must not.
+		runs int
 	}{
 		{name: "sound"},
 		{name: "data pack missing", damaged: true, damage: func(t *testing.T, f *fixture) {
@@ -75,11 +84,36 @@ func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
 		{name: "stale place beyond a pack's end", damaged: true, damage: func(t *testing.T, f *fixture) {
 			staleCopy(t, f, f.packs["bc"], 1<<30)
 		}},
+		{name: "second place in the same pack beyond its end", damaged: true, runs: 8, damage: func(t *testing.T, f *fixture) {
+			staleCopy(t, f, f.packs["a"], 1<<30)
+		}},
+		{name: "second place in the same pack within it", runs: 8, damage: func(t *testing.T, f *fixture) {
+			staleCopy(t, f, f.packs["a"], 1)
+		}},
 		{name: "no place whole", damaged: true, damage: func(t *testing.T, f *fixture) {
 			staleCopy(t, f, lost, 0)
 			if err := f.be.Remove(ctx, f.pack("a")); err != nil {
 				t.Fatal(err)
 			}
+		}},
+		{name: "index file listed late with a stale place of a blob listed whole", late: true, damaged: true, damage: func(t *testing.T, f *fixture) {
+			// c.txt's file too, so that a blob is missing at first.
+			bcIndex, _ := indexFileOf(t, f.open(t), f.be, f.content["/src/dir/c.txt"][0])
+			hidden = []string{bcIndex, staleCopy(t, f, lost, 0)}
+		}},
+		{name: "index file listed late with a blob listed before", late: true, damage: func(t *testing.T, f *fixture) {
+			bcIndex, _ := indexFileOf(t, f.open(t), f.be, f.content["/src/dir/c.txt"][0])
+			r := f.open(t)
+			if err := r.LoadIndex(ctx); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := r.Index().Lookup(f.content["/src/a.txt"][0])
+			c, _ := r.Index().Lookup(f.content["/src/dir/c.txt"][0])
+			extra, err := r.SaveIndexFile(ctx, []repo.IndexedBlob{a, c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hidden = []string{bcIndex, extra}
 		}},
 		{name: "index file listed late", late: true, damage: func(t *testing.T, f *fixture) {
 			backupInto(t, f.be, 9)
@@ -101,10 +135,18 @@ func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
 				}
 				return f.be
 			}
-			rh := openNoIndex(t, backend())
-			held, err := rh.Check(ctx, repo.CheckOptions{})
-			if err != nil {
-				t.Fatalf("check, index held: %v", err)
+			var rh *repo.Repository
+			var held *repo.CheckReport
+			for run := range max(tt.runs, 1) {
+				r := openNoIndex(t, backend())
+				rep, err := r.Check(ctx, repo.CheckOptions{})
+				if err != nil {
+					t.Fatalf("check, index held: %v", err)
+				}
+				if run > 0 && !reflect.DeepEqual(rep, held) {
+					t.Fatalf("index held, check %d finds %+v%s\ncheck 1 found %+v%s", run+1, *rep, problemList(rep), *held, problemList(held))
+				}
+				rh, held = r, rep
 			}
 			rs := openNoIndex(t, backend())
 			streamed, err := rs.CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100)
@@ -128,9 +170,9 @@ func TestCheckStreamedIndexFindsTheSame(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			// The files read again before a blob is reported missing are
-			// few and held whole: late, only the trees are counted on.
-			if n := rs.Index().Len(); n != trees && !(tt.late && n > trees && n < streamed.Blobs) {
+			// The data places of the files read again before a blob is
+			// reported missing are joined with the stream, not indexed.
+			if n := rs.Index().Len(); n != trees {
 				t.Errorf("index streamed: %d blobs in memory of %d, want the %d trees alone", n, streamed.Blobs, trees)
 			}
 			if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
@@ -167,14 +209,19 @@ func TestCheckStreamsOnlyLargeIndexes(t *testing.T) {
 
 // cancelAtPack cancels a context at the first read of a pack: for a
 // structural check, when the walk loads its first tree, after the index
-// entries were sorted into runs.
+// entries were sorted into runs. It counts the files in folder tmp then.
 type cancelAtPack struct {
 	repo.Backend
 	cancel context.CancelFunc
+	tmp    string
+	runs   int // the files in tmp at the cancel
 }
 
 func (c *cancelAtPack) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
-	if h.Type == repo.PackFile {
+	if h.Type == repo.PackFile && ctx.Err() == nil {
+		if files, err := os.ReadDir(c.tmp); err == nil {
+			c.runs = len(files)
+		}
 		c.cancel()
 	}
 	return c.Backend.Load(ctx, h, offset, length)
@@ -190,12 +237,63 @@ func TestCheckStreamedIndexCancelled(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	be := &cancelAtPack{Backend: f.be, cancel: cancel}
+	be := &cancelAtPack{Backend: f.be, cancel: cancel, tmp: tmp}
 	r := openNoIndex(t, be)
 	if _, err := r.CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100); !errors.Is(err, context.Canceled) {
 		t.Fatalf("check cancelled in its walk: %v, want context.Canceled", err)
 	}
+	if be.runs == 0 {
+		t.Fatal("no runs in the temporary folder when the check was cancelled, want the index entries' runs")
+	}
 	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
 		t.Errorf("the cancelled check left %d files in the temporary folder (%v)", len(left), err)
+	}
+}
+
+// checkBoth checks the repository in be with the index held and with it
+// streamed, and fails unless both reports are the same, word for word.
+func checkBoth(t *testing.T, be repo.Backend) *repo.CheckReport {
+	t.Helper()
+	ctx := context.Background()
+	t.Setenv("TMPDIR", t.TempDir())
+	held, err := openNoIndex(t, be).Check(ctx, repo.CheckOptions{})
+	if err != nil {
+		t.Fatalf("check, index held: %v", err)
+	}
+	streamed, err := openNoIndex(t, be).CheckStreamFrom(ctx, repo.CheckOptions{}, 0, 100)
+	if err != nil {
+		t.Fatalf("check, index streamed: %v", err)
+	}
+	if !reflect.DeepEqual(streamed, held) {
+		t.Errorf("streamed, check finds %+v%s\nheld, %+v%s", *streamed, problemList(streamed), *held, problemList(held))
+	}
+	return held
+}
+
+// A folder whose subtree is a data blob: the held index loads it as a
+// tree, which does not decode; the streamed check finds it among the data
+// entries and reports the same, not a tree missing from the index.
+func TestCheckStreamedIndexDataBlobAsSubtree(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	r := f.open(t)
+	if err := r.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	data := f.content["/src/a.txt"][0]
+	tree, err := writer(t, r).SaveTree(ctx, &repo.Tree{Nodes: []repo.Node{{Name: "d", Type: repo.NodeDir, Mode: 0o755, MTime: mtime, Subtree: &data}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &repo.Snapshot{ID: repo.NewSnapshotID(), Time: mtime, Hostname: "h", Username: "u", Paths: []string{"/x"}, Tree: tree, ProgramVersion: "test"}
+	if err := flush(t, r).SaveSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	rep := checkBoth(t, f.be)
+	obj := "tree blob " + data.String()
+	if len(rep.Problems) != 1 || rep.Problems[0].Object != obj || rep.Trees != 5 ||
+		!slices.ContainsFunc(rep.Problems[0].Affected, func(a repo.Affected) bool { return a.Path == "/d" }) {
+		t.Errorf("%d trees, problems%s; want 5 trees (the fixture's three, the new root and the data blob loaded as one) and only %s, breaking /d", rep.Trees, problemList(rep), obj)
 	}
 }

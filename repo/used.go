@@ -89,8 +89,10 @@ type UsageOptions struct {
 
 // sorterMaxOpen bounds the files of one sorter: two merges are read at
 // once (a level's trees and the trees walked, or the used blobs and the
-// index) while up to three sorters spill, 2*30+3 run files in all, within
-// extsort.MaxOpen (beside one lock file for each sorter that spilled).
+// index) while up to three sorters spill, 2*30+3 run files in all, and one
+// lock file for each sorter that spilled. A streamed check
+// (check_streamindex.go) keeps the merge of the index entries open beside
+// the walk's two: 3*30+3 = 93 run files at most.
 const sorterMaxOpen = 30
 
 // cancelCheck is how many blobs the loops over the index handle between
