@@ -35,12 +35,13 @@ func hookEnviron(cfg *config.Config) []string {
 }
 
 // printRunOutput writes what a run's hooks and command sources printed,
-// for runs show, after the run's other lines.
+// and the warnings the run itself wrote there, for runs show, after the
+// run's other lines.
 func printRunOutput(p *printer, r pass.Run) {
 	if r.Output == "" {
 		return
 	}
-	p.Printf("  output of its hooks and command sources:\n")
+	p.Printf("  output of its hooks, command sources and warnings:\n")
 	for _, line := range strings.Split(strings.TrimSuffix(r.Output, "\n"), "\n") {
 		p.Printf("    %s\n", line)
 	}

@@ -92,7 +92,9 @@ func runPrune(c *cli.Context) error { return withRepository(c, pruneArgs, pruneI
 
 // pruneIn is prune on the open repository r.
 func pruneIn(c *cli.Context, p *printer, r *repo.Repository, opts repo.PruneOptions) error {
-	sweepSortRuns(p)
+	if !opts.DryRun { // a dry run changes nothing, in the temporary folder too
+		sweepSortRuns(p)
+	}
 	out, err := prune(c.Context, r, opts)
 	if err != nil {
 		err = explainPruneError(err)

@@ -28,18 +28,19 @@ func sweepTemp(ctx context.Context, p *printer, r *repo.Repository) *repo.TempSw
 	return &sw
 }
 
-// sweepSortRuns removes the sorted runs that killed checks and prunes
-// left in the temporary folder (extsort.Sweep: never those of a sort that
-// still runs) and says so on stderr. A sweep that fails is a warning: the
-// command goes on.
+// sweepSortRuns removes the sorted runs that killed nightjar commands
+// (checks, prunes, index-cache builds) left in the temporary folder
+// (extsort.Sweep: never those of a sort that still runs, nor another
+// user's) and says so on stderr. A sweep that fails is a warning of one
+// line: the command goes on.
 func sweepSortRuns(p *printer) {
 	dir := os.TempDir()
 	sw, err := extsort.Sweep(dir)
 	if err != nil {
-		p.Warnf("sort files of killed checks or prunes in %s were not all swept: %v", dir, err)
+		p.Warnf("sort files of killed nightjar commands in %s were not all swept: %v", dir, err)
 	}
 	if sw.Runs > 0 {
-		p.Warnf("removed %d sort files (%s) that killed checks or prunes left in %s", sw.Runs, humanize.IBytes(uint64(sw.Bytes)), dir)
+		p.Warnf("removed %d sort files (%s) that killed nightjar commands left in %s", sw.Runs, humanize.IBytes(uint64(sw.Bytes)), dir)
 	}
 	if sw.Older > 0 {
 		p.Warnf("%d sort files of an older nightjar (nightjar-sort-*.run) are in %s: delete them once no nightjar runs", sw.Older, dir)

@@ -45,7 +45,7 @@ func (e *Executor) pruneRun(ctx context.Context, job pass.JobDef, progress func(
 	}
 	defer r.Close()
 	res.Figures.Counters = map[string]int64{}
-	sweepSortFiles(&res.Figures)
+	sweepSortFiles(&res)
 	if err := prune(ctx, r, func(current string) { progress(pass.Progress{Current: current}) }, res.Figures.Counters); err != nil {
 		return res, fmt.Errorf("prune of repository %s: %w", job.Repository, err)
 	}

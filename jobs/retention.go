@@ -80,7 +80,7 @@ func (e *Executor) retentionRun(ctx context.Context, job pass.JobDef, run pass.R
 		return res, nil
 	}
 	progress(pass.Progress{Figures: res.Figures.Clone(), Current: "prune with max-unused " + repo.DefaultMaxUnused.String()})
-	sweepSortFiles(&res.Figures)
+	sweepSortFiles(&res)
 	forgetFigures := res.Figures.Clone()
 	err = prune(ctx, r, func(current string) {
 		progress(pass.Progress{Figures: forgetFigures.Clone(), Current: current})

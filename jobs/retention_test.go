@@ -43,6 +43,7 @@ func newRetentionWorld(t *testing.T) *retentionWorld {
 // newRetentionWorldIn is newRetentionWorld with the repository in be.
 func newRetentionWorldIn(t *testing.T, be repo.Backend) *retentionWorld {
 	t.Helper()
+	isolateTemp(t)
 	dir := t.TempDir()
 	w := &retentionWorld{r: repotest.New(t, be), clock: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), sources: map[string]string{}, jobs: map[string]pass.JobDef{}}
 	policy := schedule.RetentionPolicy{Last: 2}

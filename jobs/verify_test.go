@@ -28,6 +28,7 @@ type verifyWorld struct {
 
 func newVerifyWorld(t *testing.T, deepEvery time.Duration) *verifyWorld {
 	t.Helper()
+	isolateTemp(t)
 	w := &verifyWorld{dir: filepath.Join(t.TempDir(), "repo"), clock: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	be, err := local.Create(w.dir)
 	if err != nil {

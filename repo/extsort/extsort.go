@@ -198,6 +198,7 @@ func (s *Sorter) writeRun(produce func(emit func([]byte) error) error) (string, 
 			return "", fmt.Errorf("create lock of run files: %w", err)
 		}
 		s.lock = lock
+		setLive(lockToken(lock), true)
 	}
 	f, err := os.CreateTemp(s.dir, runPattern(s.lock))
 	if err != nil {
@@ -320,6 +321,7 @@ func (s *Sorter) Close() error {
 		if err := releaseLock(s.lock); err != nil {
 			errs = append(errs, err)
 		}
+		setLive(lockToken(s.lock), false)
 		s.lock = nil
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -189,3 +189,71 @@ func TestSweepRemovesRunsWithoutALock(t *testing.T) {
 		t.Errorf("left %v, want %v", left, others)
 	}
 }
+
+// Where locks of one process never conflict (flock emulated with POSIX
+// locks on NFS or CIFS), a Sweep could take the lock of a Sorter of its
+// own process: it still leaves that Sorter's runs, which it knows by
+// their token.
+func TestSweepLeavesItsOwnProcessWhateverTheLocks(t *testing.T) {
+	dir := t.TempDir()
+	claimed := 0
+	claim = func(string) (lockState, func() error, error) {
+		claimed++
+		return lockClaimed, func() error { return nil }, nil
+	}
+	t.Cleanup(func() { claim = claimLock })
+	s := New(Options{Dir: dir, MemoryBudget: 10 * IDSize})
+	defer s.Close()
+	ids := randomIDs(9, 25, 0)
+	for _, id := range ids {
+		if err := s.Add(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sw, err := Sweep(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Swept{Live: 2}); sw != want || claimed != 0 {
+		t.Errorf("sweep: %+v after %d claimed locks, want %+v and no lock claimed", sw, claimed, want)
+	}
+	if got, want := collect(t, s), inMemory(ids); !slices.Equal(got, want) {
+		t.Errorf("after a sweep the sorter returned %d IDs, want %d, in order", len(got), len(want))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Closed, its token is no longer this process's: a run it had left
+	// would be swept.
+	orphan := filepath.Join(dir, namePrefix+"7-1"+runSuffix)
+	if err := os.WriteFile(orphan, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sw, err := Sweep(dir); err != nil || sw.Runs != 1 {
+		t.Errorf("sweep after Close: %+v, %v; want the orphan run removed", sw, err)
+	}
+}
+
+// Failures of a Sweep make one line: the first, and how many more. A
+// run without a lock file whose judging failed counts as one failed
+// file, not two.
+func TestSweepFailuresMakeOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"1-1", "2-1", "3-1"} {
+		if err := os.WriteFile(filepath.Join(dir, namePrefix+name+runSuffix), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim = func(path string) (lockState, func() error, error) {
+		return 0, nil, fmt.Errorf("lock %s: broken", filepath.Base(path))
+	}
+	t.Cleanup(func() { claim = claimLock })
+	sw, err := Sweep(dir)
+	if want := (Swept{Failed: 3}); sw != want {
+		t.Errorf("sweep: %+v, want %+v", sw, want)
+	}
+	want := "sweep sort runs: lock nightjar-sort-1.lock: broken (and 2 more failures)"
+	if err == nil || err.Error() != want {
+		t.Errorf("sweep's error %q, want %q", err, want)
+	}
+}

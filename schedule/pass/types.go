@@ -193,7 +193,9 @@ type Result struct {
 	Snapshots []SnapshotRef
 	// Output is what the run's hooks (and its command sources on standard
 	// error) printed, kept with the run for runs show: the tail of each,
-	// bounded by the executor. It never holds a password: hooks get none.
+	// bounded by the executor, and lines of warnings the executor adds
+	// (a failed sweep of sort files). It never holds a password: hooks
+	// get none.
 	Output string
 }
 
