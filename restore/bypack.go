@@ -23,9 +23,18 @@ import (
 // time), and writes each chunk where it goes in its file.
 //
 // batchChunks bounds the chunks of the big files held for their pack jobs
-// (their IDs and places: about 4 MiB; the files' bytes: about 16 GiB with
-// the default chunk sizes).
+// (their IDs and places: about 6 MiB; the files' bytes: about 16 GiB with
+// the default chunk sizes). A file of more chunks is restored in parts, as
+// from a local folder: its pack jobs alone would hold about 90 bytes a
+// chunk beyond its content list, without a bound.
 const batchChunks = 1 << 16
+
+// batchFiles bounds the files of a batch: a file's temporary file stays
+// open from its first pack job to its last, and one pack (a chunk that
+// many files share, a chunk of zeros) can hold chunks of every file of a
+// batch. With the next batch's jobs starting while the last of this one
+// run, at most about twice this many are open at once.
+const batchFiles = 32
 
 // packJob is the chunks of the batch's big files that one pack holds, in
 // the pack's order.
@@ -44,11 +53,11 @@ type jobChunk struct {
 
 // queueByPack holds a big file for the pack jobs of the big files met one
 // after another in the walk; false when the restore reads nothing pack by
-// pack (a backend that does not plan: a local folder) or the file is not
-// big, or a chunk is not in the index (it is then restored in parts, and
-// the missing blob reported).
+// pack (a backend that does not plan: a local folder), the file is not
+// big or has more than batchChunks chunks, or a chunk is not in the index
+// (it is then restored in parts, and the missing blob reported).
 func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, error) {
-	if !rs.planned || len(f.node.Content) <= partChunks {
+	if !rs.planned || len(f.node.Content) <= partChunks || len(f.node.Content) > batchChunks {
 		return false, nil
 	}
 	idx := rs.r.Index()
@@ -59,7 +68,7 @@ func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, erro
 	}
 	rs.batch = append(rs.batch, f)
 	rs.batchChunks += len(f.node.Content)
-	if rs.batchChunks >= batchChunks {
+	if rs.batchChunks >= batchChunks || len(rs.batch) >= batchFiles {
 		return true, rs.flushBatch(ctx)
 	}
 	return true, nil
@@ -149,6 +158,10 @@ func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBu
 		switch {
 		case errors.As(err, &local):
 			stop = local.err
+		case ctx.Err() != nil:
+			// Cancelled while reading: the chunks left are not tried
+			// one by one, each failing again.
+			stop = ctx.Err()
 		case err != nil:
 			// The chunk at next could not be read.
 			if f := j.chunks[next].file; errs[f] == nil {

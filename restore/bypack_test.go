@@ -245,3 +245,96 @@ func TestBigFilesByPackDamage(t *testing.T) {
 	}
 	noTemps(t, target)
 }
+
+// Many big files sharing chunks (a common header, a chunk of zeros, a
+// chunk repeated inside a file) restore bit for bit pack by pack, while
+// the temporary files open at once stay bounded: a pack that holds a
+// chunk of every file does not keep every file of the restore open (the
+// batches are cut at 32 files; about twice that can be in flight).
+func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
+	r := repotest.New(t, &planningBackend{Backend: memory.New()})
+	ctx := context.Background()
+	const files = 150
+	shared := bytes.Repeat([]byte("shared header;"), 100)
+	zero := make([]byte, 1000)
+	save := func(w *repo.Writer, c []byte) repo.ID {
+		id := r.BlobID(c)
+		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	var sharedID, zeroID repo.ID
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		sharedID, zeroID = save(w, shared), save(w, zero)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	var root repo.ID
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		var nodes []repo.Node
+		for f := range files {
+			ids := []repo.ID{sharedID}
+			content := append([]byte(nil), shared...)
+			for i := range 34 {
+				c := bytes.Repeat([]byte(fmt.Sprintf("file %d chunk %d;", f, i)), 20)
+				ids = append(ids, save(w, c))
+				content = append(content, c...)
+				if i == 10 || i == 20 { // shared, zeros, the last chunk again
+					ids = append(ids, sharedID, zeroID, ids[len(ids)-1])
+					content = append(content, shared...)
+					content = append(content, zero...)
+					content = append(content, c...)
+				}
+			}
+			ids = append(ids, zeroID)
+			content = append(content, zero...)
+			name := fmt.Sprintf("f%03d", f)
+			want[name] = content
+			nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
+		}
+		var err error
+		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch op {
+		case "CreateExclusive":
+			inFlight++
+			peak = max(peak, inFlight)
+		case "Rename":
+			inFlight--
+		}
+		return nil
+	}}
+	rec := &readOrder{Repository: r}
+	target := t.TempDir()
+	res, err := restore.Run(ctx, rec, &repo.Snapshot{ID: "shared", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 {
+		t.Fatalf("%d files skipped, the first: %+v", len(res.Skipped), res.Skipped[0])
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
+		}
+	}
+	if len(rec.streamed) == 0 {
+		t.Error("nothing was read pack by pack")
+	}
+	if limit := 2*32 + 2; peak > limit {
+		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
+	}
+	noTemps(t, target)
+}
