@@ -403,6 +403,24 @@ func (c *checker) readIndexFiles(ctx context.Context, names []string, keep bool,
 	return read, g.Wait()
 }
 
+// freshIndexFiles lists the index files and returns those the check has
+// not read yet.
+func (c *checker) freshIndexFiles(ctx context.Context) ([]string, error) {
+	names, err := c.r.ListIndexFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list index: %w", err)
+	}
+	var fresh []string
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range names {
+		if !c.indexFiles[name] {
+			fresh = append(fresh, name)
+		}
+	}
+	return fresh, nil
+}
+
 // rereadIndex reads, once per check, the index files that appeared since
 // the index was read, with their packs: the last chance for a blob that a
 // snapshot needs before it is reported missing. Snapshots are read before
@@ -418,18 +436,10 @@ func (c *checker) rereadIndex(ctx context.Context) error {
 	if c.stream != nil {
 		return c.rereadStreamed(ctx)
 	}
-	names, err := c.r.ListIndexFiles(ctx)
+	fresh, err := c.freshIndexFiles(ctx)
 	if err != nil {
-		return fmt.Errorf("list index: %w", err)
+		return err
 	}
-	var fresh []string
-	c.mu.Lock()
-	for _, name := range names {
-		if !c.indexFiles[name] {
-			fresh = append(fresh, name)
-		}
-	}
-	c.mu.Unlock()
 	if len(fresh) == 0 {
 		return nil
 	}

@@ -307,15 +307,12 @@ func (c *checker) readPending(ctx context.Context) error {
 		return nil
 	}
 	s := c.stream
-	names, err := c.r.ListIndexFiles(ctx)
+	fresh, err := c.freshIndexFiles(ctx)
 	if err != nil {
-		return fmt.Errorf("list index: %w", err)
+		return err
 	}
 	s.pendingRead = true
-	for _, name := range names {
-		if c.indexFiles[name] {
-			continue
-		}
+	for _, name := range fresh {
 		blobs, _, err := c.r.ReadIndexFile(ctx, name)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -357,18 +354,10 @@ func (c *checker) rereadStreamed(ctx context.Context) error {
 		c.report.IndexFiles += len(s.pendingNames)
 		trees = s.pendingTrees
 	} else {
-		names, err := c.r.ListIndexFiles(ctx)
+		fresh, err := c.freshIndexFiles(ctx)
 		if err != nil {
-			return fmt.Errorf("list index: %w", err)
+			return err
 		}
-		var fresh []string
-		c.mu.Lock()
-		for _, name := range names {
-			if !c.indexFiles[name] {
-				fresh = append(fresh, name)
-			}
-		}
-		c.mu.Unlock()
 		if len(fresh) == 0 {
 			return nil
 		}
