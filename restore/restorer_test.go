@@ -269,7 +269,15 @@ func TestRestoreDamagedBlob(t *testing.T) {
 		named  string // the entry lost; "": whichever the failed read hit
 		reason string
 	}{
-		{"the backend fails a read", func(b *builder, _ *repo.Snapshot) { b.faulty.FailLoad(repo.PackFile, 2) }, backendtest.ErrInjected, "", ""},
+		{"the backend cannot read a pack", func(b *builder, _ *repo.Snapshot) {
+			// The pack of the small file's chunk; it may hold chunks of
+			// the big file too.
+			pb, ok := b.r.Index().Lookup(b.r.BlobID([]byte("small file")))
+			if !ok {
+				b.t.Fatal("the small file's chunk is not in the index")
+			}
+			b.faulty.FailObject(repo.Handle{Type: repo.PackFile, Name: pb.Pack.String()})
+		}, backendtest.ErrInjected, "", ""},
 		{"a chunk of a small file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID([]byte("small file"))) }, repo.ErrIntegrity, "/small", "damaged"},
 		{"a chunk in the middle of a big file", func(b *builder, _ *repo.Snapshot) { damageBlob(b, b.r.BlobID(randomBytes(20, bigChunk))) }, repo.ErrIntegrity, "/big", "damaged"},
 		{"a folder's tree", func(b *builder, s *repo.Snapshot) {

@@ -266,3 +266,28 @@ func TestFaultyCorruptsLoads(t *testing.T) {
 		t.Errorf("after Reset load = %q, want %q", got, data)
 	}
 }
+
+func TestFaultyFailsOneObject(t *testing.T) {
+	ctx := context.Background()
+	f := backendtest.NewFaulty(memory.New())
+	lost := repo.Handle{Type: repo.PackFile, Name: "lost"}
+	other := repo.Handle{Type: repo.PackFile, Name: "other"}
+	for _, h := range []repo.Handle{lost, other} {
+		if err := f.Save(ctx, h, []byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.FailObject(lost)
+	for i := range 3 {
+		if _, err := f.Load(ctx, lost, 2, 3); !errors.Is(err, backendtest.ErrInjected) {
+			t.Errorf("load %d of the failed object: %v, want the injected fault", i+1, err)
+		}
+	}
+	if got, err := f.Load(ctx, other, 0, -1); err != nil || string(got) != "0123456789" {
+		t.Errorf("load of another object = %q, %v; want it whole", got, err)
+	}
+	f.Reset()
+	if got, err := f.Load(ctx, lost, 0, -1); err != nil || string(got) != "0123456789" {
+		t.Errorf("after Reset load = %q, %v; want it whole", got, err)
+	}
+}

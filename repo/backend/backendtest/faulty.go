@@ -42,6 +42,7 @@ type Faulty struct {
 	loads    map[repo.FileType]int
 	failSave map[repo.FileType]map[int]bool // call numbers that fail
 	failLoad map[repo.FileType]map[int]bool
+	lost     map[repo.Handle]bool // objects every load of which fails
 	stats    map[repo.FileType]int
 	failStat map[repo.FileType]map[int]bool
 	corrupt  map[repo.FileType]Corrupter
@@ -63,6 +64,7 @@ func NewFaulty(be repo.Backend) *Faulty {
 		loads:    map[repo.FileType]int{},
 		failSave: map[repo.FileType]map[int]bool{},
 		failLoad: map[repo.FileType]map[int]bool{},
+		lost:     map[repo.Handle]bool{},
 		stats:    map[repo.FileType]int{},
 		failStat: map[repo.FileType]map[int]bool{},
 		corrupt:  map[repo.FileType]Corrupter{},
@@ -94,6 +96,15 @@ func (f *Faulty) FailLoad(t repo.FileType, n int) {
 	f.failLoad[t][f.loads[t]+n] = true
 }
 
+// FailObject makes every later load of h fail with ErrInjected, as an
+// object that the storage holds but cannot read; a load of another object
+// is not affected.
+func (f *Faulty) FailObject(h repo.Handle) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lost[h] = true
+}
+
 // FailStat makes the nth Stat of type t from now on (n = 1: the next one)
 // fail with ErrInjected, as a storage that cannot be reached would.
 func (f *Faulty) FailStat(t repo.FileType, n int) {
@@ -123,6 +134,7 @@ func (f *Faulty) Reset() {
 	defer f.mu.Unlock()
 	f.failSave = map[repo.FileType]map[int]bool{}
 	f.failLoad = map[repo.FileType]map[int]bool{}
+	f.lost = map[repo.Handle]bool{}
 	f.failStat = map[repo.FileType]map[int]bool{}
 	f.corrupt = map[repo.FileType]Corrupter{}
 }
@@ -153,13 +165,13 @@ func (f *Faulty) countSave(t repo.FileType) (fail bool) {
 	return f.failSave[t][f.saves[t]]
 }
 
-// countLoad counts a load of type t and reports whether it is set up to
-// fail and how to damage what it loads.
-func (f *Faulty) countLoad(t repo.FileType) (fail bool, corrupt Corrupter) {
+// countLoad counts a load of h and reports whether it is set up to fail
+// and how to damage what it loads.
+func (f *Faulty) countLoad(h repo.Handle) (fail bool, corrupt Corrupter) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.loads[t]++
-	return f.failLoad[t][f.loads[t]], f.corrupt[t]
+	f.loads[h.Type]++
+	return f.failLoad[h.Type][f.loads[h.Type]] || f.lost[h], f.corrupt[h.Type]
 }
 
 // Save passes to the wrapped backend unless this call is set up to fail.
@@ -173,7 +185,7 @@ func (f *Faulty) Save(ctx context.Context, h repo.Handle, data []byte) error {
 // Load passes to the wrapped backend unless this call is set up to fail,
 // and damages what it returns when set up to.
 func (f *Faulty) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
-	fail, corrupt := f.countLoad(h.Type)
+	fail, corrupt := f.countLoad(h)
 	if fail {
 		return nil, fmt.Errorf("load %s: %w", h, ErrInjected)
 	}
@@ -190,7 +202,7 @@ func (f *Faulty) LoadInto(ctx context.Context, h repo.Handle, offset int64, buf 
 	if !ok {
 		return fmt.Errorf("%s cannot load into a buffer: %w", f.be.Location(), errors.ErrUnsupported)
 	}
-	fail, corrupt := f.countLoad(h.Type)
+	fail, corrupt := f.countLoad(h)
 	if fail {
 		return fmt.Errorf("load %s: %w", h, ErrInjected)
 	}

@@ -17,7 +17,7 @@ func (f *Faulty) OpenRange(ctx context.Context, h repo.Handle, offset, length in
 	if !ok {
 		return nil, fmt.Errorf("%s cannot read a range: %w", f.be.Location(), errors.ErrUnsupported)
 	}
-	fail, corrupt := f.countLoad(h.Type)
+	fail, corrupt := f.countLoad(h)
 	if fail {
 		return nil, fmt.Errorf("read %s: %w", h, ErrInjected)
 	}
