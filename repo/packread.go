@@ -58,9 +58,11 @@ func (r *Repository) LoadBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBu
 // ranges as streams (repo.RangeOpener: object storage), each run of ids in
 // one pack, forwards with gaps of at most 1 MiB and of any length, is one
 // ranged read taken blob by blob as it comes, past the backend's read-ahead
-// and never whole in memory. A blob the stream cannot give or that does
-// not open is read alone with those after it in the run, from another
-// place when it has one (LoadBlobTo). Without streams it is
+// and never whole in memory. A blob asked for again right after itself (a
+// chunk two files of a pack job share, or one file holds twice) is handed
+// again without a read: the stream goes on. A blob the stream cannot give
+// or that does not open is read alone with those after it in the run, from
+// another place when it has one (LoadBlobTo). Without streams it is
 // LoadBlobsInOrder.
 func (r *Repository) StreamBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBuffer, fn func(i int, plain []byte) error) error {
 	ro, ok := Capability[RangeOpener](r.be)
@@ -95,7 +97,8 @@ func (r *Repository) StreamBlobsInOrder(ctx context.Context, ids []ID, buf *Blob
 }
 
 // streamRun returns the places of the first blobs of ids that one stream
-// reads: data blobs of one pack, forwards, at most runGap apart.
+// reads: data blobs of one pack, forwards, at most runGap apart, a blob
+// repeated right after itself included.
 func (r *Repository) streamRun(ids []ID) ([]IndexedBlob, error) {
 	first, ok := r.idx.Lookup(ids[0])
 	if !ok {
@@ -103,10 +106,14 @@ func (r *Repository) streamRun(ids []ID) ([]IndexedBlob, error) {
 	}
 	run := []IndexedBlob{first}
 	end := int64(first.Offset) + int64(first.Length)
-	for _, id := range ids[1:] {
+	for i, id := range ids[1:] {
 		b, ok := r.idx.Lookup(id)
 		if !ok || b.Pack != first.Pack || b.Type != first.Type {
 			break
+		}
+		if id == ids[i] {
+			run = append(run, b) // handed again from memory
+			continue
 		}
 		at := int64(b.Offset)
 		if at < end || at-end > runGap {
@@ -139,7 +146,15 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 	defer rc.Close()
 	in := bufio.NewReaderSize(rc, 256<<10)
 	pos := start
+	var plain []byte
 	for j, b := range run {
+		if j > 0 && b.ID == run[j-1].ID {
+			// The blob just handed, asked for again: buf still holds it.
+			if err := fn(j, plain); err != nil {
+				return j, err
+			}
+			continue
+		}
 		if _, err := in.Discard(int(int64(b.Offset) - pos)); err != nil {
 			return j, nil
 		}
@@ -148,7 +163,7 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 			return j, nil
 		}
 		pos = int64(b.Offset) + int64(b.Length)
-		plain, err := r.openBlob(b.PackedBlob, buf.sealed, &buf.plain)
+		plain, err = r.openBlob(b.PackedBlob, buf.sealed, &buf.plain)
 		if err != nil {
 			return j, nil
 		}

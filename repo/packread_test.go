@@ -262,3 +262,61 @@ func TestStreamBlobsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// A blob asked for again right after itself (a chunk two big files of a
+// pack job share) is handed again from the stream, which goes on: one
+// stream for the whole pack, no blob read alone.
+func TestStreamBlobsInOrderRepeatedBlob(t *testing.T) {
+	oneCore(t)
+	ctx := context.Background()
+	mem := memory.New()
+	r := initRepo(t, mem)
+	var saved []repo.ID
+	var want [][]byte
+	for i := range 10 {
+		data := backendtest.RandomBytes(uint64(300+i), 10<<10)
+		saved = append(saved, saveBlob(t, r, data))
+		want = append(want, data)
+	}
+	flush(t, r)
+	// Blobs 2 and 7 twice, blob 5 three times: as a pack job asks for the
+	// chunks of two files that share some.
+	var ids []repo.ID
+	var wantOf [][]byte
+	for i, id := range saved {
+		n := 1
+		switch i {
+		case 2, 7:
+			n = 2
+		case 5:
+			n = 3
+		}
+		for range n {
+			ids = append(ids, id)
+			wantOf = append(wantOf, want[i])
+		}
+	}
+	be := &streamingBackend{Backend: mem, flip: -1}
+	r2 := openRepo(t, be)
+	if err := r2.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var buf repo.BlobBuffer
+	next := 0
+	err := r2.StreamBlobsInOrder(ctx, ids, &buf, func(i int, plain []byte) error {
+		if i != next {
+			t.Fatalf("blob %d handed when %d was next", i, next)
+		}
+		if !bytes.Equal(plain, wantOf[i]) {
+			t.Errorf("blob %d: %d bytes, not the %d saved", i, len(plain), len(wantOf[i]))
+		}
+		next++
+		return nil
+	})
+	if err != nil || next != len(ids) {
+		t.Fatalf("stream: %v after %d of %d blobs", err, next, len(ids))
+	}
+	if be.opens != 1 || be.loads != 0 {
+		t.Errorf("%d streams and %d loads, want 1 stream and none alone", be.opens, be.loads)
+	}
+}
