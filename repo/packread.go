@@ -251,11 +251,24 @@ type PackReads struct {
 type ReadRange struct{ Offset, Length int64 }
 
 // ReadPlan collects the reads a restore's LoadBlobsInOrder calls will
-// make, for a backend that is a ReadPlanner.
+// make, for a backend that is a ReadPlanner, and the packs its pack jobs
+// will read.
 type ReadPlan struct {
 	r       *Repository
 	planner ReadPlanner
-	packs   map[ID][]ReadRange
+	packs   map[ID][]fileRead
+	// files holds how many reads each file of Add makes, one more where
+	// the index lacks a blob of it: a file all of whose reads are of
+	// byPack's packs is read by the pack jobs (ByPack), not planned.
+	files []int32
+	// byPack holds the packs that pack jobs read (AddByPack).
+	byPack map[ID]bool
+}
+
+// fileRead is a read of the file files[file].
+type fileRead struct {
+	ReadRange
+	file int32
 }
 
 // NewReadPlan returns an empty plan, or nil when the backend is no
@@ -266,14 +279,18 @@ func (r *Repository) NewReadPlan() *ReadPlan {
 	if !ok {
 		return nil
 	}
-	return &ReadPlan{r: r, planner: planner, packs: map[ID][]ReadRange{}}
+	return &ReadPlan{r: r, planner: planner, packs: map[ID][]fileRead{}, byPack: map[ID]bool{}}
 }
 
-// Add records the reads that LoadBlobsInOrder(ids) will make: one per run
-// of blobs, as it cuts them. Blobs the index lacks are left out (the read
-// reports them); so are trees, which may be read from a local copy.
+// Add records the reads that LoadBlobsInOrder(ids) will make for one
+// file: one per run of blobs, as it cuts them. Blobs the index lacks are
+// left out (the read reports them); so are trees, which may be read from
+// a local copy.
 func (p *ReadPlan) Add(ids []ID) {
+	file := int32(len(p.files))
+	reads := int32(0)
 	for i := 0; i < len(ids); {
+		reads++
 		run, err := p.r.blobRun(ids[i:])
 		if err != nil {
 			i++
@@ -282,20 +299,75 @@ func (p *ReadPlan) Add(ids []ID) {
 		first, last := run[0], run[len(run)-1]
 		if first.Type == DataBlob {
 			start := int64(first.Offset)
-			p.packs[first.Pack] = append(p.packs[first.Pack], ReadRange{Offset: start, Length: int64(last.Offset) + int64(last.Length) - start})
+			p.packs[first.Pack] = append(p.packs[first.Pack], fileRead{ReadRange{Offset: start, Length: int64(last.Offset) + int64(last.Length) - start}, file})
 		}
 		i += len(run)
 	}
+	p.files = append(p.files, reads)
+}
+
+// AddByPack records the packs that a restore's pack jobs read the blobs
+// ids of (a big file's chunks), unless the index lacks one of them (the
+// file is then read in parts, through the read-ahead). A pack job
+// streams its pack past the read-ahead and needs no plan; but a file of
+// Add whose blobs all lie in such packs (small files saved beside a big
+// one) would cost its pack a request of its own, a span beside the pack
+// job's stream. Start leaves those files out of the plan, and the
+// restore reads them with the pack jobs (ByPack).
+func (p *ReadPlan) AddByPack(ids []ID) {
+	packs := make([]ID, len(ids))
+	for i, id := range ids {
+		b, ok := p.r.idx.Lookup(id)
+		if !ok {
+			return
+		}
+		packs[i] = b.Pack
+	}
+	for _, pack := range packs {
+		p.byPack[pack] = true
+	}
+}
+
+// ByPack tells whether every blob of ids lies in a pack that pack jobs
+// read (AddByPack): a file of Add for which it holds is not planned, and
+// is to be read by those pack jobs.
+func (p *ReadPlan) ByPack(ids []ID) bool {
+	if len(ids) == 0 {
+		return false
+	}
+	for _, id := range ids {
+		b, ok := p.r.idx.Lookup(id)
+		if !ok || !p.byPack[b.Pack] {
+			return false
+		}
+	}
+	return true
 }
 
 // Start hands the plan to the backend; the function it returns ends the
 // plan, letting go of what the backend still holds for it.
 func (p *ReadPlan) Start() (end func()) {
+	// The files whose every read is of a pack that pack jobs read are
+	// left out (ByPack).
+	inByPack := make([]int32, len(p.files))
+	for id := range p.byPack {
+		for _, rd := range p.packs[id] {
+			inByPack[rd.file]++
+		}
+	}
 	plan := make([]PackReads, 0, len(p.packs))
 	for id, reads := range p.packs {
-		plan = append(plan, PackReads{Pack: Handle{Type: PackFile, Name: id.String()}, Reads: reads})
+		var kept []ReadRange
+		for _, rd := range reads {
+			if inByPack[rd.file] != p.files[rd.file] {
+				kept = append(kept, rd.ReadRange)
+			}
+		}
+		if len(kept) > 0 {
+			plan = append(plan, PackReads{Pack: Handle{Type: PackFile, Name: id.String()}, Reads: kept})
+		}
 	}
-	p.packs = nil
+	p.packs, p.files = nil, nil
 	p.planner.PlanReads(plan)
 	return func() { p.planner.PlanReads(nil) }
 }
