@@ -126,8 +126,8 @@ type restorer struct {
 	plan        *repo.ReadPlan
 	batch       []*pendingFile
 	batchChunks int
-	batchBig    int // files of batch of more than partChunks chunks
-	batchSmall  int // the others
+	batchBig    int       // files of batch of more than partChunks chunks
+	batchSmall  int       // the others
 	prog        *Progress // opts.Progress, or the restorer's own
 }
 
