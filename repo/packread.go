@@ -265,10 +265,12 @@ type ReadPlan struct {
 	byPack map[ID]bool
 }
 
-// fileRead is a read of the file files[file].
+// fileRead is a read of length bytes at offset of a pack for the file
+// files[file]; packs' offsets and runs fit 32 bits (PackedBlob), so that a
+// read takes 12 bytes while the restore's walk plans a snapshot's files.
 type fileRead struct {
-	ReadRange
-	file int32
+	offset, length uint32
+	file           int32
 }
 
 // NewReadPlan returns an empty plan, or nil when the backend is no
@@ -298,8 +300,7 @@ func (p *ReadPlan) Add(ids []ID) {
 		}
 		first, last := run[0], run[len(run)-1]
 		if first.Type == DataBlob {
-			start := int64(first.Offset)
-			p.packs[first.Pack] = append(p.packs[first.Pack], fileRead{ReadRange{Offset: start, Length: int64(last.Offset) + int64(last.Length) - start}, file})
+			p.packs[first.Pack] = append(p.packs[first.Pack], fileRead{offset: first.Offset, length: last.Offset + last.Length - first.Offset, file: file})
 		}
 		i += len(run)
 	}
@@ -360,7 +361,7 @@ func (p *ReadPlan) Start() (end func()) {
 		var kept []ReadRange
 		for _, rd := range reads {
 			if inByPack[rd.file] != p.files[rd.file] {
-				kept = append(kept, rd.ReadRange)
+				kept = append(kept, ReadRange{Offset: int64(rd.offset), Length: int64(rd.length)})
 			}
 		}
 		if len(kept) > 0 {
