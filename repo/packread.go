@@ -58,9 +58,11 @@ func (r *Repository) LoadBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBu
 // ranges as streams (repo.RangeOpener: object storage), each run of ids in
 // one pack, forwards with gaps of at most 1 MiB and of any length, is one
 // ranged read taken blob by blob as it comes, past the backend's read-ahead
-// and never whole in memory. A blob the stream cannot give or that does
-// not open is read alone with those after it in the run, from another
-// place when it has one (LoadBlobTo). Without streams it is
+// and never whole in memory. A blob asked for again right after itself (a
+// chunk two files of a pack job share, or one file holds twice) is handed
+// again without a read: the stream goes on. A blob the stream cannot give
+// or that does not open is read alone with those after it in the run, from
+// another place when it has one (LoadBlobTo). Without streams it is
 // LoadBlobsInOrder.
 func (r *Repository) StreamBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBuffer, fn func(i int, plain []byte) error) error {
 	ro, ok := Capability[RangeOpener](r.be)
@@ -95,7 +97,8 @@ func (r *Repository) StreamBlobsInOrder(ctx context.Context, ids []ID, buf *Blob
 }
 
 // streamRun returns the places of the first blobs of ids that one stream
-// reads: data blobs of one pack, forwards, at most runGap apart.
+// reads: data blobs of one pack, forwards, at most runGap apart, a blob
+// repeated right after itself included.
 func (r *Repository) streamRun(ids []ID) ([]IndexedBlob, error) {
 	first, ok := r.idx.Lookup(ids[0])
 	if !ok {
@@ -103,10 +106,14 @@ func (r *Repository) streamRun(ids []ID) ([]IndexedBlob, error) {
 	}
 	run := []IndexedBlob{first}
 	end := int64(first.Offset) + int64(first.Length)
-	for _, id := range ids[1:] {
+	for i, id := range ids[1:] {
 		b, ok := r.idx.Lookup(id)
 		if !ok || b.Pack != first.Pack || b.Type != first.Type {
 			break
+		}
+		if id == ids[i] {
+			run = append(run, b) // handed again from memory
+			continue
 		}
 		at := int64(b.Offset)
 		if at < end || at-end > runGap {
@@ -139,7 +146,15 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 	defer rc.Close()
 	in := bufio.NewReaderSize(rc, 256<<10)
 	pos := start
+	var plain []byte
 	for j, b := range run {
+		if j > 0 && b.ID == run[j-1].ID {
+			// The blob just handed, asked for again: buf still holds it.
+			if err := fn(j, plain); err != nil {
+				return j, err
+			}
+			continue
+		}
 		if _, err := in.Discard(int(int64(b.Offset) - pos)); err != nil {
 			return j, nil
 		}
@@ -148,7 +163,7 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 			return j, nil
 		}
 		pos = int64(b.Offset) + int64(b.Length)
-		plain, err := r.openBlob(b.PackedBlob, buf.sealed, &buf.plain)
+		plain, err = r.openBlob(b.PackedBlob, buf.sealed, &buf.plain)
 		if err != nil {
 			return j, nil
 		}
@@ -236,11 +251,26 @@ type PackReads struct {
 type ReadRange struct{ Offset, Length int64 }
 
 // ReadPlan collects the reads a restore's LoadBlobsInOrder calls will
-// make, for a backend that is a ReadPlanner.
+// make, for a backend that is a ReadPlanner, and the packs its pack jobs
+// will read.
 type ReadPlan struct {
 	r       *Repository
 	planner ReadPlanner
-	packs   map[ID][]ReadRange
+	packs   map[ID][]fileRead
+	// files holds how many reads each file of Add makes, one more where
+	// the index lacks a blob of it: a file all of whose reads are of
+	// byPack's packs is read by the pack jobs (ByPack), not planned.
+	files []int32
+	// byPack holds the packs that pack jobs read (AddByPack).
+	byPack map[ID]bool
+}
+
+// fileRead is a read of length bytes at offset of a pack for the file
+// files[file]; packs' offsets and runs fit 32 bits (PackedBlob), so that a
+// read takes 12 bytes while the restore's walk plans a snapshot's files.
+type fileRead struct {
+	offset, length uint32
+	file           int32
 }
 
 // NewReadPlan returns an empty plan, or nil when the backend is no
@@ -251,14 +281,18 @@ func (r *Repository) NewReadPlan() *ReadPlan {
 	if !ok {
 		return nil
 	}
-	return &ReadPlan{r: r, planner: planner, packs: map[ID][]ReadRange{}}
+	return &ReadPlan{r: r, planner: planner, packs: map[ID][]fileRead{}, byPack: map[ID]bool{}}
 }
 
-// Add records the reads that LoadBlobsInOrder(ids) will make: one per run
-// of blobs, as it cuts them. Blobs the index lacks are left out (the read
-// reports them); so are trees, which may be read from a local copy.
+// Add records the reads that LoadBlobsInOrder(ids) will make for one
+// file: one per run of blobs, as it cuts them. Blobs the index lacks are
+// left out (the read reports them); so are trees, which may be read from
+// a local copy.
 func (p *ReadPlan) Add(ids []ID) {
+	file := int32(len(p.files))
+	reads := int32(0)
 	for i := 0; i < len(ids); {
+		reads++
 		run, err := p.r.blobRun(ids[i:])
 		if err != nil {
 			i++
@@ -266,21 +300,75 @@ func (p *ReadPlan) Add(ids []ID) {
 		}
 		first, last := run[0], run[len(run)-1]
 		if first.Type == DataBlob {
-			start := int64(first.Offset)
-			p.packs[first.Pack] = append(p.packs[first.Pack], ReadRange{Offset: start, Length: int64(last.Offset) + int64(last.Length) - start})
+			p.packs[first.Pack] = append(p.packs[first.Pack], fileRead{offset: first.Offset, length: last.Offset + last.Length - first.Offset, file: file})
 		}
 		i += len(run)
 	}
+	p.files = append(p.files, reads)
+}
+
+// AddByPack records the packs that a restore's pack jobs read the blobs
+// ids of (a big file's chunks), unless the index lacks one of them (the
+// file is then read in parts, through the read-ahead). A pack job
+// streams its pack past the read-ahead and needs no plan; but a file of
+// Add whose blobs all lie in such packs (small files saved beside a big
+// one) would cost its pack a request of its own, a span beside the pack
+// job's stream. Start leaves those files out of the plan, and the
+// restore reads them with the pack jobs (ByPack).
+func (p *ReadPlan) AddByPack(ids []ID) {
+	packs := make([]ID, len(ids))
+	for i, id := range ids {
+		b, ok := p.r.idx.Lookup(id)
+		if !ok {
+			return
+		}
+		packs[i] = b.Pack
+	}
+	for _, pack := range packs {
+		p.byPack[pack] = true
+	}
+}
+
+// ByPack tells whether every blob of ids lies in a pack that pack jobs
+// read (AddByPack): a file of Add for which it holds is not planned, and
+// is to be read by those pack jobs.
+func (p *ReadPlan) ByPack(ids []ID) bool {
+	if len(ids) == 0 {
+		return false
+	}
+	for _, id := range ids {
+		b, ok := p.r.idx.Lookup(id)
+		if !ok || !p.byPack[b.Pack] {
+			return false
+		}
+	}
+	return true
 }
 
 // Start hands the plan to the backend; the function it returns ends the
 // plan, letting go of what the backend still holds for it.
 func (p *ReadPlan) Start() (end func()) {
+	// The files whose every read is of a pack that pack jobs read are
+	// left out (ByPack).
+	inByPack := make([]int32, len(p.files))
+	for id := range p.byPack {
+		for _, rd := range p.packs[id] {
+			inByPack[rd.file]++
+		}
+	}
 	plan := make([]PackReads, 0, len(p.packs))
 	for id, reads := range p.packs {
-		plan = append(plan, PackReads{Pack: Handle{Type: PackFile, Name: id.String()}, Reads: reads})
+		var kept []ReadRange
+		for _, rd := range reads {
+			if inByPack[rd.file] != p.files[rd.file] {
+				kept = append(kept, ReadRange{Offset: int64(rd.offset), Length: int64(rd.length)})
+			}
+		}
+		if len(kept) > 0 {
+			plan = append(plan, PackReads{Pack: Handle{Type: PackFile, Name: id.String()}, Reads: kept})
+		}
 	}
-	p.packs = nil
+	p.packs, p.files = nil, nil
 	p.planner.PlanReads(plan)
 	return func() { p.planner.PlanReads(nil) }
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -260,5 +261,119 @@ func TestStreamBlobsInOrder(t *testing.T) {
 		if be.opens != 1 || be.loads != wantLoads {
 			t.Errorf("damaged blob %d: %d streams and %d loads, want 1 and %d", flipBlob, be.opens, be.loads, wantLoads)
 		}
+	}
+}
+
+// A blob asked for again right after itself (a chunk two big files of a
+// pack job share) is handed again from the stream, which goes on: one
+// stream for the whole pack, no blob read alone.
+func TestStreamBlobsInOrderRepeatedBlob(t *testing.T) {
+	oneCore(t)
+	ctx := context.Background()
+	mem := memory.New()
+	r := initRepo(t, mem)
+	var saved []repo.ID
+	var want [][]byte
+	for i := range 10 {
+		data := backendtest.RandomBytes(uint64(300+i), 10<<10)
+		saved = append(saved, saveBlob(t, r, data))
+		want = append(want, data)
+	}
+	flush(t, r)
+	// Blobs 2 and 7 twice, blob 5 three times: as a pack job asks for the
+	// chunks of two files that share some.
+	var ids []repo.ID
+	var wantOf [][]byte
+	for i, id := range saved {
+		n := 1
+		switch i {
+		case 2, 7:
+			n = 2
+		case 5:
+			n = 3
+		}
+		for range n {
+			ids = append(ids, id)
+			wantOf = append(wantOf, want[i])
+		}
+	}
+	be := &streamingBackend{Backend: mem, flip: -1}
+	r2 := openRepo(t, be)
+	if err := r2.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var buf repo.BlobBuffer
+	next := 0
+	err := r2.StreamBlobsInOrder(ctx, ids, &buf, func(i int, plain []byte) error {
+		if i != next {
+			t.Fatalf("blob %d handed when %d was next", i, next)
+		}
+		if !bytes.Equal(plain, wantOf[i]) {
+			t.Errorf("blob %d: %d bytes, not the %d saved", i, len(plain), len(wantOf[i]))
+		}
+		next++
+		return nil
+	})
+	if err != nil || next != len(ids) {
+		t.Fatalf("stream: %v after %d of %d blobs", err, next, len(ids))
+	}
+	if be.opens != 1 || be.loads != 0 {
+		t.Errorf("%d streams and %d loads, want 1 stream and none alone", be.opens, be.loads)
+	}
+}
+
+// A file whose blobs all lie in packs that pack jobs read (AddByPack) is
+// read with those jobs: ByPack holds for it and the plan leaves its reads
+// out; a file with a blob in another pack, an empty file and a file with a
+// blob the index lacks are planned (or not read) as before.
+func TestReadPlanLeavesOutFilesReadByPack(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	r := initRepo(t, mem)
+	var big, other []repo.ID
+	for i := range 4 {
+		big = append(big, saveBlob(t, r, backendtest.RandomBytes(uint64(400+i), 8<<10)))
+	}
+	flush(t, r)
+	for i := range 3 {
+		other = append(other, saveBlob(t, r, backendtest.RandomBytes(uint64(500+i), 8<<10)))
+	}
+	flush(t, r)
+	rec := &planRecorder{Backend: mem}
+	r2 := openRepo(t, rec)
+	if err := r2.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bigPack, _ := r2.Index().Lookup(big[0])
+	otherPack, _ := r2.Index().Lookup(other[0])
+	missing := r2.BlobID([]byte("never saved"))
+	plan := r2.NewReadPlan()
+	plan.AddByPack(big[:2])
+	plan.AddByPack([]repo.ID{other[0], missing}) // read in parts: no pack job
+	beside := []repo.ID{big[2]}
+	split := []repo.ID{big[3], other[1]}
+	plan.Add(beside)
+	plan.Add(split)
+	plan.Add([]repo.ID{other[2]})
+	plan.Add([]repo.ID{big[1], missing})
+	end := plan.Start()
+	defer end()
+	for _, c := range []struct {
+		name string
+		ids  []repo.ID
+		want bool
+	}{{"beside", beside, true}, {"split", split, false}, {"other", other[2:], false}, {"missing", []repo.ID{big[1], missing}, false}, {"empty", nil, false}} {
+		if got := plan.ByPack(c.ids); got != c.want {
+			t.Errorf("ByPack(%s) = %v, want %v", c.name, got, c.want)
+		}
+	}
+	reads := map[string]int{}
+	for _, pr := range rec.plan {
+		reads[pr.Pack.Name] = len(pr.Reads)
+	}
+	// The big pack: the split file's read and the one of the file with a
+	// missing blob; the other pack: the split file's and other[2]'s.
+	if want := map[string]int{bigPack.Pack.String(): 2, otherPack.Pack.String(): 2}; !maps.Equal(reads, want) {
+		t.Errorf("planned reads by pack %v, want %v", reads, want)
 	}
 }

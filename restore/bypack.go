@@ -16,25 +16,36 @@ import (
 // each pack is read several times (through the read-ahead's windows, or
 // as planned spans held until their last read, more than the read-ahead's
 // budget). So, when the backend plans its reads (object storage), the big
-// files met one after another in the walk are read pack by pack, as
-// restic does: one job per pack reads every chunk of those files that
-// the pack holds, in the pack's order, with one stream
-// (repo.StreamBlobsInOrder: past the read-ahead, a blob in memory at a
-// time), and writes each chunk where it goes in its file.
+// files are read pack by pack, as restic does: one job per pack reads
+// every chunk of the batch's files that the pack holds, in the pack's
+// order, with one stream (repo.StreamBlobsInOrder: past the read-ahead, a
+// blob in memory at a time), and writes each chunk where it goes in its
+// file. The other files whose blobs all lie in packs that big files are
+// read from (small files a backup saved beside a big one: the plan leaves
+// them out, repo.ReadPlan.ByPack) go with the batch too, so that such a
+// pack is not read twice, a planned span for them beside a pack job's
+// stream; a pack job finishes each file's part at its last chunk in the
+// job, so that a small file is open only while it is written.
 //
-// batchChunks bounds the chunks of the big files held for their pack jobs
+// batchChunks bounds the chunks of the files held for their pack jobs
 // (their IDs and places: about 6 MiB; the files' bytes: about 16 GiB with
 // the default chunk sizes). A file of more chunks is restored in parts, as
 // from a local folder: its pack jobs alone would hold about 90 bytes a
 // chunk beyond its content list, without a bound.
 const batchChunks = 1 << 16
 
-// batchFiles bounds the files of a batch: a file's temporary file stays
-// open from its first pack job to its last, and one pack (a chunk that
-// many files share, a chunk of zeros) can hold chunks of every file of a
-// batch. With the next batch's jobs starting while the last of this one
-// run, at most about twice this many are open at once.
+// batchFiles bounds the big files of a batch: a file's temporary file
+// stays open from its first pack job to its last, and one pack (a chunk
+// that many files share, a chunk of zeros) can hold chunks of every file
+// of a batch. With the next batch's jobs starting while the last of this
+// one run, at most about twice this many are open at once.
 const batchFiles = 32
+
+// batchSmallFiles bounds the other files of a batch: those held cost
+// their nodes (a few hundred bytes each) until the batch is handed out,
+// and are open only while their pack job writes them (most lie in one
+// pack). A pack of small files holds a few thousand.
+const batchSmallFiles = 1 << 14
 
 // packJob is the chunks of the batch's big files that one pack holds, in
 // the pack's order.
@@ -51,24 +62,36 @@ type jobChunk struct {
 	at     uint32 // in the pack
 }
 
-// queueByPack holds a big file for the pack jobs of the big files met one
-// after another in the walk; false when the restore reads nothing pack by
-// pack (a backend that does not plan: a local folder), the file is not
-// big or has more than batchChunks chunks, or a chunk is not in the index
-// (it is then restored in parts, and the missing blob reported).
+// queueByPack holds a file for the pack jobs of the batch: a big file, or
+// one whose blobs all lie in packs that big files are read from
+// (repo.ReadPlan.ByPack); false when the restore reads nothing pack by
+// pack (a backend that does not plan: a local folder), the file is
+// neither, has more than batchChunks chunks, or a chunk is not in the
+// index (it is then restored in parts, and the missing blob reported).
+// The batch is handed out when one of its bounds is reached, and at the
+// walk's end: the files that share a pack are rarely next to each other
+// in the walk (small files of several folders beside a big one).
 func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, error) {
-	if !rs.planned || len(f.node.Content) <= partChunks || len(f.node.Content) > batchChunks {
+	n := len(f.node.Content)
+	if rs.plan == nil || n > batchChunks {
 		return false, nil
 	}
-	idx := rs.r.Index()
-	for _, id := range f.node.Content {
-		if _, ok := idx.Lookup(id); !ok {
-			return false, nil
+	if n > partChunks {
+		idx := rs.r.Index()
+		for _, id := range f.node.Content {
+			if _, ok := idx.Lookup(id); !ok {
+				return false, nil
+			}
 		}
+		rs.batchBig++
+	} else if rs.plan.ByPack(f.node.Content) {
+		rs.batchSmall++
+	} else {
+		return false, nil
 	}
 	rs.batch = append(rs.batch, f)
-	rs.batchChunks += len(f.node.Content)
-	if rs.batchChunks >= batchChunks || len(rs.batch) >= batchFiles {
+	rs.batchChunks += n
+	if rs.batchChunks >= batchChunks || rs.batchBig >= batchFiles || rs.batchSmall >= batchSmallFiles {
 		return true, rs.flushBatch(ctx)
 	}
 	return true, nil
@@ -112,7 +135,7 @@ func (rs *restorer) flushBatch(ctx context.Context) error {
 		return nil
 	}
 	jobs := packJobs(rs.r.Index(), rs.batch)
-	rs.batch, rs.batchChunks = nil, 0
+	rs.batch, rs.batchChunks, rs.batchBig, rs.batchSmall = nil, 0, 0, 0
 	for i, j := range jobs {
 		select {
 		case rs.parts <- filePart{job: j}:
@@ -129,11 +152,22 @@ func (rs *restorer) flushBatch(ctx context.Context) error {
 }
 
 // runPackJob reads the chunks of job with one stream of its pack (where
-// they lie at most 1 MiB apart) and writes each into its file. A chunk
-// that cannot be read is damage to its file alone: the job goes on with
-// the next chunk. A file that failed is not written to further.
+// they lie at most 1 MiB apart) and writes each into its file, finishing
+// a file's part after its last chunk in the job. A chunk that cannot be
+// read is damage to its file alone: the job goes on with the next chunk.
+// A file that failed is not written to further.
 func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBuffer) {
 	errs := map[*pendingFile]error{}
+	left := map[*pendingFile]int{} // chunks of each file the job has still to write
+	for _, c := range j.chunks {
+		left[c.file]++
+	}
+	done := func(f *pendingFile) {
+		if left[f]--; left[f] == 0 {
+			delete(left, f)
+			rs.finishPart(ctx, filePart{file: f}, errs[f])
+		}
+	}
 	ids := make([]repo.ID, len(j.chunks))
 	for i, c := range j.chunks {
 		ids[i] = c.id
@@ -152,6 +186,7 @@ func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBu
 					errs[f] = err
 				}
 			}
+			done(c.file)
 			return nil
 		})
 		var local *writeError
@@ -164,18 +199,19 @@ func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBu
 			stop = ctx.Err()
 		case err != nil:
 			// The chunk at next could not be read.
-			if f := j.chunks[next].file; errs[f] == nil {
+			f := j.chunks[next].file
+			if errs[f] == nil {
 				errs[f] = &damageError{err}
 			}
+			done(f)
 			next++
 		}
 	}
-	for _, c := range j.chunks {
-		if _, ok := errs[c.file]; !ok {
-			errs[c.file] = stop
+	for f := range left {
+		err := errs[f]
+		if err == nil {
+			err = stop
 		}
-	}
-	for f, err := range errs {
 		rs.finishPart(ctx, filePart{file: f}, err)
 	}
 }

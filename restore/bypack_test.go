@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,6 +336,113 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 	}
 	if limit := 2*32 + 2; peak > limit {
 		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
+	}
+	noTemps(t, target)
+}
+
+// Small files saved beside a big file, their chunks taking turns with its
+// chunks in one pack, go with the big file's pack job, wherever the walk
+// meets them (among small files of a pack of their own, before and after
+// the big file): the pack is read with one stream and planned for none
+// of them, the other pack is planned as before, and each small file is
+// put in place as soon as the job wrote it, not held open to the job's end.
+func TestSmallFilesBesideBigReadByPack(t *testing.T) {
+	be := &planningBackend{Backend: memory.New()}
+	r := repotest.New(t, be)
+	ctx := context.Background()
+	want := map[string][]byte{}
+	var nodes []repo.Node
+	save := func(w *repo.Writer, c []byte) repo.ID {
+		id := r.BlobID(c)
+		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	node := func(name string, ids []repo.ID, content []byte) {
+		want[name] = content
+		nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
+	}
+	const alone, beside = 6, 120
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		for i := range alone {
+			c := bytes.Repeat([]byte(fmt.Sprintf("alone %d;", i)), 50)
+			node(fmt.Sprintf("%03d-alone", i*beside/alone), []repo.ID{save(w, c)}, c)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var root repo.ID
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		var big []repo.ID
+		var content []byte
+		for i := range beside {
+			c := bytes.Repeat([]byte(fmt.Sprintf("big chunk %d;", i)), 40)
+			big, content = append(big, save(w, c)), append(content, c...)
+			s := bytes.Repeat([]byte(fmt.Sprintf("beside %d;", i)), 30)
+			node(fmt.Sprintf("%03d-beside", i), []repo.ID{save(w, s)}, s)
+		}
+		node("050-big", big, content)
+		slices.SortFunc(nodes, func(a, b repo.Node) int { return strings.Compare(a.Name, b.Name) })
+		var err error
+		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch op {
+		case "CreateExclusive":
+			inFlight++
+			peak = max(peak, inFlight)
+		case "Rename":
+			inFlight--
+		}
+		return nil
+	}}
+	rec := &readOrder{Repository: r}
+	target := t.TempDir()
+	res, err := restore.Run(ctx, rec, &repo.Snapshot{ID: "beside", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 || int(res.Files) != len(want) {
+		t.Fatalf("%d files restored, %d skipped; want %d, none", res.Files, len(res.Skipped), len(want))
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
+		}
+	}
+	bigID := nodes[slices.IndexFunc(nodes, func(n repo.Node) bool { return n.Name == "050-big" })].Content[0]
+	b, _ := r.Index().Lookup(bigID)
+	mixed := b.Pack
+	var streamed []int
+	for _, ids := range rec.streamed {
+		streamed = append(streamed, len(ids))
+	}
+	if !slices.Equal(streamed, []int{2 * beside}) {
+		t.Errorf("stream calls of %v chunks, want one of the %d chunks of the shared pack", streamed, 2*beside)
+	}
+	if len(rec.sizes) != alone {
+		t.Errorf("%d files read alone, want the %d of the pack of their own", len(rec.sizes), alone)
+	}
+	for _, p := range be.plan {
+		if p.Pack.Name == mixed.String() {
+			t.Errorf("the shared pack planned: %d reads", len(p.Reads))
+		} else if len(p.Reads) != alone {
+			t.Errorf("pack %s planned with %d reads, want the %d of the files alone", p.Pack.Name, len(p.Reads), alone)
+		}
+	}
+	// The big file, a file each worker writes, one the job just wrote.
+	if peak > 4 {
+		t.Errorf("%d temporary files open at once, want at most 4", peak)
 	}
 	noTemps(t, target)
 }

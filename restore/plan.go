@@ -8,16 +8,17 @@ import (
 
 // planReads tells the repository's backend, before the file workers start,
 // the reads of pack data the restore of tree root will make for files
-// read as one part (all but big files, read pack by pack: bypack.go), when
-// the backend plans its reads (object storage: it then fetches what a
-// pack holds for the restore with one request, see repo.ReadPlanner). It
-// walks the snapshot as the restore does, without restoring; a restore
-// from a backend that does not plan (a local folder) spends no walk on
-// it, and planned is false. The function returned ends the plan.
-func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), planned bool, err error) {
-	plan := rs.r.NewReadPlan()
+// read as one part (all but big files, read pack by pack: bypack.go, and
+// the files whose blobs all lie in packs that big files are read from),
+// when the backend plans its reads (object storage: it then fetches what
+// a pack holds for the restore with one request, see repo.ReadPlanner).
+// It walks the snapshot as the restore does, without restoring; a
+// restore from a backend that does not plan (a local folder) spends no
+// walk on it, and the plan is nil. The function returned ends the plan.
+func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), plan *repo.ReadPlan, err error) {
+	plan = rs.r.NewReadPlan()
 	if plan == nil {
-		return func() {}, false, nil
+		return func() {}, nil, nil
 	}
 	// Entries the restore will refuse are left out; entries it may yet
 	// fail to restore (a folder in the way) are planned all the same:
@@ -47,15 +48,21 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), pl
 			}
 			// Big files are read pack by pack (bypack.go): a pack job
 			// reads the chunks a pack holds of them with one stream, past
-			// the read-ahead, which needs no plan.
-			if len(e.Node.Content) <= partChunks {
+			// the read-ahead, which needs no plan; so are the other files
+			// whose blobs all lie in their packs (Start leaves them out).
+			// Files of more chunks than a batch holds are read in parts,
+			// through the windows.
+			switch n := len(e.Node.Content); {
+			case n <= partChunks:
 				plan.Add(e.Node.Content)
+			case n <= batchChunks:
+				plan.AddByPack(e.Node.Content)
 			}
 			return nil
 		},
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	return plan.Start(), true, nil
+	return plan.Start(), plan, nil
 }

@@ -119,13 +119,15 @@ type restorer struct {
 	firstDamage error
 	fileWG      sync.WaitGroup
 	parts       chan filePart
-	// planned is set when the backend plans the restore's reads: big
-	// files are then read pack by pack (bypack.go), those met one after
-	// another in the walk held in batch until their pack jobs are handed
-	// out.
-	planned     bool
+	// plan is set when the backend plans the restore's reads: big files,
+	// and the files whose blobs all lie in their packs, are then read
+	// pack by pack (bypack.go), held in batch until their pack jobs are
+	// handed out.
+	plan        *repo.ReadPlan
 	batch       []*pendingFile
 	batchChunks int
+	batchBig    int       // files of batch of more than partChunks chunks
+	batchSmall  int       // the others
 	prog        *Progress // opts.Progress, or the restorer's own
 }
 
@@ -258,12 +260,12 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// Best effort: a file or folder that cannot be restored (damage in
 	// the repository, a local error) is skipped with its reason and the
 	// rest goes on. Only the caller's cancellation ends the restore early.
-	endPlan, planned, err := rs.planReads(ctx, s.Tree)
+	endPlan, plan, err := rs.planReads(ctx, s.Tree)
 	if err != nil {
 		return nil, err
 	}
 	defer endPlan()
-	rs.planned = planned
+	rs.plan = plan
 	for i := 0; i < opts.Workers; i++ {
 		rs.fileWG.Add(1)
 		go rs.fileWorker(ctx)
@@ -551,12 +553,6 @@ func (rs *restorer) place(tmp, target string) error {
 func (rs *restorer) queueFile(ctx context.Context, f restoreFile) error {
 	pf := &pendingFile{restoreFile: f}
 	if held, err := rs.queueByPack(ctx, pf); held || err != nil {
-		return err
-	}
-	// Any other file ends the big files met one after another: those
-	// saved side by side, whose chunks share packs, are next to each
-	// other in the walk.
-	if err := rs.flushBatch(ctx); err != nil {
 		return err
 	}
 	parts := rs.split(pf)

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -353,4 +354,109 @@ func TestRestoreAlternatingBigFile(t *testing.T) {
 		t.Errorf("planned spans: %d fetched, %d reads alone; want none: the file is streamed", fetched, alone)
 	}
 	restoreAndCompare(t, r, root, want)
+}
+
+// Small files saved beside two big files, their chunks and the big
+// files' taking turns in the same packs (a backup's file workers reading
+// both at once), and named so that the walk meets them among small files
+// of a pack of their own, before and after the big files: the restore
+// reads each data pack with one GET (the pack jobs write the small files
+// too), fetches no byte twice, and every file comes back as saved.
+func TestRestoreReadsMixedPacksOnce(t *testing.T) {
+	be, p := proxiedBackend(t)
+	be.SetReadAhead(testWindow, 8<<20)
+	r := repotest.New(t, be)
+	ctx := context.Background()
+	mtime := time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC)
+	want := map[string][]byte{}
+	var nodes []repo.Node
+	node := func(name string, ids []repo.ID, chunks [][]byte) {
+		content := bytes.Join(chunks, nil)
+		want[name] = content
+		nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
+	}
+	// A pack of small files alone: the walk meets them between the
+	// small files of the mixed packs.
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		for i := range 6 {
+			ids, chunks := saveChunks(t, r, w, uint64(700+i), 1+i%2)
+			node(fmt.Sprintf("a-%02d-alone", i), ids, chunks)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var bigA, bigB [][]byte
+	var idsA, idsB []repo.ID
+	var root repo.ID
+	const sessions, perPack = 3, 20
+	mixedPacks := map[repo.ID]bool{}
+	for session := range sessions {
+		written, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+			for i := range perPack {
+				a, ca := saveChunks(t, r, w, uint64(400000+session*perPack+i), 1)
+				b, cb := saveChunks(t, r, w, uint64(500000+session*perPack+i), 1)
+				idsA, bigA = append(idsA, a...), append(bigA, ca...)
+				idsB, bigB = append(idsB, b...), append(bigB, cb...)
+				if i%4 == 0 {
+					// Before the big files in the walk, among the
+					// small files alone; after them for the last session.
+					name := fmt.Sprintf("a-%02d-mixed-%d", i/4, session)
+					if session == sessions-1 {
+						name = fmt.Sprintf("z-mixed-%02d", i)
+					}
+					ids, chunks := saveChunks(t, r, w, uint64(600000+session*perPack+i), 1+i%3)
+					node(name, ids, chunks)
+				}
+			}
+			if session == sessions-1 {
+				node("b-big", idsA, bigA)
+				node("c-big", idsB, bigB)
+				slices.SortFunc(nodes, func(x, y repo.Node) int { return strings.Compare(x.Name, y.Name) })
+				var err error
+				root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if session == sessions-1 {
+			if err := written.SaveSnapshot(ctx, &repo.Snapshot{ID: "mixed", Time: mtime, Tree: root}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dataPacks := map[repo.ID]bool{}
+	for _, n := range nodes {
+		for _, id := range n.Content {
+			b, _ := r.Index().Lookup(id)
+			dataPacks[b.Pack] = true
+			if strings.Contains(n.Name, "mixed") {
+				mixedPacks[b.Pack] = true
+			}
+		}
+	}
+	if len(mixedPacks) < sessions {
+		t.Fatalf("the small files beside the big ones are in %d packs, want %d or more", len(mixedPacks), sessions)
+	}
+	var packBytes int64
+	if err := be.List(ctx, repo.PackFile, func(_ string, size int64) error { packBytes += size; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	gets := countGets(p)
+	p.ResetCounts()
+	restoreAndCompare(t, r, root, want)
+	for pack := range dataPacks {
+		if n := gets.of(pack.String()); n != 1 {
+			t.Errorf("data pack %s (mixed: %v): %d GETs, want 1", pack.Short(), mixedPacks[pack], n)
+		}
+	}
+	if got := p.Counts().BytesOut; got > packBytes {
+		t.Errorf("%d bytes received, more than the %d the packs hold: some were fetched twice", got, packBytes)
+	}
+	if fetched, alone := be.PlanCounts(); fetched != 1 || alone != 0 {
+		t.Errorf("planned spans: %d fetched, %d reads alone; want 1 (the pack of small files alone), none alone", fetched, alone)
+	}
 }
