@@ -25,7 +25,7 @@ import (
 // them out, repo.ReadPlan.ByPack) go with the batch too, so that such a
 // pack is not read twice, a planned span for them beside a pack job's
 // stream; a pack job finishes each file's part at its last chunk in the
-// job, so that a small file is open only while it is written.
+// job, so that a file of one chunk is open only while it is written.
 //
 // batchChunks bounds the chunks of the files held for their pack jobs
 // (their IDs and places: about 6 MiB; the files' bytes: about 16 GiB with
@@ -34,18 +34,20 @@ import (
 // chunk beyond its content list, without a bound.
 const batchChunks = 1 << 16
 
-// batchFiles bounds the big files of a batch: a file's temporary file
-// stays open from its first pack job to its last, and one pack (a chunk
-// that many files share, a chunk of zeros) can hold chunks of every file
-// of a batch. With the next batch's jobs starting while the last of this
-// one run, at most about twice this many are open at once.
+// batchFiles bounds the files of a batch of more than one chunk (big
+// files, and small files of several chunks): such a file's temporary file
+// stays open from its first chunk to its last, which may lie in another
+// pack job, or after chunks of other files in the pack's order (a chunk
+// that many files share, a chunk of zeros, can come first in a job for
+// every one of them). With the next batch's jobs starting while the last
+// of this one run, at most about twice this many are open at once.
 const batchFiles = 32
 
-// batchSmallFiles bounds the other files of a batch: those held cost
-// their nodes (a few hundred bytes each) until the batch is handed out,
-// and are open only while their pack job writes them (most lie in one
-// pack). A pack of small files holds a few thousand.
-const batchSmallFiles = 1 << 14
+// batchOneChunkFiles bounds the files of one chunk in a batch: those held
+// cost their nodes (a few hundred bytes each) until the batch is handed
+// out, and each is open only while its one chunk is written. A pack of
+// small files holds a few thousand.
+const batchOneChunkFiles = 1 << 14
 
 // packJob is the chunks of the batch's big files that one pack holds, in
 // the pack's order.
@@ -83,15 +85,17 @@ func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, erro
 				return false, nil
 			}
 		}
-		rs.batchBig++
-	} else if rs.plan.ByPack(f.node.Content) {
-		rs.batchSmall++
-	} else {
+	} else if !rs.plan.ByPack(f.node.Content) {
 		return false, nil
+	}
+	if n > 1 {
+		rs.batchOpen++
+	} else {
+		rs.batchOneChunk++
 	}
 	rs.batch = append(rs.batch, f)
 	rs.batchChunks += n
-	if rs.batchChunks >= batchChunks || rs.batchBig >= batchFiles || rs.batchSmall >= batchSmallFiles {
+	if rs.batchChunks >= batchChunks || rs.batchOpen >= batchFiles || rs.batchOneChunk >= batchOneChunkFiles {
 		return true, rs.flushBatch(ctx)
 	}
 	return true, nil
@@ -135,7 +139,7 @@ func (rs *restorer) flushBatch(ctx context.Context) error {
 		return nil
 	}
 	jobs := packJobs(rs.r.Index(), rs.batch)
-	rs.batch, rs.batchChunks, rs.batchBig, rs.batchSmall = nil, 0, 0, 0
+	rs.batch, rs.batchChunks, rs.batchOpen, rs.batchOneChunk = nil, 0, 0, 0
 	for i, j := range jobs {
 		select {
 		case rs.parts <- filePart{job: j}:

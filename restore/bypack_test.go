@@ -340,6 +340,88 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 	noTemps(t, target)
 }
 
+// Small files of two chunks saved beside a big file, all starting with
+// one shared chunk, go with the big file's pack job; the job writes the
+// shared chunk into each of them first (the pack's order), so each stays
+// open until its own chunk comes: the batch counts them as files that
+// stay open, and the temporary files open at once stay bounded (300 were
+// open at once, and files were lost to "too many open files" under a low
+// limit, when only big files counted).
+func TestSmallFilesSharingAChunkBoundOpenFiles(t *testing.T) {
+	r := repotest.New(t, &planningBackend{Backend: memory.New()})
+	ctx := context.Background()
+	const small = 300
+	save := func(w *repo.Writer, c []byte) repo.ID {
+		id := r.BlobID(c)
+		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	want := map[string][]byte{}
+	var root repo.ID
+	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		var big []repo.ID
+		var bigContent []byte
+		for i := range 40 {
+			c := bytes.Repeat([]byte(fmt.Sprintf("big chunk %d;", i)), 40)
+			big, bigContent = append(big, save(w, c)), append(bigContent, c...)
+		}
+		want["big"] = bigContent
+		nodes := []repo.Node{{Name: "big", Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(bigContent)), Content: big}}
+		header := bytes.Repeat([]byte("shared header;"), 50)
+		headerID := save(w, header)
+		for i := range small {
+			own := bytes.Repeat([]byte(fmt.Sprintf("small file %d;", i)), 30)
+			content := append(append([]byte(nil), header...), own...)
+			name := fmt.Sprintf("s%03d", i)
+			want[name] = content
+			nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: []repo.ID{headerID, save(w, own)}})
+		}
+		var err error
+		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch op {
+		case "CreateExclusive":
+			inFlight++
+			peak = max(peak, inFlight)
+		case "Rename":
+			inFlight--
+		}
+		return nil
+	}}
+	rec := &readOrder{Repository: r}
+	target := t.TempDir()
+	res, err := restore.Run(ctx, rec, &repo.Snapshot{ID: "shared", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 {
+		t.Fatalf("%d files skipped, the first: %+v", len(res.Skipped), res.Skipped[0])
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
+		}
+	}
+	if len(rec.streamed) == 0 {
+		t.Error("nothing was read pack by pack")
+	}
+	if limit := 2*32 + 2; peak > limit {
+		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
+	}
+	noTemps(t, target)
+}
+
 // Small files saved beside a big file, their chunks taking turns with its
 // chunks in one pack, go with the big file's pack job, wherever the walk
 // meets them (among small files of a pack of their own, before and after

@@ -126,9 +126,11 @@ type restorer struct {
 	plan        *repo.ReadPlan
 	batch       []*pendingFile
 	batchChunks int
-	batchBig    int       // files of batch of more than partChunks chunks
-	batchSmall  int       // the others
-	prog        *Progress // opts.Progress, or the restorer's own
+	// batchOpen counts the files of batch of more than one chunk, which
+	// may stay open from one chunk to the next; batchOneChunk the others.
+	batchOpen     int
+	batchOneChunk int
+	prog          *Progress // opts.Progress, or the restorer's own
 }
 
 // folder is a folder on the path of the walk. With include rules, a
