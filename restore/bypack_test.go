@@ -302,42 +302,7 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	inFlight, peak := 0, 0
-	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		switch op {
-		case "CreateExclusive":
-			inFlight++
-			peak = max(peak, inFlight)
-		case "Rename":
-			inFlight--
-		}
-		return nil
-	}}
-	rec := &readOrder{Repository: r}
-	target := t.TempDir()
-	res, err := restore.Run(ctx, rec, &repo.Snapshot{ID: "shared", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Skipped) != 0 {
-		t.Fatalf("%d files skipped, the first: %+v", len(res.Skipped), res.Skipped[0])
-	}
-	for name, content := range want {
-		got, err := os.ReadFile(filepath.Join(target, name))
-		if err != nil || !bytes.Equal(got, content) {
-			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
-		}
-	}
-	if len(rec.streamed) == 0 {
-		t.Error("nothing was read pack by pack")
-	}
-	if limit := 2*32 + 2; peak > limit {
-		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
-	}
-	noTemps(t, target)
+	restoreBoundingOpenFiles(t, r, root, want)
 }
 
 // Small files of two chunks saved beside a big file, all starting with
@@ -384,42 +349,7 @@ func TestSmallFilesSharingAChunkBoundOpenFiles(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	inFlight, peak := 0, 0
-	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		switch op {
-		case "CreateExclusive":
-			inFlight++
-			peak = max(peak, inFlight)
-		case "Rename":
-			inFlight--
-		}
-		return nil
-	}}
-	rec := &readOrder{Repository: r}
-	target := t.TempDir()
-	res, err := restore.Run(ctx, rec, &repo.Snapshot{ID: "shared", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Skipped) != 0 {
-		t.Fatalf("%d files skipped, the first: %+v", len(res.Skipped), res.Skipped[0])
-	}
-	for name, content := range want {
-		got, err := os.ReadFile(filepath.Join(target, name))
-		if err != nil || !bytes.Equal(got, content) {
-			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
-		}
-	}
-	if len(rec.streamed) == 0 {
-		t.Error("nothing was read pack by pack")
-	}
-	if limit := 2*32 + 2; peak > limit {
-		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
-	}
-	noTemps(t, target)
+	restoreBoundingOpenFiles(t, r, root, want)
 }
 
 // Small files saved beside a big file, their chunks taking turns with its
@@ -525,6 +455,51 @@ func TestSmallFilesBesideBigReadByPack(t *testing.T) {
 	// The big file, a file each worker writes, one the job just wrote.
 	if peak > 4 {
 		t.Errorf("%d temporary files open at once, want at most 4", peak)
+	}
+	noTemps(t, target)
+}
+
+// restoreBoundingOpenFiles restores the tree root of r with two workers
+// through a backend that plans its reads, and checks that every file of
+// want comes back bit for bit, read pack by pack, with at most about
+// twice a batch's 32 files that may stay open (the next batch's jobs
+// start while the last of one run) open at once.
+func restoreBoundingOpenFiles(t *testing.T, r *repo.Repository, root repo.ID, want map[string][]byte) {
+	t.Helper()
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch op {
+		case "CreateExclusive":
+			inFlight++
+			peak = max(peak, inFlight)
+		case "Rename":
+			inFlight--
+		}
+		return nil
+	}}
+	rec := &readOrder{Repository: r}
+	target := t.TempDir()
+	res, err := restore.Run(context.Background(), rec, &repo.Snapshot{ID: "shared", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 {
+		t.Fatalf("%d files skipped, the first: %+v", len(res.Skipped), res.Skipped[0])
+	}
+	for name, content := range want {
+		got, err := os.ReadFile(filepath.Join(target, name))
+		if err != nil || !bytes.Equal(got, content) {
+			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
+		}
+	}
+	if len(rec.streamed) == 0 {
+		t.Error("nothing was read pack by pack")
+	}
+	if limit := 2*32 + 2; peak > limit {
+		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
 	}
 	noTemps(t, target)
 }
