@@ -688,28 +688,25 @@ func TestStreamedPacks(t *testing.T) {
 		be := backendtest.NewStreaming(memory.New())
 		r := initRepo(t, be)
 		be.FailWritesPast(250 << 10)
-		var failed bool
+		// The pack is written in the background: the failed write is
+		// reported by a later save, or by the session's end.
 		for _, b := range blobs {
 			id := r.BlobID(b)
 			if _, err := writer(t, r).SaveBlob(ctx, repo.DataBlob, id, b); err != nil {
 				if !errors.Is(err, backendtest.ErrInjected) {
 					t.Fatalf("save: %v, want the injected error", err)
 				}
-				failed = true
 				break
 			}
-		}
-		if !failed {
-			t.Fatal("no save failed")
-		}
-		if n := be.Open(); n != 0 {
-			t.Errorf("%d streams left open after the failed write", n)
 		}
 		// The failed pack took blobs with it that earlier saves reported
 		// as stored: the session fails even if its function ignores the
 		// error, so that no snapshot can name them.
 		if _, err := endSession(r, nil); !errors.Is(err, backendtest.ErrInjected) {
 			t.Fatalf("session after a failed pack write: %v, want the injected error", err)
+		}
+		if n := be.Open(); n != 0 {
+			t.Errorf("%d streams left open after the failed write", n)
 		}
 		for i, b := range blobs {
 			if r.Index().Has(r.BlobID(b)) {
@@ -750,6 +747,74 @@ func TestStreamedPacks(t *testing.T) {
 			t.Errorf("packs stored: %v", packs)
 		}
 	})
+}
+
+// TestStreamedPackWriteDoesNotHoldPacker checks that a streamed pack's
+// write that waits (for the disk or the network) does not stop further
+// blobs from being saved: the packer only queues them. Before, the caller
+// that appended a blob wrote it to the stream itself while holding the
+// one data packer, and every other saver waited for that write.
+func TestStreamedPackWriteDoesNotHoldPacker(t *testing.T) {
+	ctx := context.Background()
+	be := &stalledStreams{Backend: backendtest.NewStreaming(memory.New()), entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	r := initRepo(t, be)
+	blobs := [][]byte{random(1, 100<<10), random(2, 100<<10), compressible(200 << 10), []byte("small")}
+	w := writer(t, r)
+	var ids []repo.ID
+	for i, b := range blobs {
+		id := r.BlobID(b)
+		if stored, err := w.SaveBlob(ctx, repo.DataBlob, id, b); err != nil || !stored {
+			t.Fatalf("blob %d: stored %v, %v", i, stored, err)
+		}
+		ids = append(ids, id)
+		if i == 0 {
+			<-be.entered // the first blob's write has begun, and waits
+		}
+	}
+	close(be.gate)
+	flush(t, r)
+	for i, id := range ids {
+		if got, err := r.LoadBlob(ctx, id); err != nil || !bytes.Equal(got, blobs[i]) {
+			t.Errorf("blob %d: %v", i, err)
+		}
+	}
+}
+
+// stalledStreams holds the first Write of every pack stream until gate is
+// closed, and tells entered when such a write begins.
+type stalledStreams struct {
+	repo.Backend
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (s *stalledStreams) Unwrap() repo.Backend { return s.Backend }
+
+func (s *stalledStreams) NewPackStream(ctx context.Context, kind repo.PackKind) (repo.PackStream, error) {
+	ps, _ := repo.Capability[repo.PackStreamer](s.Backend)
+	st, err := ps.NewPackStream(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	return &stalledStream{PackStream: st, s: s}, nil
+}
+
+type stalledStream struct {
+	repo.PackStream
+	s       *stalledStreams
+	started bool
+}
+
+func (st *stalledStream) Write(p []byte) (int, error) {
+	if !st.started {
+		st.started = true
+		select {
+		case st.s.entered <- struct{}{}:
+		default:
+		}
+		<-st.s.gate
+	}
+	return st.PackStream.Write(p)
 }
 
 // TestTreesInPacksOfTheirOwn checks that no pack mixes trees and data, with

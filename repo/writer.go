@@ -246,13 +246,11 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 		}
 	}
 	// The seal binds the blob to its ID only, not to its place in a pack:
-	// it can be made before the packer is taken. The pooled buffer keeps
-	// memory at one sealed blob per concurrent caller.
+	// it can be made before the packer is taken. The pooled buffer goes
+	// with the blob into the pack, which puts it back once written.
 	sealedp := r.compressBufs.Get().(*[]byte)
-	defer r.compressBufs.Put(sealedp)
-	sealed := r.seal.seal((*sealedp)[:0], payload, id[:])
-	*sealedp = sealed[:0]
-	return w.pack(ctx, PackedBlob{ID: id, Type: t, Compression: comp, RawLength: uint32(len(data))}, sealed)
+	*sealedp = r.seal.seal((*sealedp)[:0], payload, id[:])
+	return w.pack(ctx, PackedBlob{ID: id, Type: t, Compression: comp, RawLength: uint32(len(data))}, sealedp)
 }
 
 // SaveSealedBlob stores a blob that is already sealed, as it is: sealed is
@@ -274,46 +272,53 @@ func (w *Writer) SaveSealedBlob(ctx context.Context, b PackedBlob, sealed []byte
 	}
 	bufp := r.compressBufs.Get().(*[]byte)
 	err := r.authenticateSealedBlob(b, sealed, bufp)
-	r.compressBufs.Put(bufp)
 	if err != nil {
+		r.compressBufs.Put(bufp)
 		r.idx.unreserve(b.ID)
 		return false, err
 	}
-	return w.pack(ctx, PackedBlob{ID: b.ID, Type: b.Type, Compression: b.Compression, RawLength: b.RawLength}, sealed)
+	// The caller may reuse sealed once this returns, and the pack may
+	// write it later: the pack gets a copy.
+	*bufp = append((*bufp)[:0], sealed...)
+	return w.pack(ctx, PackedBlob{ID: b.ID, Type: b.Type, Compression: b.Compression, RawLength: b.RawLength}, bufp)
 }
 
 // pack appends a blob whose ID the caller has reserved to the pack of its
-// kind: sealed is the blob's sealed bytes, and b (without Offset and
-// Length) becomes its header entry. Blobs of one caller go into the pack
+// kind: *sealed is the blob's sealed bytes, in a buffer of compressBufs
+// that pack takes over, and b (without Offset and Length) becomes its
+// header entry. Blobs of one caller go into the pack
 // in the order of its calls. A full pack is handed to a background write.
 // It reports whether the blob went into a pack: if not, its reservation
 // is given up.
-func (w *Writer) pack(ctx context.Context, b PackedBlob, sealed []byte) (bool, error) {
+func (w *Writer) pack(ctx context.Context, b PackedBlob, sealed *[]byte) (bool, error) {
 	r := w.r
 	slot := w.packerOf(packKind(b.Type))
+	giveUp := func(err error) (bool, error) {
+		r.compressBufs.Put(sealed)
+		r.idx.unreserve(b.ID)
+		return false, err
+	}
 	var p *packer
 	select {
 	case p = <-slot:
 	case <-ctx.Done():
-		r.idx.unreserve(b.ID)
-		return false, ctx.Err()
+		return giveUp(ctx.Err())
 	case <-w.closing:
-		r.idx.unreserve(b.ID)
-		return false, ErrSessionClosed
+		return giveUp(ErrSessionClosed)
 	}
 	select {
 	case <-w.closing: // the session ends: close takes the packer
 		slot <- p
-		r.idx.unreserve(b.ID)
-		return false, ErrSessionClosed
+		return giveUp(ErrSessionClosed)
 	default:
 	}
 	if p.out == nil {
-		out, err := r.newPackOutput(w.ctx, p.kind) // the pack outlives this call
+		// The pack outlives this call: it is written under the session's
+		// context, and a failed write fails the session.
+		out, err := r.newPackOutput(w.ctx, p.kind, func(err error) { w.failPackWrite(fmt.Errorf("write pack: %w", err)) })
 		if err != nil {
 			slot <- p
-			r.idx.unreserve(b.ID)
-			return false, fmt.Errorf("write pack: %w", err)
+			return giveUp(fmt.Errorf("write pack: %w", err))
 		}
 		p.out = out
 	}
