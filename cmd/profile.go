@@ -7,26 +7,37 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 )
 
-// startProfiles writes a CPU profile to $NIGHTJAR_CPU_PROFILE and a heap
-// profile to $NIGHTJAR_MEM_PROFILE when they are set, and heap profiles
-// at the heap's peaks to $NIGHTJAR_PEAK_PROFILE.NN (peakProfiles), for
-// measuring (docs/PERFORMANCE.md). The returned function finishes them.
+// startProfiles writes a CPU profile to $NIGHTJAR_CPU_PROFILE, a heap
+// profile to $NIGHTJAR_MEM_PROFILE and a runtime trace (which goroutine
+// ran or waited when: bench/firstbackup/idle.py) to $NIGHTJAR_TRACE when
+// they are set, and heap profiles at the heap's peaks to
+// $NIGHTJAR_PEAK_PROFILE.NN (peakProfiles), for measuring
+// (docs/PERFORMANCE.md). The returned function finishes them.
 func startProfiles(stderr io.Writer) func() {
 	var stops []func()
-	if path := os.Getenv("NIGHTJAR_CPU_PROFILE"); path != "" {
+	// recording starts a recording into the file named by the variable
+	// env, when it is set.
+	recording := func(env, what string, start func(io.Writer) error, stop func()) {
+		path := os.Getenv(env)
+		if path == "" {
+			return
+		}
 		f, err := os.Create(path)
 		if err == nil {
-			err = pprof.StartCPUProfile(f)
+			err = start(f)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "warning: cpu profile: %v\n", err)
-		} else {
-			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+			fmt.Fprintf(stderr, "warning: %s: %v\n", what, err)
+			return
 		}
+		stops = append(stops, func() { stop(); f.Close() })
 	}
+	recording("NIGHTJAR_CPU_PROFILE", "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
+	recording("NIGHTJAR_TRACE", "runtime trace", trace.Start, trace.Stop)
 	if path := os.Getenv("NIGHTJAR_MEM_PROFILE"); path != "" {
 		stops = append(stops, func() {
 			f, err := os.Create(path)

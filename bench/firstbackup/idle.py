@@ -9,9 +9,10 @@ cores idle while no goroutine was runnable, which is the program's own
 fault (a serial stage, a stall between stages), not the machine's load.
 The last line sums those idle core-seconds. PROCS is GOMAXPROCS (2).
 
-nightjar does not write runtime traces; for a measurement, start one in
-cmd/profile.go beside the CPU profile (runtime/trace.Start on a file
-named by an environment variable) in a build that is not committed.
+nightjar writes a runtime trace of a command to the file that
+NIGHTJAR_TRACE names:
+
+    NIGHTJAR_TRACE=/tmp/b1.trace nightjar backup DATA
 """
 import re
 import sys
