@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"runtime"
 	"sort"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
-	"lukechampine.com/blake3/guts"
 )
 
 // packer collects sealed blobs until it holds a pack's worth.
@@ -81,7 +79,7 @@ func (b *bufferedPack) abort(r *Repository) { r.recyclePackBuffer(b.buf) }
 // packer with their blobs compressed, leaving a core idle.
 type streamedPack struct {
 	s    PackStream
-	h    packHasher
+	h    seqHasher  // unkeyed: the pack's name
 	size int        // bytes queued
 	bufs *sync.Pool // where sealed blobs go back once written
 	// onFail is told a failed write at once, so that the session stops
@@ -176,88 +174,6 @@ func (p *streamedPack) finish(ctx context.Context, r *Repository, blobs []Packed
 func (p *streamedPack) abort(*Repository) {
 	_ = p.drain() // the pack is thrown away, written or not
 	p.s.Abort()
-}
-
-// packHasher computes a streamed pack's name, BLAKE3-256 (fileID), in the
-// goroutine that calls it. blake3.Hasher.Write hashes every 16 KiB of a
-// large write in a goroutine of its own and waits for them all: the pack's
-// writer, the one goroutine through which every byte of a backup passes,
-// then spent most of its time waiting for those goroutines to be
-// scheduled between the savers' compressions (16 s of a 18 s backup on a
-// loaded machine), the packer's queue filled, and the savers waited. This
-// hashes the same tree, up to 16 chunks of 1 KiB at a time with the same
-// SIMD code (guts), in order.
-type packHasher struct {
-	// The roots of complete subtrees, one per height at most: stack[i]
-	// is taken when bit i of chunks is set (as in blake3.Hasher).
-	stack  [64][8]uint32
-	chunks uint64 // whole chunks hashed
-	buf    [guts.ChunkSize]byte
-	buflen int
-	spare  [guts.MaxSIMD * guts.ChunkSize]byte // for a subtree near the end of a slice's memory
-}
-
-// packHashTreeHeight is the height of the largest subtree packHasher
-// compresses at once: guts.MaxSIMD chunks.
-const packHashTreeHeight = 4
-
-func (h *packHasher) Write(p []byte) {
-	if h.buflen > 0 {
-		n := copy(h.buf[h.buflen:], p)
-		h.buflen += n
-		p = p[n:]
-	}
-	if h.buflen == len(h.buf) && len(p) > 0 {
-		h.push(guts.ChainingValue(guts.CompressChunk(h.buf[:], &guts.IV, h.chunks, 0)), 0)
-		h.buflen = 0
-	}
-	// The last chunk stays in buf, even when whole: the root is made
-	// from it (sum).
-	for len(p) > len(h.buf) {
-		whole := uint64((len(p) - 1) / len(h.buf))
-		height := min(bits.TrailingZeros64(h.chunks), bits.Len64(whole)-1, packHashTreeHeight)
-		n := (1 << height) * len(h.buf)
-		h.push(guts.ChainingValue(h.compressTree(p[:n])), height)
-		p = p[n:]
-	}
-	h.buflen += copy(h.buf[h.buflen:], p)
-}
-
-// compressTree hashes a complete subtree of at most guts.MaxSIMD chunks,
-// which starts at chunk h.chunks.
-func (h *packHasher) compressTree(p []byte) guts.Node {
-	// guts.CompressBuffer takes an array of guts.MaxSIMD chunks, of which
-	// it reads len(p) bytes.
-	if cap(p) >= len(h.spare) {
-		return guts.CompressBuffer((*[guts.MaxSIMD * guts.ChunkSize]byte)(p[:len(h.spare)]), len(p), &guts.IV, h.chunks, 0)
-	}
-	copy(h.spare[:], p)
-	return guts.CompressBuffer(&h.spare, len(p), &guts.IV, h.chunks, 0)
-}
-
-// push adds the root of the subtree of 2^height chunks that follows the
-// chunks hashed so far, merging it with the complete subtrees before it.
-func (h *packHasher) push(cv [8]uint32, height int) {
-	i := height
-	for h.chunks&(1<<i) != 0 {
-		cv = guts.ChainingValue(guts.ParentNode(h.stack[i], cv, &guts.IV, 0))
-		i++
-	}
-	h.stack[i] = cv
-	h.chunks += 1 << height
-}
-
-// sum returns the hash of everything written.
-func (h *packHasher) sum() ID {
-	n := guts.CompressChunk(h.buf[:h.buflen], &guts.IV, h.chunks, 0)
-	for i := bits.TrailingZeros64(h.chunks); i < bits.Len64(h.chunks); i++ {
-		if h.chunks&(1<<i) != 0 {
-			n = guts.ParentNode(h.stack[i], guts.ChainingValue(n), &guts.IV, 0)
-		}
-	}
-	n.Flags |= guts.FlagRoot
-	out := guts.WordsToBytes(guts.CompressNode(n))
-	return ID(out[:32])
 }
 
 // sampleSize is the size of the samples worthCompressing tries.

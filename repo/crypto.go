@@ -147,15 +147,14 @@ type blobHasher struct {
 
 func newBlobHasher(key []byte) *blobHasher {
 	k := append([]byte(nil), key...)
-	return &blobHasher{pool: sync.Pool{New: func() any { return blake3.New(32, k) }}}
+	return &blobHasher{pool: sync.Pool{New: func() any { return newSeqHasher(k) }}}
 }
 
 func (b *blobHasher) sum(data []byte) ID {
-	h := b.pool.Get().(*blake3.Hasher)
-	h.Reset()
+	h := b.pool.Get().(*seqHasher)
+	h.reset()
 	h.Write(data)
-	var id ID
-	h.Sum(id[:0])
+	id := h.sum()
 	b.pool.Put(h)
 	return id
 }
