@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-
-	"lukechampine.com/blake3"
 )
 
 // checkReadWindow is how many bytes of consecutive blobs check --read-data
@@ -114,7 +112,7 @@ func (r *Repository) streamPack(ctx context.Context, id ID, size, firstRead int6
 		return nil, fmt.Errorf("pack %s: %w", id.Short(), err)
 	}
 
-	hash := blake3.New(32, nil)
+	hash := &seqHasher{} // the pack's name (fileID)
 	for i := 0; i < len(blobs); {
 		// The window: blob i and the blobs after it that fit with it.
 		start := int64(blobs[i].Offset)
@@ -146,8 +144,7 @@ func (r *Repository) streamPack(ctx context.Context, id ID, size, firstRead int6
 		i = j
 	}
 	hash.Write(end)
-	var sum ID
-	hash.Sum(sum[:0])
+	sum := hash.sum()
 	if sum != id {
 		return blobs, fmt.Errorf("pack %s: content does not match its name: %w", id.Short(), ErrIntegrity)
 	}
@@ -186,8 +183,8 @@ func (r *Repository) streamIndexedPack(ctx context.Context, ro RangeOpener, id I
 		s.in.Reset(rc)
 	}
 	in := s.in
-	hash := blake3.New(32, nil)
-	var pos int64 // where in the pack the stream is
+	hash := &seqHasher{} // the pack's name (fileID)
+	var pos int64        // where in the pack the stream is
 	broken := func(err error) error {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -252,8 +249,7 @@ func (r *Repository) streamIndexedPack(ctx context.Context, ro RangeOpener, id I
 	if err != nil {
 		return nil, err
 	}
-	var sum ID
-	hash.Sum(sum[:0])
+	sum := hash.sum()
 	n, err := parsePackTrailer(tail[keep-packTrailerSize:], size)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", id.Short(), err)
