@@ -684,6 +684,34 @@ func TestStreamedPacks(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed write is reported before the session ends", func(t *testing.T) {
+		be := backendtest.NewStreaming(memory.New())
+		r := initRepo(t, be)
+		be.FailWritesPast(1)
+		var second error
+		_, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+			first := random(1, 10<<10)
+			if stored, err := w.SaveBlob(ctx, repo.DataBlob, r.BlobID(first), first); !stored || err != nil {
+				t.Fatalf("first save: %v, %v; want it queued to the pack", stored, err)
+			}
+			// The pack's writer fails the write and cancels the
+			// session's context at once, before the pack ends.
+			<-ctx.Done()
+			next := random(2, 10<<10)
+			_, second = w.SaveBlob(context.Background(), repo.DataBlob, r.BlobID(next), next)
+			return nil
+		})
+		if !errors.Is(second, backendtest.ErrInjected) {
+			t.Errorf("the save after the failed write: %v, want the injected error", second)
+		}
+		if !errors.Is(err, backendtest.ErrInjected) {
+			t.Errorf("session: %v, want the injected error", err)
+		}
+		if n := be.Open(); n != 0 {
+			t.Errorf("%d streams left open after the failed write", n)
+		}
+	})
+
 	t.Run("write fails", func(t *testing.T) {
 		be := backendtest.NewStreaming(memory.New())
 		r := initRepo(t, be)

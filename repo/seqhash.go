@@ -84,10 +84,12 @@ func (h *seqHasher) Write(p []byte) {
 // compressTree hashes a complete subtree of at most guts.MaxSIMD chunks,
 // which starts at chunk h.chunks.
 func (h *seqHasher) compressTree(p []byte, key *[8]uint32, flags uint32) guts.Node {
-	// guts.CompressBuffer takes an array of guts.MaxSIMD chunks, of which
-	// it reads len(p) bytes.
-	if cap(p) >= len(h.spare) {
-		return guts.CompressBuffer((*[guts.MaxSIMD * guts.ChunkSize]byte)(p[:len(h.spare)]), len(p), key, h.chunks, flags)
+	// guts.CompressBuffer takes an array of guts.MaxSIMD chunks, and its
+	// SIMD code may read all of it whatever the length: a subtree of
+	// fewer chunks is copied (8 KiB at most), so that no byte past p is
+	// read, which may be another goroutine's.
+	if len(p) == len(h.spare) {
+		return guts.CompressBuffer((*[guts.MaxSIMD * guts.ChunkSize]byte)(p), len(p), key, h.chunks, flags)
 	}
 	copy(h.spare[:], p)
 	return guts.CompressBuffer(&h.spare, len(p), key, h.chunks, flags)

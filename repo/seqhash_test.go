@@ -49,8 +49,13 @@ func TestSeqHasher(t *testing.T) {
 			for rest := data[:n]; len(rest) > 0; {
 				k := min(len(rest), 1+rng.IntN(40<<10))
 				// A piece whose memory ends where it does, as the last
-				// blob in a buffer of its own size.
-				c.h.Write(append([]byte(nil), rest[:k]...))
+				// blob in a buffer of its own size, every other one in
+				// a larger buffer whose bytes after it are not its own.
+				piece := rest[:k]
+				if rng.IntN(2) == 0 {
+					piece = append([]byte(nil), piece...)
+				}
+				c.h.Write(piece)
 				rest = rest[k:]
 			}
 			if got := c.h.sum(); got != c.want {
