@@ -17,6 +17,9 @@
 #   NIGHTJAR_BIN=PATH             nightjar to measure (default: built from this checkout)
 #   VERSITYGW=versitygw           the S3 server (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)
 #   SEED=1, KEEP=0, RESULTS=DIR   as run.sh
+#   DROP_CACHES=1                 as root, before each tool's restore: sync, drop
+#                                 the page cache, dentries and inodes, then read the
+#                                 buckets back (0: leave the caches as they are)
 #
 # Steps, each tool in turn within a step, each in a bucket of its own:
 # init, first backup (b1), unchanged re-backup (b2), full restore of the
@@ -233,9 +236,22 @@ done
 for step in b1 b2; do
 	for t in "${tools[@]}"; do timed "$t" "$step" -- "$(bin_of "$t")" backup "$DATA"; done
 done
+# settle: what a restore costs on ext4 depends on what the kernel did
+# before it (files just deleted make every file created after them dearer:
+# docs/PERFORMANCE.md, "Restore on this machine"), so before each restore
+# the dirty pages go out, the caches are emptied and the buckets are read
+# back (the server then serves both tools from memory).
+settle() {
+	sync
+	if [ "${DROP_CACHES:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
+		echo 3 >/proc/sys/vm/drop_caches
+		find "$B/gw" -type f -exec cat {} + >/dev/null
+	fi
+}
 for t in "${tools[@]}"; do
 	target=$B/restore-$t
 	mkdir -p "$target"
+	settle
 	timed "$t" restore -- "$(bin_of "$t")" restore latest --target "$target"
 	if diff -r -q --no-dereference "$DATA" "$target$DATA" >"$RES/$t.verify" 2>&1; then
 		record "$t" restore.identical yes
