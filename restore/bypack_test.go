@@ -258,13 +258,7 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 	const files = 150
 	shared := bytes.Repeat([]byte("shared header;"), 100)
 	zero := make([]byte, 1000)
-	save := func(w *repo.Writer, c []byte) repo.ID {
-		id := r.BlobID(c)
-		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	save := func(w *repo.Writer, c []byte) repo.ID { return saveData(t, r, w, c) }
 	var sharedID, zeroID repo.ID
 	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
 		sharedID, zeroID = save(w, shared), save(w, zero)
@@ -316,13 +310,7 @@ func TestSmallFilesSharingAChunkBoundOpenFiles(t *testing.T) {
 	r := repotest.New(t, &planningBackend{Backend: memory.New()})
 	ctx := context.Background()
 	const small = 300
-	save := func(w *repo.Writer, c []byte) repo.ID {
-		id := r.BlobID(c)
-		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	save := func(w *repo.Writer, c []byte) repo.ID { return saveData(t, r, w, c) }
 	want := map[string][]byte{}
 	var root repo.ID
 	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
@@ -364,13 +352,7 @@ func TestSmallFilesBesideBigReadByPack(t *testing.T) {
 	ctx := context.Background()
 	want := map[string][]byte{}
 	var nodes []repo.Node
-	save := func(w *repo.Writer, c []byte) repo.ID {
-		id := r.BlobID(c)
-		if _, err := w.SaveBlob(ctx, repo.DataBlob, id, c); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	save := func(w *repo.Writer, c []byte) repo.ID { return saveData(t, r, w, c) }
 	node := func(name string, ids []repo.ID, content []byte) {
 		want[name] = content
 		nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
@@ -502,4 +484,14 @@ func restoreBoundingOpenFiles(t *testing.T, r *repo.Repository, root repo.ID, wa
 		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
 	}
 	noTemps(t, target)
+}
+
+// saveData saves c as a data blob in w's session and returns its ID.
+func saveData(t *testing.T, r *repo.Repository, w *repo.Writer, c []byte) repo.ID {
+	t.Helper()
+	id := r.BlobID(c)
+	if _, err := w.SaveBlob(context.Background(), repo.DataBlob, id, c); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
