@@ -3,8 +3,8 @@
 # binaries alternating round by round, each run into a fresh local
 # repository, the page cache warm (each binary's first run is preceded by
 # one untimed read of DATA). Prints one line per run (wall and CPU time,
-# peak RSS, repository size, the load average when it started), then each
-# binary's medians.
+# peak RSS, repository size with its blobs, pack files and any other files,
+# the load average when it started), then each binary's medians.
 #
 #   bench/firstbackup/ab.sh [-r ROUNDS] [-d DATA] [-w WORK] BIN...
 #
@@ -41,8 +41,14 @@ for r in $(seq 1 "$ROUNDS"); do
 			"$b" backup "$DATA" >/dev/null
 		read -r wall user sys rss <"$WORK/time"
 		size=$(du -sb "$repo" | cut -f1)
+		# What the repository holds, to tell a size that stands out from
+		# the chunker key's spread (a blob or pack too many, a file left).
+		blobs=$(NIGHTJAR_REPOSITORY=$repo NIGHTJAR_PASSWORD_FILE=$PW "$b" list blobs | wc -l)
+		packs=$(find "$repo/data" -type f | wc -l)
+		others=$(find "$repo" -type f ! -path "$repo/data/*" ! -path "$repo/index/*" ! -path "$repo/snapshots/*" ! -path "$repo/keys/*" ! -name config | wc -l)
 		awk -v n="$name" -v r="$r" -v w="$wall" -v u="$user" -v s="$sys" -v m="$rss" -v z="$size" -v l="$load" \
-			'BEGIN { printf "%s round %d: wall %.2f s, cpu %.2f s, peak rss %d MiB, repository %.1f MB, load %s\n", n, r, w, u + s, m / 1024, z / 1e6, l }' |
+			-v nb="$blobs" -v np="$packs" -v no="$others" \
+			'BEGIN { printf "%s round %d: wall %.2f s, cpu %.2f s, peak rss %d MiB, repository %.1f MB (%d blobs, %d pack files, %d other files), load %s\n", n, r, w, u + s, m / 1024, z / 1e6, nb, np, no, l }' |
 			tee -a "$RES"
 	done
 done
