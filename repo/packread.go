@@ -38,17 +38,26 @@ func (r *Repository) LoadBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBu
 		if err != nil {
 			return err
 		}
-		for _, b := range run[done:] {
-			plain, err := r.LoadBlobTo(ctx, b.ID, buf)
-			if err != nil {
-				return err
-			}
-			if err := fn(i+done, plain); err != nil {
-				return err
-			}
-			done++
+		if err := r.loadEach(ctx, run[done:], buf, func(j int, plain []byte) error { return fn(i+done+j, plain) }); err != nil {
+			return err
 		}
 		i += len(run)
+	}
+	return nil
+}
+
+// loadEach reads the blobs of run one at a time, each from wherever it
+// can be read (LoadBlobTo): what is left of a run that one read could not
+// give.
+func (r *Repository) loadEach(ctx context.Context, run []IndexedBlob, buf *BlobBuffer, fn func(j int, plain []byte) error) error {
+	for j, b := range run {
+		plain, err := r.LoadBlobTo(ctx, b.ID, buf)
+		if err != nil {
+			return err
+		}
+		if err := fn(j, plain); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -81,15 +90,8 @@ func (r *Repository) StreamBlobsInOrder(ctx context.Context, ids []ID, buf *Blob
 		if err != nil {
 			return err
 		}
-		for _, b := range run[done:] {
-			plain, err := r.LoadBlobTo(ctx, b.ID, buf)
-			if err != nil {
-				return err
-			}
-			if err := fn(i+done, plain); err != nil {
-				return err
-			}
-			done++
+		if err := r.loadEach(ctx, run[done:], buf, func(j int, plain []byte) error { return fn(i+done+j, plain) }); err != nil {
+			return err
 		}
 		i += len(run)
 	}
