@@ -267,8 +267,7 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]byte{}
-	var root repo.ID
-	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+	root := treeSession(t, r, func(w *repo.Writer) []repo.Node {
 		var nodes []repo.Node
 		for f := range files {
 			ids := []repo.ID{sharedID}
@@ -290,12 +289,8 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 			want[name] = content
 			nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
 		}
-		var err error
-		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+		return nodes
+	})
 	restoreBoundingOpenFiles(t, r, root, want)
 }
 
@@ -308,12 +303,10 @@ func TestBigFilesByPackSharedChunksBoundOpenFiles(t *testing.T) {
 // limit, when only big files counted).
 func TestSmallFilesSharingAChunkBoundOpenFiles(t *testing.T) {
 	r := repotest.New(t, &planningBackend{Backend: memory.New()})
-	ctx := context.Background()
 	const small = 300
 	save := func(w *repo.Writer, c []byte) repo.ID { return saveData(t, r, w, c) }
 	want := map[string][]byte{}
-	var root repo.ID
-	if _, err := r.WriteSession(ctx, repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+	root := treeSession(t, r, func(w *repo.Writer) []repo.Node {
 		var big []repo.ID
 		var bigContent []byte
 		for i := range 40 {
@@ -331,12 +324,8 @@ func TestSmallFilesSharingAChunkBoundOpenFiles(t *testing.T) {
 			want[name] = content
 			nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: []repo.ID{headerID, save(w, own)}})
 		}
-		var err error
-		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+		return nodes
+	})
 	restoreBoundingOpenFiles(t, r, root, want)
 }
 
@@ -494,4 +483,19 @@ func saveData(t *testing.T, r *repo.Repository, w *repo.Writer, c []byte) repo.I
 		t.Fatal(err)
 	}
 	return id
+}
+
+// treeSession runs one write session in r that saves what nodes saves and
+// the folder of the nodes it returns, and returns that folder's tree ID.
+func treeSession(t *testing.T, r *repo.Repository, nodes func(w *repo.Writer) []repo.Node) repo.ID {
+	t.Helper()
+	var root repo.ID
+	if _, err := r.WriteSession(context.Background(), repo.WriteOptions{}, func(ctx context.Context, w *repo.Writer) error {
+		var err error
+		root, err = w.SaveTree(ctx, &repo.Tree{Nodes: nodes(w)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
