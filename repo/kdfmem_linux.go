@@ -9,7 +9,7 @@ import (
 // prepareKDFMemory makes the Argon2id work area that is about to be
 // allocated come from transparent huge pages.
 //
-// Argon2id touches all of its memory (64 MiB by default) once, and
+// Argon2id touches all of its memory (48 MiB by default) once, and
 // golang.org/x/crypto/argon2 allocates that memory itself. Under the
 // kernel's usual THP setting "madvise", each 4 KiB page of it costs a page
 // fault: on the 2-core benchmark VM, 0.20 to 0.25 s of system time for a

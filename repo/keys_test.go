@@ -206,3 +206,44 @@ func TestKeyFileOverTheKDFLimitsIsRefusedByName(t *testing.T) {
 		t.Errorf("add a key past the limits: %v, want it refused naming the range", err)
 	}
 }
+
+// Keys made before DefaultKDF changed (RFC 9106's second recommendation:
+// 3 passes over 64 MiB, 4 lanes) still open the repository, beside keys
+// made with today's default.
+func TestKeyOfTheEarlierDefaultOpens(t *testing.T) {
+	ctx := context.Background()
+	be := memory.New()
+	r := initRepo(t, be)
+	id := saveBlob(t, r, compressible(3000))
+	flush(t, r)
+	earlier := repo.KDFParams{Algorithm: "argon2id", Time: 3, MemoryKiB: 64 * 1024, Threads: 4}
+	info, err := r.AddKey(ctx, []byte("an earlier password"), earlier)
+	if err != nil {
+		t.Fatalf("add a key with the earlier default: %v", err)
+	}
+	o, err := openWith(t, be, "an earlier password")
+	if err != nil {
+		t.Fatalf("open with the key of the earlier default: %v", err)
+	}
+	if o.KeyName() != info.Name {
+		t.Errorf("opened with key %s, want %s", o.KeyName(), info.Name)
+	}
+	if err := o.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.LoadBlob(ctx, id); err != nil {
+		t.Errorf("read a blob through the key of the earlier default: %v", err)
+	}
+}
+
+// New keys never cost a guesser less memory-time than the earlier default
+// (64 MiB over 3 passes), nor fall under OWASP's 46 MiB for one pass.
+func TestDefaultKDFCostsNoLessThanTheEarlier(t *testing.T) {
+	d := repo.DefaultKDF
+	if got, want := uint64(d.Time)*uint64(d.MemoryKiB), uint64(3*64*1024); got < want {
+		t.Errorf("DefaultKDF costs %d KiB-passes, less than the earlier default's %d", got, want)
+	}
+	if d.MemoryKiB < 46*1024 {
+		t.Errorf("DefaultKDF holds %d KiB, less than 46 MiB", d.MemoryKiB)
+	}
+}

@@ -15,8 +15,9 @@
 # step's wall time, CPU time (user+sys) and peak RSS come from
 # /usr/bin/time -v, with the load average at its start; restic's scrypt
 # memory (from its key file) is printed beside, as it is calibrated at
-# init and sets a floor under every restic step, as Argon2id's 64 MiB does
-# under nightjar's.
+# init and sets a floor under every restic step, as Argon2id's memory
+# (48 MiB for keys made now, 64 MiB before 2026-12; read from nightjar's
+# key file) does under nightjar's.
 #
 # Environment: WORK=/tmp/nightjar-memsteps, SET=mixed|tiny, N=1000000,
 # DATA=$WORK/data (an existing data set to use instead), ROUNDS=3, NIGHTJAR_BIN (default: built from this checkout with
@@ -108,10 +109,14 @@ kdf=$(python3 -c 'import glob, json, sys
 k = json.load(open(sorted(glob.glob(sys.argv[1] + "/keys/*"))[0]))
 n, r, p = k["N"], k["r"], k["p"]
 print(f"scrypt N={n} r={r} p={p}: {128 * n * r / 2**20:.0f} MiB")' "$WORK/repo-restic")
-python3 - "$TSV" "$SET" "$kdf" "$("$NIGHTJAR" version | head -1)" "$("$RESTIC" version)" <<'PY' | tee "$RES/memsteps.md"
+njkdf=$(python3 -c 'import glob, json, sys
+with open(sorted(glob.glob(sys.argv[1] + "/keys/*"))[0], "rb") as f:
+    k = json.loads(f.read().split(b"\n")[1])["kdf"]
+print("Argon2id t=%d p=%d: %.0f MiB" % (k["time"], k["threads"], k["memory_kib"] / 1024))' "$WORK/repo-nightjar")
+python3 - "$TSV" "$SET" "$kdf" "$("$NIGHTJAR" version | head -1)" "$("$RESTIC" version)" "$njkdf" <<'PY' | tee "$RES/memsteps.md"
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-print(f"Set {sys.argv[2]}; {sys.argv[4]}; {sys.argv[5]}; restic's key: {sys.argv[3]}; nightjar's key: Argon2id 64 MiB.")
+print(f"Set {sys.argv[2]}; {sys.argv[4]}; {sys.argv[5]}; restic's key: {sys.argv[3]}; nightjar's key: {sys.argv[6]}.")
 print()
 print("| step | tool | peak RSS (MiB), median (rounds) | wall (s) | CPU user+sys (s) | load average at start |")
 print("|---|---|---:|---:|---:|---|")
