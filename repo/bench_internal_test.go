@@ -104,3 +104,42 @@ func BenchmarkDecompressText(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBlobIDUnaligned hashes a chunk whose length is no multiple of
+// BLAKE3's 1 KiB chunks, as nearly every blob's is.
+func BenchmarkBlobIDUnaligned(b *testing.B) {
+	h := newBlobHasher(make([]byte, 32))
+	data := randomChunk()[:benchChunk-333]
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		h.sum(data)
+	}
+}
+
+// BenchmarkPackName hashes 16 MiB written in pieces of sealed blobs'
+// sizes (60 to 300 KiB, any length), as a pack's writer does for its
+// name.
+func BenchmarkPackName(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	data := make([]byte, 16<<20)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	var pieces []int
+	for n := 0; n < len(data); {
+		k := min(len(data)-n, 60<<10+rng.IntN(240<<10))
+		pieces = append(pieces, k)
+		n += k
+	}
+	var h seqHasher
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		h.reset()
+		rest := data
+		for _, k := range pieces {
+			h.Write(rest[:k])
+			rest = rest[k:]
+		}
+		h.sum()
+	}
+}

@@ -19,21 +19,30 @@ import (
 // the goroutines' cost on every chunk. This hashes the same tree, up to
 // 16 chunks of 1 KiB at a time with the same SIMD code (guts), in order:
 // 2,350 to 2,511 MB/s on one core against the library's 1,711 to 1,805.
+//
+// Every byte but the last group's goes through guts.CompressBuffer in
+// whole groups of guts.MaxSIMD chunks, the width of its SIMD code, at
+// chunk counters that are multiples of the group: a hasher fed pieces of
+// any size (a pack's blobs as they are sealed, a stream read in pieces)
+// compresses them as fast as one large write. Buffering one chunk instead,
+// as blake3.Hasher does, left each piece's first chunk to the portable
+// code and the chunks after it to narrower subtrees until the counter was
+// aligned again. Best of six runs on one core at load 5 (docs/PERFORMANCE.md,
+// "Whole groups for BLAKE3"): a pack's name 2,948 -> 3,704 MB/s, a blob
+// ID of 256 KiB 3,096 -> 3,856 MB/s.
 type seqHasher struct {
 	keyed bool
 	key   [8]uint32 // with keyed; else guts.IV
-	// The roots of complete subtrees, one per height at most: stack[i]
-	// is taken when bit i of chunks is set (as in blake3.Hasher).
+	// The roots of complete subtrees of groups of guts.MaxSIMD chunks, one
+	// per height at most: stack[i] is taken when bit i of groups is set
+	// (as in blake3.Hasher, in groups instead of chunks).
 	stack  [64][8]uint32
-	chunks uint64 // whole chunks hashed
-	buf    [guts.ChunkSize]byte
+	groups uint64 // whole groups hashed
+	// What follows the groups: at most one group, never compressed until
+	// more is written, since the last group holds the root's chunk (sum).
+	buf    [guts.MaxSIMD * guts.ChunkSize]byte
 	buflen int
-	spare  [guts.MaxSIMD * guts.ChunkSize]byte // for a subtree near the end of a slice's memory
 }
-
-// seqHashTreeHeight is the height of the largest subtree seqHasher
-// compresses at once: guts.MaxSIMD chunks.
-const seqHashTreeHeight = 4
 
 // newSeqHasher returns a hasher of BLAKE3-256 keyed with the 32 bytes of
 // key.
@@ -55,7 +64,7 @@ func (h *seqHasher) keyAndFlags() (*[8]uint32, uint32) {
 
 // reset forgets what was written; the key stays.
 func (h *seqHasher) reset() {
-	h.chunks, h.buflen = 0, 0
+	h.groups, h.buflen = 0, 0
 }
 
 func (h *seqHasher) Write(p []byte) {
@@ -64,56 +73,42 @@ func (h *seqHasher) Write(p []byte) {
 		n := copy(h.buf[h.buflen:], p)
 		h.buflen += n
 		p = p[n:]
-	}
-	if h.buflen == len(h.buf) && len(p) > 0 {
-		h.push(guts.ChainingValue(guts.CompressChunk(h.buf[:], key, h.chunks, flags)), 0)
+		if len(p) == 0 {
+			return
+		}
+		// The buffer is full and more follows: it is not the last group.
+		h.push(guts.ChainingValue(guts.CompressBuffer(&h.buf, len(h.buf), key, h.groups*guts.MaxSIMD, flags)))
 		h.buflen = 0
 	}
-	// The last chunk stays in buf, even when whole: the root is made
-	// from it (sum).
 	for len(p) > len(h.buf) {
-		whole := uint64((len(p) - 1) / len(h.buf))
-		height := min(bits.TrailingZeros64(h.chunks), bits.Len64(whole)-1, seqHashTreeHeight)
-		n := (1 << height) * len(h.buf)
-		h.push(guts.ChainingValue(h.compressTree(p[:n], key, flags)), height)
-		p = p[n:]
+		group := (*[guts.MaxSIMD * guts.ChunkSize]byte)(p)
+		h.push(guts.ChainingValue(guts.CompressBuffer(group, len(group), key, h.groups*guts.MaxSIMD, flags)))
+		p = p[len(group):]
 	}
-	h.buflen += copy(h.buf[h.buflen:], p)
+	h.buflen = copy(h.buf[:], p)
 }
 
-// compressTree hashes a complete subtree of at most guts.MaxSIMD chunks,
-// which starts at chunk h.chunks.
-func (h *seqHasher) compressTree(p []byte, key *[8]uint32, flags uint32) guts.Node {
-	// guts.CompressBuffer takes an array of guts.MaxSIMD chunks, and its
-	// SIMD code may read all of it whatever the length: a subtree of
-	// fewer chunks is copied (8 KiB at most), so that no byte past p is
-	// read, which may be another goroutine's.
-	if len(p) == len(h.spare) {
-		return guts.CompressBuffer((*[guts.MaxSIMD * guts.ChunkSize]byte)(p), len(p), key, h.chunks, flags)
-	}
-	copy(h.spare[:], p)
-	return guts.CompressBuffer(&h.spare, len(p), key, h.chunks, flags)
-}
-
-// push adds the root of the subtree of 2^height chunks that follows the
-// chunks hashed so far, merging it with the complete subtrees before it.
-func (h *seqHasher) push(cv [8]uint32, height int) {
+// push adds the root of the group that follows the groups hashed so far,
+// merging it with the complete subtrees before it.
+func (h *seqHasher) push(cv [8]uint32) {
 	key, flags := h.keyAndFlags()
-	i := height
-	for h.chunks&(1<<i) != 0 {
+	i := 0
+	for h.groups&(1<<i) != 0 {
 		cv = guts.ChainingValue(guts.ParentNode(h.stack[i], cv, key, flags))
 		i++
 	}
 	h.stack[i] = cv
-	h.chunks += 1 << height
+	h.groups++
 }
 
 // sum returns the hash of everything written.
 func (h *seqHasher) sum() ID {
 	key, flags := h.keyAndFlags()
-	n := guts.CompressChunk(h.buf[:h.buflen], key, h.chunks, flags)
-	for i := bits.TrailingZeros64(h.chunks); i < bits.Len64(h.chunks); i++ {
-		if h.chunks&(1<<i) != 0 {
+	// The last group, whole or not (a single chunk, or nothing, comes back
+	// as that chunk's node), merged with the subtrees before it.
+	n := guts.CompressBuffer(&h.buf, h.buflen, key, h.groups*guts.MaxSIMD, flags)
+	for i := bits.TrailingZeros64(h.groups); i < bits.Len64(h.groups); i++ {
+		if h.groups&(1<<i) != 0 {
 			n = guts.ParentNode(h.stack[i], guts.ChainingValue(n), key, flags)
 		}
 	}
