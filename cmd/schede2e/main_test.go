@@ -11,7 +11,7 @@
 // by a walk written here, not by nightjar code.
 //
 // Opening or creating a repository derives a key with Argon2id, with the
-// parameters of its key file. nightjar's own (64 MiB, three passes) cost
+// parameters of its key file. nightjar's own (48 MiB, four passes) cost
 // about 2 s of processor time in the race-detecting build the tests run,
 // so newWorld makes the repository beforehand with a cheap derivation
 // (buildbin.CreateRepository); only the tests of creating one
