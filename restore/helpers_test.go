@@ -239,6 +239,10 @@ func (f *faultFS) Chmod(root, name string, mode uint32) error {
 	return f.OS.Chmod(root, name, mode)
 }
 
+// faultFile is a File of a faultFS. It hides the optional methods of the
+// File it wraps, so that a faultFS sets metadata by name, through its own
+// methods (and those of the FS that wraps it) as on a platform whose File
+// cannot: the tests of the program's own path restore through restore.OS.
 type faultFile struct {
 	restore.File
 	fs   *faultFS

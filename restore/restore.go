@@ -297,7 +297,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// one of which something could not be restored.
 	for i := len(rs.dirs) - 1; i >= 0; i-- {
 		d := rs.dirs[i]
-		if err := rs.setMeta(d.target, &d.node); err != nil {
+		if err := rs.setMeta(rs.pathMeta(d.target), &d.node); err != nil {
 			rs.skip(d.shown, "metadata: "+err.Error())
 		}
 	}
@@ -747,10 +747,13 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 		// reports nothing more.
 		f.direct.Close()
 	}
+	discard := func() {
+		f.out.Close()
+		rs.fs.Remove(rs.root, f.tmp)
+	}
 	if f.err != nil {
 		if f.out != nil {
-			f.out.Close()
-			rs.fs.Remove(rs.root, f.tmp)
+			discard()
 		}
 		return f.err
 	}
@@ -761,22 +764,34 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	// a change of the inode on a journaling file system.
 	if f.holes.Load() || f.direct != nil {
 		if err := f.out.Truncate(written); err != nil {
-			f.out.Close()
-			rs.fs.Remove(rs.root, f.tmp)
+			discard()
 			return err
+		}
+	}
+	if written != int64(f.node.Size) {
+		discard()
+		return &damageError{fmt.Errorf("content is %d bytes, snapshot says %d: %w", written, f.node.Size, repo.ErrIntegrity)}
+	}
+	// The metadata goes through the open descriptor where the File takes
+	// it (after the last write, for the times): four system calls that
+	// look up no name, where by name each looked up the file in its
+	// folder again.
+	meta, byDescriptor := f.out.(metaSetter)
+	if byDescriptor {
+		if err := rs.setMeta(meta, &f.node); err != nil {
+			discard()
+			return fmt.Errorf("metadata: %w", err)
 		}
 	}
 	if err := f.out.Close(); err != nil {
 		rs.fs.Remove(rs.root, f.tmp)
 		return err
 	}
-	if written != int64(f.node.Size) {
-		rs.fs.Remove(rs.root, f.tmp)
-		return &damageError{fmt.Errorf("content is %d bytes, snapshot says %d: %w", written, f.node.Size, repo.ErrIntegrity)}
-	}
-	if err := rs.setMeta(f.tmp, &f.node); err != nil {
-		rs.fs.Remove(rs.root, f.tmp)
-		return fmt.Errorf("metadata: %w", err)
+	if !byDescriptor {
+		if err := rs.setMeta(rs.pathMeta(f.tmp), &f.node); err != nil {
+			rs.fs.Remove(rs.root, f.tmp)
+			return fmt.Errorf("metadata: %w", err)
+		}
 	}
 	if err := rs.place(f.tmp, f.target); err != nil {
 		return err
@@ -900,7 +915,7 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		}
 		return
 	}
-	if err := rs.setMeta(tmp, &node); err != nil {
+	if err := rs.setMeta(rs.pathMeta(tmp), &node); err != nil {
 		rs.fs.Remove(rs.root, tmp)
 		rs.skip(shown, "metadata: "+err.Error())
 		return
@@ -914,16 +929,16 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 	rs.mu.Unlock()
 }
 
-// setMeta applies owner (as root), mode, extended attributes and times to
-// p without following a symlink.
-func (rs *restorer) setMeta(p string, node *repo.Node) error {
+// setMeta applies owner (as root), mode, extended attributes and times
+// through m, which follows no symlink.
+func (rs *restorer) setMeta(m metaSetter, node *repo.Node) error {
 	if rs.asRoot {
-		if err := rs.fs.Lchown(rs.root, p, int(node.UID), int(node.GID)); err != nil {
+		if err := m.Chown(int(node.UID), int(node.GID)); err != nil {
 			return fmt.Errorf("owner: %w", err)
 		}
 	}
 	for _, x := range node.Xattrs {
-		if err := rs.fs.Lsetxattr(rs.root, p, x.Name, x.Value); err != nil {
+		if err := m.Setxattr(x.Name, x.Value); err != nil {
 			// An attribute the target cannot take costs the attribute, never
 			// the file: it is counted and named once (a Lack), as a
 			// platform's missing feature is.
@@ -942,15 +957,18 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	}
 	if node.Type != repo.NodeSymlink {
 		// After chown, which clears setuid and setgid.
-		if err := rs.fs.Chmod(rs.root, p, node.Mode&0o7777); err != nil {
+		if err := m.Chmod(node.Mode & 0o7777); err != nil {
 			return fmt.Errorf("mode: %w", err)
 		}
 	}
-	if err := rs.fs.SetMTime(rs.root, p, node.MTime); err != nil {
+	if err := m.SetMTime(node.MTime); err != nil {
 		return fmt.Errorf("times: %w", err)
 	}
 	return nil
 }
+
+// pathMeta sets the metadata of the entry p below the target by its name.
+func (rs *restorer) pathMeta(p string) metaSetter { return pathMeta{fs: rs.fs, root: rs.root, name: p} }
 
 // verify reads back every file the restore put in place and compares it,
 // blob by blob, with the IDs in the snapshot, which the walker gives. It
