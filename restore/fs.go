@@ -62,6 +62,21 @@ type exclusiveRenamer interface {
 	RenameExclusive(root, oldname, newname string) error
 }
 
+// unnamedCreator is an FS that creates a file with no name in a folder and
+// names it once it is complete (O_TMPFILE and linkat on Linux): there is
+// no temporary name to make and rename, and the file is under no name at
+// all until it is whole.
+type unnamedCreator interface {
+	// CreateUnnamed creates a file (0600) with no name in the folder that
+	// name is in, opened beneath root; an error matching
+	// errors.ErrUnsupported where the file system cannot. The File sets
+	// its metadata itself (metaSetter): it has no name to set it by.
+	CreateUnnamed(root, name string) (File, error)
+	// LinkUnnamed gives f, made by CreateUnnamed for name, that name; an
+	// error matching fs.ErrExist if something is there, which stays.
+	LinkUnnamed(root, name string, f File) error
+}
+
 // File is a file being restored.
 type File interface {
 	io.WriterAt

@@ -143,6 +143,55 @@ func (OS) CreateExclusive(root, name string) (File, error) {
 	return f, nil
 }
 
+var _ unnamedCreator = OS{}
+
+// CreateUnnamed creates a file with no name (O_TMPFILE, Linux 3.11) in
+// the folder of name, opened beneath root. A file system without it
+// answers EOPNOTSUPP; a kernel before 3.11 takes O_TMPFILE for
+// O_DIRECTORY and answers EISDIR (or EINVAL).
+func (OS) CreateUnnamed(root, name string) (File, error) {
+	var f *fdFile
+	err := at("open", root, name, func(dir int, _ string) error {
+		fd, err := unix.Openat(dir, ".", unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			f = &fdFile{fd: fd, name: filepath.Join(root, name)}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
+		return nil, fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	case err != nil:
+		return nil, err
+	}
+	return f, nil
+}
+
+// linkByProc is set once linkat with AT_EMPTY_PATH is refused (ENOENT:
+// before Linux 6.10 it needs CAP_DAC_READ_SEARCH): files are then linked
+// by their /proc/self/fd name, one more lookup.
+var linkByProc atomic.Bool
+
+// LinkUnnamed gives f, made by CreateUnnamed, the name name in its folder
+// opened beneath root; linkat never replaces what is there (EEXIST) and
+// does not follow a symlink at name.
+func (OS) LinkUnnamed(root, name string, f File) error {
+	file, ok := f.(*fdFile)
+	if !ok {
+		return &fs.PathError{Op: "link", Path: filepath.Join(root, name), Err: errors.ErrUnsupported}
+	}
+	return at("link", root, name, func(dir int, base string) error {
+		if !linkByProc.Load() {
+			err := unix.Linkat(file.fd, "", dir, base, unix.AT_EMPTY_PATH)
+			if err != unix.ENOENT {
+				return err
+			}
+			linkByProc.Store(true)
+		}
+		return unix.Linkat(unix.AT_FDCWD, procFD(file.fd), dir, base, unix.AT_SYMLINK_FOLLOW)
+	})
+}
+
 // fdFile is a file being restored on Linux: a descriptor written with
 // pwrite, whose metadata is set through the descriptor too (metaSetter:
 // fchown, fsetxattr, fchmod, futimens) rather than by its name, which

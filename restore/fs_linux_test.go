@@ -319,3 +319,42 @@ func TestOSFileSetsMetadataThroughItsDescriptor(t *testing.T) {
 		t.Errorf("what the symlink points to changed: mode %v, mtime %v", fi.Mode(), fi.ModTime())
 	}
 }
+
+// A file with no name is in no folder until LinkUnnamed names it, by
+// linkat with AT_EMPTY_PATH or, where that is refused, through
+// /proc/self/fd; neither replaces an entry, nor follows a dangling
+// symlink at the name.
+func TestOSCreateUnnamed(t *testing.T) {
+	for _, byProc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("through /proc %v", byProc), func(t *testing.T) {
+			defer linkByProc.Store(linkByProc.Load())
+			linkByProc.Store(byProc)
+			dir := t.TempDir()
+			mustDo(t, os.Symlink(filepath.Join(dir, "pointee"), filepath.Join(dir, "dangling")))
+			f, err := OS{}.CreateUnnamed(dir, "f")
+			if errors.Is(err, errors.ErrUnsupported) {
+				t.Skipf("no O_TMPFILE here: %v", err)
+			}
+			mustDo(t, err)
+			defer f.Close()
+			if _, err := f.WriteAt([]byte("content"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+				t.Errorf("the folder holds %v (%v), want the symlink alone", entries, err)
+			}
+			mustDo(t, OS{}.LinkUnnamed(dir, "f", f))
+			if got, err := os.ReadFile(filepath.Join(dir, "f")); err != nil || string(got) != "content" {
+				t.Errorf("f holds %q (%v), want the content written", got, err)
+			}
+			for _, name := range []string{"dangling", "f"} {
+				if err := (OS{}).LinkUnnamed(dir, name, f); !errors.Is(err, os.ErrExist) {
+					t.Errorf("LinkUnnamed over %s: %v, want it to exist", name, err)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "pointee")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a file was made where the dangling symlink points: %v", err)
+			}
+		})
+	}
+}
