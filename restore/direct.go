@@ -42,15 +42,19 @@ func (s *stagingBuffer) get() []byte {
 	return s.buf
 }
 
-// OpenDirect opens f, an *os.File just created as root/name, a second time for
-// writes past the cache (directio.OpenSecond: O_DIRECT on Linux, F_NOCACHE
-// on macOS). It returns nil, and the file is written through the cache
-// alone, elsewhere (FreeBSD's O_DIRECT is a hint its file systems treat
-// differently, ZFS ignores it; Windows), when name no longer leads to f's
-// file, or when the file system refuses.
-// The name is resolved as the OS does: directio.OpenSecond checks that it
-// opened f's own file, and opening writes nothing.
+// OpenDirect opens f, just created as root/name, a second time for writes
+// past the cache: on Linux through /proc/self/fd with O_DIRECT
+// (fdFile.openDirect), which reaches f's own inode whatever name holds; on
+// macOS by name with F_NOCACHE (directio.OpenSecond, which checks that it
+// opened f's own file; opening writes nothing). It returns nil, and the
+// file is written through the cache alone, elsewhere (FreeBSD's O_DIRECT
+// is a hint its file systems treat differently, ZFS ignores it; Windows),
+// when name no longer leads to f's file, or when the file system refuses.
 func (OS) OpenDirect(root, name string, f File) File {
+	if r, ok := f.(interface{ openDirect() File }); ok {
+		// Linux's own File opens its inode again by its descriptor.
+		return r.openDirect()
+	}
 	osf, ok := f.(*os.File)
 	if !ok {
 		return nil

@@ -62,12 +62,55 @@ type exclusiveRenamer interface {
 	RenameExclusive(root, oldname, newname string) error
 }
 
+// unnamedCreator is an FS that creates a file with no name in a folder and
+// names it once it is complete (O_TMPFILE and linkat on Linux): there is
+// no temporary name to make and rename, and the file is under no name at
+// all until it is whole.
+type unnamedCreator interface {
+	// CreateUnnamed creates a file (0600) with no name in the folder that
+	// name is in, opened beneath root; an error matching
+	// errors.ErrUnsupported where the file system cannot. The File sets
+	// its metadata itself (metaSetter): it has no name to set it by.
+	CreateUnnamed(root, name string) (File, error)
+	// LinkUnnamed gives f, made by CreateUnnamed for name, that name; an
+	// error matching fs.ErrExist if something is there, which stays.
+	LinkUnnamed(root, name string, f File) error
+}
+
 // File is a file being restored.
 type File interface {
 	io.WriterAt
 	Truncate(size int64) error
 	Close() error
 }
+
+// metaSetter sets the metadata of an entry being restored: a File that
+// can do it through its descriptor (Linux's), which then looks up no
+// name, or pathMeta, which names the entry to the FS.
+type metaSetter interface {
+	// Chown sets the owner.
+	Chown(uid, gid int) error
+	// Setxattr sets an extended attribute.
+	Setxattr(attr string, value []byte) error
+	// Chmod sets the permission bits with setuid, setgid and sticky.
+	Chmod(mode uint32) error
+	// SetMTime sets the access and modification times to mtime.
+	SetMTime(mtime time.Time) error
+}
+
+// pathMeta sets the metadata of the entry root/name through an FS,
+// never following a symlink there.
+type pathMeta struct {
+	fs         FS
+	root, name string
+}
+
+func (p pathMeta) Chown(uid, gid int) error { return p.fs.Lchown(p.root, p.name, uid, gid) }
+func (p pathMeta) Setxattr(attr string, value []byte) error {
+	return p.fs.Lsetxattr(p.root, p.name, attr, value)
+}
+func (p pathMeta) Chmod(mode uint32) error        { return p.fs.Chmod(p.root, p.name, mode) }
+func (p pathMeta) SetMTime(mtime time.Time) error { return p.fs.SetMTime(p.root, p.name, mtime) }
 
 // ReadFile is a restored file read back by verify.
 type ReadFile interface {

@@ -2,7 +2,12 @@
 
 package restore
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
 
 // dirOpenFlags open a folder on the way to a name: macOS has no O_PATH,
 // and FreeBSD's is not in every release nightjar runs on, so the folder is
@@ -20,4 +25,20 @@ func (OS) Chmod(root, name string, mode uint32) error {
 	return at("", root, name, func(dir int, base string) error {
 		return unix.Fchmodat(dir, base, mode, unix.AT_SYMLINK_NOFOLLOW)
 	})
+}
+
+// CreateExclusive creates a new file, never through a symlink.
+func (OS) CreateExclusive(root, name string) (File, error) {
+	var f *os.File
+	err := at("open", root, name, func(dir int, base string) error {
+		fd, err := unix.Openat(dir, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			f = os.NewFile(uintptr(fd), filepath.Join(root, name))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -3,8 +3,13 @@ package restore
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -117,4 +122,148 @@ func chmodOpened(dir int, base string, mode uint32) error {
 		return fmt.Errorf("through /proc/self/fd: %w", err)
 	}
 	return nil
+}
+
+// CreateExclusive creates a new file, never through a symlink. It is
+// opened with openat(2) and kept as a bare descriptor (fdFile): os.NewFile
+// would ask fcntl, for every file, whether it blocks, and a regular file
+// needs no poller.
+func (OS) CreateExclusive(root, name string) (File, error) {
+	var f *fdFile
+	err := at("open", root, name, func(dir int, base string) error {
+		fd, err := unix.Openat(dir, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			f = &fdFile{fd: fd, name: filepath.Join(root, name)}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+var _ unnamedCreator = OS{}
+
+// CreateUnnamed creates a file with no name (O_TMPFILE, Linux 3.11) in
+// the folder of name, opened beneath root. A file system without it
+// answers EOPNOTSUPP; a kernel before 3.11 takes O_TMPFILE for
+// O_DIRECTORY and answers EISDIR (or EINVAL).
+func (OS) CreateUnnamed(root, name string) (File, error) {
+	var f *fdFile
+	err := at("open", root, name, func(dir int, _ string) error {
+		fd, err := unix.Openat(dir, ".", unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			f = &fdFile{fd: fd, name: filepath.Join(root, name)}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
+		return nil, fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	case err != nil:
+		return nil, err
+	}
+	return f, nil
+}
+
+// linkByProc is set once linkat with AT_EMPTY_PATH is refused (ENOENT:
+// before Linux 6.10 it needs CAP_DAC_READ_SEARCH): files are then linked
+// by their /proc/self/fd name, one more lookup.
+var linkByProc atomic.Bool
+
+// LinkUnnamed gives f, made by CreateUnnamed, the name name in its folder
+// opened beneath root; linkat never replaces what is there (EEXIST) and
+// does not follow a symlink at name.
+func (OS) LinkUnnamed(root, name string, f File) error {
+	file, ok := f.(*fdFile)
+	if !ok {
+		return &fs.PathError{Op: "link", Path: filepath.Join(root, name), Err: errors.ErrUnsupported}
+	}
+	return at("link", root, name, func(dir int, base string) error {
+		if !linkByProc.Load() {
+			err := unix.Linkat(file.fd, "", dir, base, unix.AT_EMPTY_PATH)
+			if err != unix.ENOENT {
+				return err
+			}
+			linkByProc.Store(true)
+		}
+		return unix.Linkat(unix.AT_FDCWD, procFD(file.fd), dir, base, unix.AT_SYMLINK_FOLLOW)
+	})
+}
+
+// fdFile is a file being restored on Linux: a descriptor written with
+// pwrite, whose metadata is set through the descriptor too (metaSetter:
+// fchown, fsetxattr, fchmod, futimens) rather than by its name, which
+// each call would look up again in its folder.
+type fdFile struct {
+	fd   int
+	name string // root/name, for errors
+}
+
+var _ metaSetter = (*fdFile)(nil)
+
+func (f *fdFile) WriteAt(p []byte, off int64) (int, error) {
+	written := 0
+	for written < len(p) {
+		n, err := unix.Pwrite(f.fd, p[written:], off+int64(written))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return written, &fs.PathError{Op: "write", Path: f.name, Err: err}
+		case n == 0:
+			return written, &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
+		}
+		written += n
+	}
+	return written, nil
+}
+
+func (f *fdFile) Truncate(size int64) error {
+	if err := unix.Ftruncate(f.fd, size); err != nil {
+		return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+func (f *fdFile) Close() error {
+	if err := unix.Close(f.fd); err != nil {
+		return &fs.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+// Chown sets the owner (fchown).
+func (f *fdFile) Chown(uid, gid int) error { return unix.Fchown(f.fd, uid, gid) }
+
+// Setxattr sets an extended attribute (fsetxattr).
+func (f *fdFile) Setxattr(attr string, value []byte) error {
+	return unix.Fsetxattr(f.fd, attr, value, 0)
+}
+
+// Chmod sets the permission bits, setuid, setgid and sticky (fchmod).
+func (f *fdFile) Chmod(mode uint32) error { return unix.Fchmod(f.fd, mode) }
+
+// SetMTime sets the access and modification times to the nanosecond:
+// utimensat with no path, which is futimens.
+func (f *fdFile) SetMTime(mtime time.Time) error {
+	ts := [2]unix.Timespec{unix.NsecToTimespec(mtime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(f.fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// openDirect opens the file a second time for direct writes (O_DIRECT),
+// through /proc/self/fd, which leads to the file's own inode whatever its
+// name holds by then; nil without /proc, or where the file system
+// refuses O_DIRECT.
+func (f *fdFile) openDirect() File {
+	fd, err := unix.Open(procFD(f.fd), unix.O_WRONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return &fdFile{fd: fd, name: f.name}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -248,5 +249,112 @@ func TestCachedFolderSwappedForASymlink(t *testing.T) {
 	}
 	if _, err := (OS{}).OpenBeneath(root, "d/first"); !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
 		t.Errorf("OpenBeneath through the swapped folder answers %v, want ELOOP or ENOTDIR", err)
+	}
+}
+
+// A file the OS creates takes its metadata through its descriptor: the
+// owner, an extended attribute, the mode with setuid and the times reach
+// the file written even when its name now leads to a symlink, and what
+// the symlink points to keeps its own.
+func TestOSFileSetsMetadataThroughItsDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := OS{}.CreateExclusive(dir, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	meta, ok := f.(metaSetter)
+	if !ok {
+		t.Fatalf("CreateExclusive gives a %T, which sets no metadata through its descriptor", f)
+	}
+	if _, err := f.WriteAt([]byte("content"), 0); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "f")
+	var written unix.Stat_t
+	if err := unix.Stat(name, &written); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.Remove(name), os.Symlink(outside, name)); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if os.Geteuid() == 0 {
+		uid, gid = 1234, 5678
+	}
+	mtime := time.Date(2021, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	for _, step := range []struct {
+		what string
+		err  error
+	}{
+		{"chown", meta.Chown(uid, gid)},
+		{"setxattr", meta.Setxattr("user.nightjar", []byte("v"))},
+		{"chmod", meta.Chmod(0o4750)},
+		{"times", meta.SetMTime(mtime)},
+	} {
+		if step.err != nil && !(step.what == "setxattr" && errors.Is(step.err, unix.EOPNOTSUPP)) {
+			t.Errorf("%s: %v", step.what, step.err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(f.(*fdFile).fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Ino != written.Ino {
+		t.Fatalf("the descriptor holds inode %d, not the file written (%d)", st.Ino, written.Ino)
+	}
+	if st.Mode&0o7777 != 0o4750 || int(st.Uid) != uid || int(st.Gid) != gid || st.Mtim.Nano() != mtime.UnixNano() {
+		t.Errorf("the file has mode %o, owner %d:%d, mtime %d; want 4750, %d:%d, %d",
+			st.Mode&0o7777, st.Uid, st.Gid, st.Mtim.Nano(), uid, gid, mtime.UnixNano())
+	}
+	fi, err := os.Stat(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != 0o600 || fi.ModTime().Equal(mtime) {
+		t.Errorf("what the symlink points to changed: mode %v, mtime %v", fi.Mode(), fi.ModTime())
+	}
+}
+
+// A file with no name is in no folder until LinkUnnamed names it, by
+// linkat with AT_EMPTY_PATH or, where that is refused, through
+// /proc/self/fd; neither replaces an entry, nor follows a dangling
+// symlink at the name.
+func TestOSCreateUnnamed(t *testing.T) {
+	for _, byProc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("through /proc %v", byProc), func(t *testing.T) {
+			defer linkByProc.Store(linkByProc.Load())
+			linkByProc.Store(byProc)
+			dir := t.TempDir()
+			mustDo(t, os.Symlink(filepath.Join(dir, "pointee"), filepath.Join(dir, "dangling")))
+			f, err := OS{}.CreateUnnamed(dir, "f")
+			if errors.Is(err, errors.ErrUnsupported) {
+				t.Skipf("no O_TMPFILE here: %v", err)
+			}
+			mustDo(t, err)
+			defer f.Close()
+			if _, err := f.WriteAt([]byte("content"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+				t.Errorf("the folder holds %v (%v), want the symlink alone", entries, err)
+			}
+			mustDo(t, OS{}.LinkUnnamed(dir, "f", f))
+			if got, err := os.ReadFile(filepath.Join(dir, "f")); err != nil || string(got) != "content" {
+				t.Errorf("f holds %q (%v), want the content written", got, err)
+			}
+			for _, name := range []string{"dangling", "f"} {
+				if err := (OS{}).LinkUnnamed(dir, name, f); !errors.Is(err, os.ErrExist) {
+					t.Errorf("LinkUnnamed over %s: %v, want it to exist", name, err)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "pointee")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a file was made where the dangling symlink points: %v", err)
+			}
+		})
 	}
 }

@@ -272,22 +272,6 @@ func (OS) Lstat(root, name string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// CreateExclusive creates a new file, never through a symlink.
-func (OS) CreateExclusive(root, name string) (File, error) {
-	var f *os.File
-	err := at("open", root, name, func(dir int, base string) error {
-		fd, err := unix.Openat(dir, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			f = os.NewFile(uintptr(fd), filepath.Join(root, name))
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
 // Rename moves oldname to newname, each in its folder opened beneath root.
 func (OS) Rename(root, oldname, newname string) error {
 	return atTwo("rename", root, oldname, newname, func(oldDir int, oldBase string, newDir int, newBase string) error {

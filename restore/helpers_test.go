@@ -160,6 +160,11 @@ func linked(n repo.Node, ino uint64, links uint64) repo.Node {
 type faultFS struct {
 	restore.OS
 	hook hook
+	// unnamed lets the OS create files with no name where it can (on
+	// Linux: CreateUnnamed, reported as "CreateUnnamed", and LinkUnnamed
+	// as "LinkUnnamed"); without it a faultFS refuses them, as a file
+	// system without O_TMPFILE does, and files get temporary names.
+	unnamed bool
 }
 
 // hook decides the result of an operation of a faultFS.
@@ -180,11 +185,21 @@ func (f *faultFS) Mkdir(root, name string, perm fs.FileMode) error {
 }
 
 func (f *faultFS) CreateExclusive(root, name string) (restore.File, error) {
-	full := filepath.Join(root, name)
-	if err := f.fault("CreateExclusive", full, 0, 0); err != nil {
+	file, err := f.create("CreateExclusive", root, name, f.OS.CreateExclusive)
+	if err != nil {
 		return nil, err
 	}
-	file, err := f.OS.CreateExclusive(root, name)
+	return file, nil
+}
+
+// create makes root/name with the OS's create after the hook for op, and
+// wraps the file made.
+func (f *faultFS) create(op, root, name string, create func(root, name string) (restore.File, error)) (*faultFile, error) {
+	full := filepath.Join(root, name)
+	if err := f.fault(op, full, 0, 0); err != nil {
+		return nil, err
+	}
+	file, err := create(root, name)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +207,7 @@ func (f *faultFS) CreateExclusive(root, name string) (restore.File, error) {
 }
 
 func (f *faultFS) OpenDirect(root, name string, file restore.File) restore.File {
-	d := f.OS.OpenDirect(root, name, file.(*faultFile).File)
+	d := f.OS.OpenDirect(root, name, file.(interface{ wrapped() restore.File }).wrapped())
 	if d == nil {
 		return nil
 	}
@@ -239,11 +254,18 @@ func (f *faultFS) Chmod(root, name string, mode uint32) error {
 	return f.OS.Chmod(root, name, mode)
 }
 
+// faultFile is a File of a faultFS. It hides the optional methods of the
+// File it wraps, so that a faultFS sets metadata by name, through its own
+// methods (and those of the FS that wraps it) as on a platform whose File
+// cannot: the tests of the program's own path restore through restore.OS.
 type faultFile struct {
 	restore.File
 	fs   *faultFS
 	name string
 }
+
+// wrapped is the File that f wraps.
+func (f *faultFile) wrapped() restore.File { return f.File }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.fs.fault("WriteAt", f.name, off, len(p)); err != nil {

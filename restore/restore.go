@@ -131,6 +131,9 @@ type restorer struct {
 	batchOpen     int
 	batchOneChunk int
 	prog          *Progress // opts.Progress, or the restorer's own
+	// noUnnamed is set once the FS refused a file with no name (the
+	// target's file system has no O_TMPFILE): temporary names from then on.
+	noUnnamed atomic.Bool
 }
 
 // folder is a folder on the path of the walk. With include rules, a
@@ -158,14 +161,16 @@ type restoreFile struct {
 const partChunks = 32
 
 // pendingFile is a regular file being restored. Its parts write into one
-// temporary file; whichever part finishes last puts it in place.
+// file with no name or a temporary name; whichever part finishes last
+// puts it in place.
 type pendingFile struct {
 	restoreFile
-	open   sync.Once
-	tmp    string
-	out    File
-	direct File         // out opened again for direct writes; nil: page cache only
-	parts  atomic.Int32 // parts not yet finished
+	open    sync.Once
+	tmp     string // the temporary name; "" for a file with no name (unnamed)
+	unnamed bool
+	out     File
+	direct  File         // out opened again for direct writes; nil: page cache only
+	parts   atomic.Int32 // parts not yet finished
 	// writing lets one part at a time write: ext4 (like most file
 	// systems) holds the inode's lock for each buffered write, and the
 	// kernel's waiters spin for it. Parked here instead, they cost
@@ -297,7 +302,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// one of which something could not be restored.
 	for i := len(rs.dirs) - 1; i >= 0; i-- {
 		d := rs.dirs[i]
-		if err := rs.setMeta(d.target, &d.node); err != nil {
+		if err := rs.setMeta(rs.pathMeta(d.target), &d.node); err != nil {
 			rs.skip(d.shown, "metadata: "+err.Error())
 		}
 	}
@@ -533,19 +538,50 @@ func (rs *restorer) place(tmp, target string) error {
 		// Something is in the way (below: what), or the file system
 		// cannot rename exclusively.
 	}
-	if fi, err := rs.fs.Lstat(rs.root, target); err == nil {
-		switch {
-		case fi.IsDir():
-			rs.fs.Remove(rs.root, tmp)
-			return errors.New("a folder is in the way: not replaced")
-		case !rs.opts.Overwrite:
-			rs.fs.Remove(rs.root, tmp)
-			return errors.New("exists (use --overwrite to replace it)")
-		}
+	if err := rs.inTheWay(target); err != nil {
+		rs.fs.Remove(rs.root, tmp)
+		return err
 	}
 	if err := rs.fs.Rename(rs.root, tmp, target); err != nil {
 		rs.fs.Remove(rs.root, tmp)
 		return err
+	}
+	return nil
+}
+
+// inTheWay says why what is at target is not replaced: a folder never is,
+// anything else only with Overwrite.
+func (rs *restorer) inTheWay(target string) error {
+	fi, err := rs.fs.Lstat(rs.root, target)
+	switch {
+	case err != nil:
+		return nil
+	case fi.IsDir():
+		return errors.New("a folder is in the way: not replaced")
+	case !rs.opts.Overwrite:
+		return errors.New("exists (use --overwrite to replace it)")
+	}
+	return nil
+}
+
+// linkUnnamed gives a complete file with no name its name, unless
+// something is there, and closes it.
+func (rs *restorer) linkUnnamed(f *pendingFile) error {
+	err := rs.fs.(unnamedCreator).LinkUnnamed(rs.root, f.target, f.out)
+	closeErr := f.out.Close()
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		if why := rs.inTheWay(f.target); why != nil {
+			return why
+		}
+		return err
+	case err != nil:
+		return err
+	case closeErr != nil:
+		// Named already: what close reports (a write-back error on some
+		// file systems) makes the file not restored.
+		rs.fs.Remove(rs.root, f.target)
+		return closeErr
 	}
 	return nil
 }
@@ -690,16 +726,33 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	return nil
 }
 
-// openFile creates f's temporary file, once, whichever part comes first;
-// a big file is opened for direct writes too where direct allows. The
-// error is the creation's, returned to the part that tried.
+// openFile creates f's file, once, whichever part comes first: with no
+// name where the FS can and nothing is to be replaced (a name cannot be
+// linked over an entry), else under a temporary name; a big file is
+// opened for direct writes too where direct allows. The error is the
+// creation's, returned to the part that tried.
 func (rs *restorer) openFile(f *pendingFile, direct bool) error {
 	var err error
 	f.open.Do(func() {
-		f.tmp = tempName(f.target)
-		f.out, err = rs.fs.CreateExclusive(rs.root, f.tmp)
+		if u, ok := rs.fs.(unnamedCreator); ok && !rs.opts.Overwrite && !rs.noUnnamed.Load() {
+			f.out, err = u.CreateUnnamed(rs.root, f.target)
+			switch {
+			case errors.Is(err, errors.ErrUnsupported):
+				rs.noUnnamed.Store(true)
+			case err != nil:
+				return
+			default:
+				f.unnamed = true
+			}
+		}
+		name := f.target
+		if !f.unnamed {
+			f.tmp = tempName(f.target)
+			name = f.tmp
+			f.out, err = rs.fs.CreateExclusive(rs.root, f.tmp)
+		}
 		if err == nil && direct && f.node.Size >= directMinSize {
-			f.direct = rs.fs.OpenDirect(rs.root, f.tmp, f.out)
+			f.direct = rs.fs.OpenDirect(rs.root, name, f.out)
 		}
 	})
 	return err
@@ -747,10 +800,15 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 		// reports nothing more.
 		f.direct.Close()
 	}
+	discard := func() {
+		f.out.Close()
+		if !f.unnamed {
+			rs.fs.Remove(rs.root, f.tmp)
+		}
+	}
 	if f.err != nil {
 		if f.out != nil {
-			f.out.Close()
-			rs.fs.Remove(rs.root, f.tmp)
+			discard()
 		}
 		return f.err
 	}
@@ -761,25 +819,47 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	// a change of the inode on a journaling file system.
 	if f.holes.Load() || f.direct != nil {
 		if err := f.out.Truncate(written); err != nil {
-			f.out.Close()
-			rs.fs.Remove(rs.root, f.tmp)
+			discard()
 			return err
 		}
 	}
-	if err := f.out.Close(); err != nil {
-		rs.fs.Remove(rs.root, f.tmp)
-		return err
-	}
 	if written != int64(f.node.Size) {
-		rs.fs.Remove(rs.root, f.tmp)
+		discard()
 		return &damageError{fmt.Errorf("content is %d bytes, snapshot says %d: %w", written, f.node.Size, repo.ErrIntegrity)}
 	}
-	if err := rs.setMeta(f.tmp, &f.node); err != nil {
-		rs.fs.Remove(rs.root, f.tmp)
-		return fmt.Errorf("metadata: %w", err)
+	// The metadata goes through the open descriptor where the File takes
+	// it (after the last write, for the times): four system calls that
+	// look up no name, where by name each looked up the file in its
+	// folder again.
+	meta, byDescriptor := f.out.(metaSetter)
+	if byDescriptor {
+		if err := rs.setMeta(meta, &f.node); err != nil {
+			discard()
+			return fmt.Errorf("metadata: %w", err)
+		}
 	}
-	if err := rs.place(f.tmp, f.target); err != nil {
-		return err
+	if f.unnamed {
+		if !byDescriptor {
+			discard()
+			return fmt.Errorf("metadata: %w", errors.ErrUnsupported)
+		}
+		if err := rs.linkUnnamed(f); err != nil {
+			return err
+		}
+	} else {
+		if err := f.out.Close(); err != nil {
+			rs.fs.Remove(rs.root, f.tmp)
+			return err
+		}
+		if !byDescriptor {
+			if err := rs.setMeta(rs.pathMeta(f.tmp), &f.node); err != nil {
+				rs.fs.Remove(rs.root, f.tmp)
+				return fmt.Errorf("metadata: %w", err)
+			}
+		}
+		if err := rs.place(f.tmp, f.target); err != nil {
+			return err
+		}
 	}
 	rs.mu.Lock()
 	rs.result.Files++
@@ -900,7 +980,7 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 		}
 		return
 	}
-	if err := rs.setMeta(tmp, &node); err != nil {
+	if err := rs.setMeta(rs.pathMeta(tmp), &node); err != nil {
 		rs.fs.Remove(rs.root, tmp)
 		rs.skip(shown, "metadata: "+err.Error())
 		return
@@ -914,16 +994,16 @@ func (rs *restorer) restoreSpecial(node repo.Node, target, shown string) {
 	rs.mu.Unlock()
 }
 
-// setMeta applies owner (as root), mode, extended attributes and times to
-// p without following a symlink.
-func (rs *restorer) setMeta(p string, node *repo.Node) error {
+// setMeta applies owner (as root), mode, extended attributes and times
+// through m, which follows no symlink.
+func (rs *restorer) setMeta(m metaSetter, node *repo.Node) error {
 	if rs.asRoot {
-		if err := rs.fs.Lchown(rs.root, p, int(node.UID), int(node.GID)); err != nil {
+		if err := m.Chown(int(node.UID), int(node.GID)); err != nil {
 			return fmt.Errorf("owner: %w", err)
 		}
 	}
 	for _, x := range node.Xattrs {
-		if err := rs.fs.Lsetxattr(rs.root, p, x.Name, x.Value); err != nil {
+		if err := m.Setxattr(x.Name, x.Value); err != nil {
 			// An attribute the target cannot take costs the attribute, never
 			// the file: it is counted and named once (a Lack), as a
 			// platform's missing feature is.
@@ -942,15 +1022,18 @@ func (rs *restorer) setMeta(p string, node *repo.Node) error {
 	}
 	if node.Type != repo.NodeSymlink {
 		// After chown, which clears setuid and setgid.
-		if err := rs.fs.Chmod(rs.root, p, node.Mode&0o7777); err != nil {
+		if err := m.Chmod(node.Mode & 0o7777); err != nil {
 			return fmt.Errorf("mode: %w", err)
 		}
 	}
-	if err := rs.fs.SetMTime(rs.root, p, node.MTime); err != nil {
+	if err := m.SetMTime(node.MTime); err != nil {
 		return fmt.Errorf("times: %w", err)
 	}
 	return nil
 }
+
+// pathMeta sets the metadata of the entry p below the target by its name.
+func (rs *restorer) pathMeta(p string) metaSetter { return pathMeta{fs: rs.fs, root: rs.root, name: p} }
 
 // verify reads back every file the restore put in place and compares it,
 // blob by blob, with the IDs in the snapshot, which the walker gives. It
