@@ -841,18 +841,20 @@ func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJ
 	ch.Reset(counted)
 	chunksHint := int(before.Size()/int64(a.cp.Min)) + 1
 	for {
-		data, err := ch.Next()
-		if err == io.EOF {
-			break
-		}
+		// The chunk is read into a buffer the saver gives back when done
+		// with it: no copy between the file and the saver.
+		bufp := a.chunkBufs.Get().(*[]byte)
+		data, err := ch.NextInto(*bufp)
 		if err != nil {
+			a.chunkBufs.Put(bufp)
+			if err == io.EOF {
+				break
+			}
 			return false, fmt.Errorf("read: %w", err)
 		}
-		bufp := a.chunkBufs.Get().(*[]byte)
-		buf := append((*bufp)[:0], data...)
 		job.pending.Add(1)
 		select {
-		case a.saveJobs <- saveJob{data: buf, buf: bufp, file: job, slot: job.newSlot(chunksHint)}:
+		case a.saveJobs <- saveJob{data: data, buf: bufp, file: job, slot: job.newSlot(chunksHint)}:
 		case <-ctx.Done():
 			job.pending.Add(-1)
 			return false, ctx.Err()

@@ -228,7 +228,7 @@ func TestChunks(t *testing.T) {
 }
 
 // refCut is the cut rule as documented on Chunker, one byte a step: the
-// one-byte loop that cut replaced, kept as its reference.
+// one-byte loop that find replaced, kept as its reference.
 func refCut(g *Gear, p Params, data []byte) int {
 	if len(data) <= p.Min {
 		return len(data)
@@ -255,8 +255,9 @@ func refCut(g *Gear, p Params, data []byte) int {
 	return len(data)
 }
 
-// TestCutMatchesReference checks that cut, which takes two bytes a step, finds
-// the cut points of refCut for several keys, parameters with odd and even
+// TestCutMatchesReference checks that find, which takes two bytes a step,
+// finds the cut points of refCut, whether given the data at once or in
+// pieces, for several keys, parameters with odd and even
 // phase lengths, lengths around Min, Avg and Max, and zero, random and
 // low-entropy data.
 func TestCutMatchesReference(t *testing.T) {
@@ -315,8 +316,20 @@ func TestCutMatchesReference(t *testing.T) {
 			check := func(name string, data []byte) {
 				t.Helper()
 				want := refCut(g, p, data)
-				if got := c.cut(data); got != want {
+				if got := c.find(&cutSearch{}, data, true); got != want {
 					t.Fatalf("key %x, %+v, %s, %d bytes: cut %d, want %d", key[0], p, name, len(data), got, want)
+				}
+				// The same search given the data as reads bring it, in
+				// pieces of random sizes.
+				var s cutSearch
+				for n := 0; len(data) > 0; {
+					n = min(n+1+rng.IntN(p.Max/3), len(data))
+					if got := c.find(&s, data[:n], n == len(data)); got > 0 {
+						if got != want {
+							t.Fatalf("key %x, %+v, %s, %d bytes in pieces: cut %d, want %d", key[0], p, name, len(data), got, want)
+						}
+						break
+					}
 				}
 				if len(data) > p.Avg && (want == p.Avg || want == p.Avg+1) {
 					seen[boundary{want == p.Avg+1, (p.Avg-p.Min)%2 == 1}] = true
@@ -404,6 +417,45 @@ func TestDeterminism(t *testing.T) {
 			t.Fatalf("chunk lengths after Reset differ: got %d chunks, want %d", len(got), len(want))
 		}
 	})
+}
+
+// TestNextInto checks that NextInto cuts the chunks Next cuts, into the
+// caller's buffer, whatever its capacity and however the reader delivers
+// the bytes.
+func TestNextInto(t *testing.T) {
+	g := NewGear(testKey(0))
+	for _, p := range []Params{small, DefaultParams} {
+		data := random64M()[:8<<20]
+		want := chunks(t, bytes.NewReader(data), g, p)
+		readers := map[string]func() io.Reader{
+			"whole reads": func() io.Reader { return bytes.NewReader(data) },
+			"half reads":  func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
+		}
+		for name, r := range readers {
+			for _, size := range []int{0, p.Min, p.Max} {
+				c := New(r(), g, p)
+				buf := make([]byte, 0, size)
+				for i := 0; ; i++ {
+					chunk, err := c.NextInto(buf)
+					if err == io.EOF {
+						if i != len(want) {
+							t.Fatalf("%+v, %s, buffer of %d: %d chunks, want %d", p, name, size, i, len(want))
+						}
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if i >= len(want) || !bytes.Equal(chunk, want[i]) {
+						t.Fatalf("%+v, %s, buffer of %d: chunk %d differs from Next's", p, name, size, i)
+					}
+					if size == p.Max && (&chunk[0] != &buf[:1][0] || cap(chunk) != p.Max) {
+						t.Fatalf("%+v, %s: chunk %d is not in the buffer of Max bytes, with its capacity", p, name, i)
+					}
+				}
+			}
+		}
+	}
 }
 
 // expectedMean returns the mean chunk size of p on random input: cuts are a

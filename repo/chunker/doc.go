@@ -14,7 +14,7 @@
 // LocalRule cuts small structured data (big trees) with a simpler rule that
 // looks only at the bytes before a cut, from its own gear table (NewGearFor).
 //
-// The package must never allocate per chunk, hold more than one buffer of
-// about twice the maximum chunk size, or know anything of hashing, packing or
+// The package must never allocate per chunk, hold more than two buffers of
+// the maximum chunk size, or know anything of hashing, packing or
 // encrypting the chunks it returns: it only finds boundaries.
 package chunker
