@@ -77,6 +77,17 @@ type unnamedCreator interface {
 	LinkUnnamed(root, name string, f File) error
 }
 
+// unnamedWrapper is an FS that wraps the OS and takes over its own calls
+// whole: files with no name (unnamedCreator) and the metadata its Files
+// set through their descriptors. The restore uses those only with the OS
+// itself or such a wrapper; a wrapper that embeds OS to watch or limit
+// file creation and metadata gets temporary names and calls by name, so
+// that nothing goes around it.
+type unnamedWrapper interface {
+	unnamedCreator
+	WrapsUnnamed()
+}
+
 // File is a file being restored.
 type File interface {
 	io.WriterAt

@@ -181,14 +181,23 @@ func (OS) LinkUnnamed(root, name string, f File) error {
 		return &fs.PathError{Op: "link", Path: filepath.Join(root, name), Err: errors.ErrUnsupported}
 	}
 	return at("link", root, name, func(dir int, base string) error {
-		if !linkByProc.Load() {
-			err := unix.Linkat(file.fd, "", dir, base, unix.AT_EMPTY_PATH)
-			if err != unix.ENOENT {
-				return err
-			}
-			linkByProc.Store(true)
+		byProc := func() error {
+			return unix.Linkat(unix.AT_FDCWD, procFD(file.fd), dir, base, unix.AT_SYMLINK_FOLLOW)
 		}
-		return unix.Linkat(unix.AT_FDCWD, procFD(file.fd), dir, base, unix.AT_SYMLINK_FOLLOW)
+		if linkByProc.Load() {
+			return byProc()
+		}
+		err := unix.Linkat(file.fd, "", dir, base, unix.AT_EMPTY_PATH)
+		if err != unix.ENOENT {
+			return err
+		}
+		// Refused, or the folder is gone: /proc tells which, and is the
+		// way from then on only if it worked.
+		if err := byProc(); err != nil {
+			return err
+		}
+		linkByProc.Store(true)
+		return nil
 	})
 }
 

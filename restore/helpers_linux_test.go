@@ -27,6 +27,10 @@ func (f *faultFS) CreateUnnamed(root, name string) (restore.File, error) {
 	return &unnamedFaultFile{*file}, nil
 }
 
+// WrapsUnnamed says that a faultFS takes over the OS's files with no name
+// and their metadata whole: the restore may use them through it.
+func (*faultFS) WrapsUnnamed() {}
+
 func (f *faultFS) LinkUnnamed(root, name string, file restore.File) error {
 	if err := f.fault("LinkUnnamed", filepath.Join(root, name), 0, 0); err != nil {
 		return err

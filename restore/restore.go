@@ -131,8 +131,15 @@ type restorer struct {
 	batchOpen     int
 	batchOneChunk int
 	prog          *Progress // opts.Progress, or the restorer's own
-	// noUnnamed is set once the FS refused a file with no name (the
-	// target's file system has no O_TMPFILE): temporary names from then on.
+	// ownCalls: opts.FS is the OS itself or a wrapper that takes over its
+	// own calls whole (unnamedWrapper), so files may be made with no name
+	// and set their metadata through their descriptors. A wrapper that
+	// embeds OS to watch or limit the restore would be bypassed by both.
+	ownCalls bool
+	// noUnnamed: files get temporary names, because of Overwrite (a file
+	// with no name cannot be linked over an entry), an FS without
+	// unnamedCreator, the probe's failure at the start (canNameUnnamed),
+	// or a folder's file system that refused one since.
 	noUnnamed atomic.Bool
 }
 
@@ -244,6 +251,10 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		folders:    []*folder{{path: "/", selected: opts.Include == nil, made: true}},
 		unreadable: map[string]bool{},
 	}
+	_, plainOS := opts.FS.(OS)
+	_, wrapper := opts.FS.(unnamedWrapper)
+	rs.ownCalls = plainOS || wrapper
+	rs.noUnnamed.Store(opts.Overwrite || !rs.ownCalls || !rs.canNameUnnamed())
 	rs.result.OwnershipKept = rs.asRoot
 	rs.result.Lacks = platformLacks()
 	rs.prog = opts.Progress
@@ -564,6 +575,30 @@ func (rs *restorer) inTheWay(target string) error {
 	return nil
 }
 
+// canNameUnnamed makes one file with no name in the target and names it
+// (a temporary name, removed at once): whether the target's file system
+// makes such files (O_TMPFILE) and this process can name them (linkat
+// with AT_EMPTY_PATH, or through /proc) is known before any file is
+// written, not after each.
+func (rs *restorer) canNameUnnamed() bool {
+	u, ok := rs.fs.(unnamedCreator)
+	if !ok {
+		return false
+	}
+	probe := tempName("probe")
+	f, err := u.CreateUnnamed(rs.root, probe)
+	if err != nil {
+		return false
+	}
+	err = u.LinkUnnamed(rs.root, probe, f)
+	f.Close()
+	if err != nil {
+		return false
+	}
+	rs.fs.Remove(rs.root, probe)
+	return true
+}
+
 // linkUnnamed gives a complete file with no name its name, unless
 // something is there, and closes it.
 func (rs *restorer) linkUnnamed(f *pendingFile) error {
@@ -580,7 +615,9 @@ func (rs *restorer) linkUnnamed(f *pendingFile) error {
 	case closeErr != nil:
 		// Named already: what close reports (a write-back error on some
 		// file systems) makes the file not restored.
-		rs.fs.Remove(rs.root, f.target)
+		if err := rs.fs.Remove(rs.root, f.target); err != nil {
+			return fmt.Errorf("%w, and the file could not be removed: %w", closeErr, err)
+		}
 		return closeErr
 	}
 	return nil
@@ -734,8 +771,8 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 func (rs *restorer) openFile(f *pendingFile, direct bool) error {
 	var err error
 	f.open.Do(func() {
-		if u, ok := rs.fs.(unnamedCreator); ok && !rs.opts.Overwrite && !rs.noUnnamed.Load() {
-			f.out, err = u.CreateUnnamed(rs.root, f.target)
+		if !rs.noUnnamed.Load() {
+			f.out, err = rs.fs.(unnamedCreator).CreateUnnamed(rs.root, f.target)
 			switch {
 			case errors.Is(err, errors.ErrUnsupported):
 				rs.noUnnamed.Store(true)
@@ -832,6 +869,7 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	// look up no name, where by name each looked up the file in its
 	// folder again.
 	meta, byDescriptor := f.out.(metaSetter)
+	byDescriptor = byDescriptor && rs.ownCalls
 	if byDescriptor {
 		if err := rs.setMeta(meta, &f.node); err != nil {
 			discard()

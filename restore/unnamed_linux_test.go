@@ -31,10 +31,12 @@ func TestRestoreUnnamedFileHasNoNameUntilComplete(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var created, writes atomic.Int32
 			fsys := &faultFS{unnamed: true, hook: func(op, name string, off int64, _ int) error {
-				switch op {
-				case "CreateUnnamed":
+				switch {
+				case op == "CreateUnnamed" && !isTemp(name):
+					// Not the probe before the first file, a
+					// temporary name linked and removed at once.
 					created.Add(1)
-				case "WriteAt":
+				case op == "WriteAt":
 					writes.Add(1)
 					entries, err := os.ReadDir(filepath.Dir(name))
 					if err != nil {
@@ -98,8 +100,8 @@ func TestRestoreUnnamedExistingName(t *testing.T) {
 				t.Fatal(err)
 			}
 			var created atomic.Int32
-			fsys := &faultFS{unnamed: true, hook: func(op, _ string, _ int64, _ int) error {
-				if op == "CreateUnnamed" {
+			fsys := &faultFS{unnamed: true, hook: func(op, name string, _ int64, _ int) error {
+				if op == "CreateUnnamed" && !isTemp(name) {
 					created.Add(1)
 				}
 				return nil
@@ -132,8 +134,9 @@ func TestRestoreUnnamedExistingName(t *testing.T) {
 	}
 }
 
-// Where the file system refuses files with no name, the restore asks once
-// and writes every file under a temporary name.
+// Where the file system refuses files with no name, the restore asks once,
+// before the first file (its probe), and writes every file under a
+// temporary name.
 func TestRestoreUnnamedRefusedFallsBackToTemporaryNames(t *testing.T) {
 	b := newBuilder(t)
 	s := sample(b)
@@ -158,6 +161,82 @@ func TestRestoreUnnamedRefusedFallsBackToTemporaryNames(t *testing.T) {
 	}
 	if refused.Load() != 1 || temps.Load() != 3 {
 		t.Errorf("files with no name refused %d times, %d temporary files; want 1, 3 (big, d/f, small)", refused.Load(), temps.Load())
+	}
+	for _, rel := range []string{"big", "d/f", "small"} {
+		sameContent(t, b, target, rel)
+	}
+	noTemps(t, target)
+}
+
+// Where files with no name can be made but not named (no /proc, and
+// linkat's AT_EMPTY_PATH refused), the probe before the first file finds
+// out: every file gets a temporary name, and none is lost after writing.
+func TestRestoreUnnamedThatCannotBeLinkedFallsBackBeforeWriting(t *testing.T) {
+	b := newBuilder(t)
+	s := sample(b)
+	var probes, unnamed, temps atomic.Int32
+	fsys := &faultFS{unnamed: true, hook: func(op, name string, _ int64, _ int) error {
+		switch {
+		case op == "LinkUnnamed":
+			probes.Add(1)
+			return fmt.Errorf("link %s: %w", name, syscall.ENOENT)
+		case op == "CreateUnnamed" && !isTemp(name):
+			unnamed.Add(1)
+		case op == "CreateExclusive" && isTemp(name):
+			temps.Add(1)
+		}
+		return nil
+	}}
+	target := filepath.Join(t.TempDir(), "target")
+	res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 {
+		t.Fatalf("skipped %v", res.Skipped)
+	}
+	if probes.Load() != 1 || unnamed.Load() != 0 || temps.Load() != 3 {
+		t.Errorf("%d links tried, %d files made with no name, %d temporary files; want 1 (the probe), 0, 3", probes.Load(), unnamed.Load(), temps.Load())
+	}
+	for _, rel := range []string{"big", "d/f", "small"} {
+		sameContent(t, b, target, rel)
+	}
+	noTemps(t, target)
+}
+
+// embeddingFS embeds the OS to watch file creation and nothing more, as a
+// caller's wrapper may: the restore must not go around it with the OS's
+// files with no name or their own metadata calls.
+type embeddingFS struct {
+	restore.OS
+	created, chmods atomic.Int32
+}
+
+func (f *embeddingFS) CreateExclusive(root, name string) (restore.File, error) {
+	f.created.Add(1)
+	return f.OS.CreateExclusive(root, name)
+}
+
+func (f *embeddingFS) Chmod(root, name string, mode uint32) error {
+	f.chmods.Add(1)
+	return f.OS.Chmod(root, name, mode)
+}
+
+func TestRestoreThroughAnEmbeddingWrapperCreatesThroughIt(t *testing.T) {
+	b := newBuilder(t)
+	s := sample(b)
+	fsys := &embeddingFS{}
+	target := filepath.Join(t.TempDir(), "target")
+	res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 0 {
+		t.Fatalf("skipped %v", res.Skipped)
+	}
+	// big, d/f and small, and the folders' and files' modes by name.
+	if fsys.created.Load() != 3 || fsys.chmods.Load() < 3 {
+		t.Errorf("the wrapper saw %d creations and %d chmods; want 3 and at least 3", fsys.created.Load(), fsys.chmods.Load())
 	}
 	for _, rel := range []string{"big", "d/f", "small"} {
 		sameContent(t, b, target, rel)
