@@ -857,6 +857,7 @@ func (a *archiver) readFile(ctx context.Context, ch *chunker.Chunker, job *fileJ
 		case a.saveJobs <- saveJob{data: data, buf: bufp, file: job, slot: job.newSlot(chunksHint)}:
 		case <-ctx.Done():
 			job.pending.Add(-1)
+			a.chunkBufs.Put(bufp)
 			return false, ctx.Err()
 		}
 	}

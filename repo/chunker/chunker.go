@@ -139,7 +139,7 @@ func New(r io.Reader, g *Gear, p Params) *Chunker {
 		max:    p.Max,
 		strict: strict,
 		loose:  loose,
-		carry:  make([]byte, 0, p.Max),
+		carry:  make([]byte, 0, min(readSize, p.Max)), // less than one read is ever carried
 	}
 }
 

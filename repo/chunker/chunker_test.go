@@ -419,38 +419,94 @@ func TestDeterminism(t *testing.T) {
 	})
 }
 
-// TestNextInto checks that NextInto cuts the chunks Next cuts, into the
-// caller's buffer, whatever its capacity and however the reader delivers
-// the bytes.
+// refLengths returns the chunk lengths of data by refCut, one byte a step,
+// independent of how a Chunker reads.
+func refLengths(g *Gear, p Params, data []byte) []int {
+	var out []int
+	for len(data) > 0 {
+		n := refCut(g, p, data)
+		out = append(out, n)
+		data = data[n:]
+	}
+	return out
+}
+
+// emptyReads returns (0, nil) before every read of r.
+type emptyReads struct {
+	r    io.Reader
+	turn bool
+}
+
+func (e *emptyReads) Read(p []byte) (int, error) {
+	if e.turn = !e.turn; e.turn {
+		return 0, nil
+	}
+	return e.r.Read(p)
+}
+
+// TestNextInto checks NextInto against refCut, whatever the capacity of
+// the caller's buffers and however the reader delivers the bytes, with
+// the chunks' buffers handed back late and scribbled on before reuse, as
+// backup's savers hand them back: a chunk stays intact until its buffer
+// comes back, and reusing a buffer changes no later chunk. A buffer of Max
+// bytes holds its chunk with its capacity.
 func TestNextInto(t *testing.T) {
 	g := NewGear(testKey(0))
 	for _, p := range []Params{small, DefaultParams} {
 		data := random64M()[:8<<20]
-		want := chunks(t, bytes.NewReader(data), g, p)
+		want := refLengths(g, p, data)
 		readers := map[string]func() io.Reader{
-			"whole reads": func() io.Reader { return bytes.NewReader(data) },
-			"half reads":  func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
+			"whole reads":   func() io.Reader { return bytes.NewReader(data) },
+			"half reads":    func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
+			"data with eof": func() io.Reader { return iotest.DataErrReader(bytes.NewReader(data)) },
+			"empty reads":   func() io.Reader { return &emptyReads{r: iotest.HalfReader(bytes.NewReader(data))} },
 		}
 		for name, r := range readers {
 			for _, size := range []int{0, p.Min, p.Max} {
-				c := New(r(), g, p)
-				buf := make([]byte, 0, size)
-				for i := 0; ; i++ {
-					chunk, err := c.NextInto(buf)
-					if err == io.EOF {
-						if i != len(want) {
-							t.Fatalf("%+v, %s, buffer of %d: %d chunks, want %d", p, name, size, i, len(want))
+				for _, depth := range []int{0, 3} {
+					c := New(r(), g, p)
+					type held struct {
+						chunk []byte
+						off   int
+					}
+					var queue []held // chunks not yet handed back, oldest first
+					var free [][]byte
+					off := 0
+					for i := 0; ; i++ {
+						if len(queue) > depth {
+							h := queue[0]
+							queue = queue[1:]
+							if !bytes.Equal(h.chunk, data[h.off:h.off+len(h.chunk)]) {
+								t.Fatalf("%+v, %s, buffer of %d: chunk at %d changed before its buffer came back", p, name, size, h.off)
+							}
+							b := h.chunk[:cap(h.chunk)]
+							for j := range b {
+								b[j] = 0xee
+							}
+							free = append(free, b[:0])
 						}
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					if i >= len(want) || !bytes.Equal(chunk, want[i]) {
-						t.Fatalf("%+v, %s, buffer of %d: chunk %d differs from Next's", p, name, size, i)
-					}
-					if size == p.Max && (&chunk[0] != &buf[:1][0] || cap(chunk) != p.Max) {
-						t.Fatalf("%+v, %s: chunk %d is not in the buffer of Max bytes, with its capacity", p, name, i)
+						buf := make([]byte, 0, size)
+						if len(free) > 0 {
+							buf, free = free[len(free)-1], free[:len(free)-1]
+						}
+						chunk, err := c.NextInto(buf)
+						if err == io.EOF {
+							if i != len(want) || off != len(data) {
+								t.Fatalf("%+v, %s, buffer of %d: %d chunks of %d bytes, want %d of %d", p, name, size, i, off, len(want), len(data))
+							}
+							break
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						if i >= len(want) || len(chunk) != want[i] || !bytes.Equal(chunk, data[off:off+len(chunk)]) {
+							t.Fatalf("%+v, %s, buffer of %d: chunk %d (%d bytes at %d) differs from refCut's", p, name, size, i, len(chunk), off)
+						}
+						if cap(buf) == p.Max && (&chunk[0] != &buf[:1][0] || cap(chunk) != p.Max) {
+							t.Fatalf("%+v, %s: chunk %d is not in the buffer of Max bytes, with its capacity", p, name, i)
+						}
+						queue = append(queue, held{chunk, off})
+						off += len(chunk)
 					}
 				}
 			}

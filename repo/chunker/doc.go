@@ -14,7 +14,8 @@
 // LocalRule cuts small structured data (big trees) with a simpler rule that
 // looks only at the bytes before a cut, from its own gear table (NewGearFor).
 //
-// The package must never allocate per chunk, hold more than two buffers of
-// the maximum chunk size, or know anything of hashing, packing or
+// The package must never allocate per chunk, hold more than one buffer of
+// the maximum chunk size (Next's; NextInto's callers bring theirs) and the
+// bytes of one read (64 KiB) carried to the next chunk, or know anything of hashing, packing or
 // encrypting the chunks it returns: it only finds boundaries.
 package chunker
