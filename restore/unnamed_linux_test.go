@@ -134,74 +134,49 @@ func TestRestoreUnnamedExistingName(t *testing.T) {
 	}
 }
 
-// Where the file system refuses files with no name, the restore asks once,
-// before the first file (its probe), and writes every file under a
-// temporary name.
-func TestRestoreUnnamedRefusedFallsBackToTemporaryNames(t *testing.T) {
-	b := newBuilder(t)
-	s := sample(b)
-	var refused, temps atomic.Int32
-	fsys := &faultFS{unnamed: true, hook: func(op, name string, _ int64, _ int) error {
-		switch {
-		case op == "CreateUnnamed":
-			refused.Add(1)
-			return fmt.Errorf("open %s: %w", name, errors.Join(errors.ErrUnsupported, syscall.EOPNOTSUPP))
-		case op == "CreateExclusive" && isTemp(name):
-			temps.Add(1)
-		}
-		return nil
-	}}
-	target := filepath.Join(t.TempDir(), "target")
-	res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
-	if err != nil {
-		t.Fatal(err)
+// Where the file system refuses files with no name, or they can be made
+// but not named (no /proc, and linkat's AT_EMPTY_PATH refused), the probe
+// before the first file finds out, once: every file gets a temporary
+// name, and none is lost after it was written.
+func TestRestoreUnnamedFallsBackToTemporaryNames(t *testing.T) {
+	for _, refusedOp := range []string{"CreateUnnamed", "LinkUnnamed"} {
+		t.Run(refusedOp+" refused", func(t *testing.T) {
+			b := newBuilder(t)
+			s := sample(b)
+			var refused, unnamed, temps atomic.Int32
+			fsys := &faultFS{unnamed: true, hook: func(op, name string, _ int64, _ int) error {
+				switch {
+				case op == refusedOp:
+					refused.Add(1)
+					if op == "CreateUnnamed" {
+						return fmt.Errorf("open %s: %w", name, errors.Join(errors.ErrUnsupported, syscall.EOPNOTSUPP))
+					}
+					return fmt.Errorf("link %s: %w", name, syscall.ENOENT)
+				case op == "CreateUnnamed" && !isTemp(name):
+					unnamed.Add(1)
+				case op == "CreateExclusive" && isTemp(name):
+					temps.Add(1)
+				}
+				return nil
+			}}
+			target := filepath.Join(t.TempDir(), "target")
+			res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Skipped) != 0 {
+				t.Fatalf("skipped %v", res.Skipped)
+			}
+			if refused.Load() != 1 || unnamed.Load() != 0 || temps.Load() != 3 {
+				t.Errorf("%s refused %d times, %d files made with no name, %d temporary files; want 1 (the probe), 0, 3 (big, d/f, small)",
+					refusedOp, refused.Load(), unnamed.Load(), temps.Load())
+			}
+			for _, rel := range []string{"big", "d/f", "small"} {
+				sameContent(t, b, target, rel)
+			}
+			noTemps(t, target)
+		})
 	}
-	if len(res.Skipped) != 0 {
-		t.Fatalf("skipped %v", res.Skipped)
-	}
-	if refused.Load() != 1 || temps.Load() != 3 {
-		t.Errorf("files with no name refused %d times, %d temporary files; want 1, 3 (big, d/f, small)", refused.Load(), temps.Load())
-	}
-	for _, rel := range []string{"big", "d/f", "small"} {
-		sameContent(t, b, target, rel)
-	}
-	noTemps(t, target)
-}
-
-// Where files with no name can be made but not named (no /proc, and
-// linkat's AT_EMPTY_PATH refused), the probe before the first file finds
-// out: every file gets a temporary name, and none is lost after writing.
-func TestRestoreUnnamedThatCannotBeLinkedFallsBackBeforeWriting(t *testing.T) {
-	b := newBuilder(t)
-	s := sample(b)
-	var probes, unnamed, temps atomic.Int32
-	fsys := &faultFS{unnamed: true, hook: func(op, name string, _ int64, _ int) error {
-		switch {
-		case op == "LinkUnnamed":
-			probes.Add(1)
-			return fmt.Errorf("link %s: %w", name, syscall.ENOENT)
-		case op == "CreateUnnamed" && !isTemp(name):
-			unnamed.Add(1)
-		case op == "CreateExclusive" && isTemp(name):
-			temps.Add(1)
-		}
-		return nil
-	}}
-	target := filepath.Join(t.TempDir(), "target")
-	res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Skipped) != 0 {
-		t.Fatalf("skipped %v", res.Skipped)
-	}
-	if probes.Load() != 1 || unnamed.Load() != 0 || temps.Load() != 3 {
-		t.Errorf("%d links tried, %d files made with no name, %d temporary files; want 1 (the probe), 0, 3", probes.Load(), unnamed.Load(), temps.Load())
-	}
-	for _, rel := range []string{"big", "d/f", "small"} {
-		sameContent(t, b, target, rel)
-	}
-	noTemps(t, target)
 }
 
 // embeddingFS embeds the OS to watch file creation and nothing more, as a

@@ -16,6 +16,7 @@
 //
 // The package must never allocate per chunk, hold more than one buffer of
 // the maximum chunk size (Next's; NextInto's callers bring theirs) and the
-// bytes of one read (64 KiB) carried to the next chunk, or know anything of hashing, packing or
-// encrypting the chunks it returns: it only finds boundaries.
+// bytes of one read (64 KiB) carried to the next chunk, or know anything
+// of hashing, packing or encrypting the chunks it returns: it only finds
+// boundaries.
 package chunker
