@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 
@@ -159,22 +160,11 @@ func TestRestoreUnnamedFallsBackToTemporaryNames(t *testing.T) {
 				}
 				return nil
 			}}
-			target := filepath.Join(t.TempDir(), "target")
-			res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Skipped) != 0 {
-				t.Fatalf("skipped %v", res.Skipped)
-			}
+			restoreSampleThrough(t, b, s, fsys)
 			if refused.Load() != 1 || unnamed.Load() != 0 || temps.Load() != 3 {
 				t.Errorf("%s refused %d times, %d files made with no name, %d temporary files; want 1 (the probe), 0, 3 (big, d/f, small)",
 					refusedOp, refused.Load(), unnamed.Load(), temps.Load())
 			}
-			for _, rel := range []string{"big", "d/f", "small"} {
-				sameContent(t, b, target, rel)
-			}
-			noTemps(t, target)
 		})
 	}
 }
@@ -201,6 +191,18 @@ func TestRestoreThroughAnEmbeddingWrapperCreatesThroughIt(t *testing.T) {
 	b := newBuilder(t)
 	s := sample(b)
 	fsys := &embeddingFS{}
+	restoreSampleThrough(t, b, s, fsys)
+	// big, d/f and small, and the folders' and files' modes by name.
+	if fsys.created.Load() != 3 || fsys.chmods.Load() < 3 {
+		t.Errorf("the wrapper saw %d creations and %d chmods; want 3 and at least 3", fsys.created.Load(), fsys.chmods.Load())
+	}
+}
+
+// restoreSampleThrough restores sample's snapshot s through fsys into a
+// new target: nothing skipped, big, d/f and small as in the snapshot, and
+// no temporary name left.
+func restoreSampleThrough(t *testing.T, b *builder, s *repo.Snapshot, fsys restore.FS) {
+	t.Helper()
 	target := filepath.Join(t.TempDir(), "target")
 	res, err := run(t, b, s, restore.Options{Target: target, FS: fsys})
 	if err != nil {
@@ -208,10 +210,6 @@ func TestRestoreThroughAnEmbeddingWrapperCreatesThroughIt(t *testing.T) {
 	}
 	if len(res.Skipped) != 0 {
 		t.Fatalf("skipped %v", res.Skipped)
-	}
-	// big, d/f and small, and the folders' and files' modes by name.
-	if fsys.created.Load() != 3 || fsys.chmods.Load() < 3 {
-		t.Errorf("the wrapper saw %d creations and %d chmods; want 3 and at least 3", fsys.created.Load(), fsys.chmods.Load())
 	}
 	for _, rel := range []string{"big", "d/f", "small"} {
 		sameContent(t, b, target, rel)
