@@ -62,6 +62,8 @@ for _ in $(seq 1 600); do
 done
 [ -s "$B/proxy.addr" ] || die "s3proxy did not start (see $RES/s3proxy.log)"
 PROXY=$(sed -n 1p "$B/proxy.addr")
+CONTROL=$(sed -n 2p "$B/proxy.addr")
+counts() { curl -sf "http://$CONTROL/counts?reset=1"; }
 
 unset RESTIC_PASSWORD RESTIC_PASSWORD_COMMAND RESTIC_REPOSITORY RESTIC_REPOSITORY_FILE RESTIC_CACHE_DIR
 unset NIGHTJAR_PASSWORD NIGHTJAR_PASSWORD_COMMAND NIGHTJAR_REPOSITORY
@@ -88,6 +90,7 @@ run() {
 	rm -rf "$target"
 	mkdir -p "$target"
 	[ "$step" = restore ] && settle
+	counts >/dev/null
 	local cmd=()
 	case $tool/$step in
 	nightjar/restore) cmd=("$bin" restore latest --target "$target") ;;
@@ -106,14 +109,16 @@ run() {
 		exec /usr/bin/time -f '%e %U %S %M' -o "$base.time" "${cmd[@]}" >"$base.out" 2>&1
 	) || rc=$?
 	[ "$rc" = 0 ] || { tail -n 20 "$base.out" >&2; die "$arg $step failed with exit code $rc"; }
+	local requests
+	requests=$(counts | python3 -c 'import json, sys; print(json.load(sys.stdin)["total"])')
 	if [ "$step" = restore ] && [ "$round" = 1 ]; then
 		diff -r -q --no-dereference "$B/data" "$target$B/data" >"$base.verify" 2>&1 || die "$arg: restored tree differs from the data (see $base.verify)"
 	fi
 	local load
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	read -r wall user sys rss <"$base.time"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$arg" "$step" "$round" "$wall" "$user" "$sys" "$load" >>"$TSV"
-	log "$arg $step round $round: ${wall}s (user $user, sys $sys), peak RSS $((rss / 1024)) MiB, load $load"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$arg" "$step" "$round" "$wall" "$user" "$sys" "$load" "$requests" >>"$TSV"
+	log "$arg $step round $round: ${wall}s (user $user, sys $sys), peak RSS $((rss / 1024)) MiB, $requests requests, load $load"
 }
 
 args=("$@")
@@ -128,12 +133,12 @@ done
 python3 - "$TSV" <<'PY' | tee "$RES/table.md"
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-print("| step | binary | wall (s), median (min to max) | user (s) | sys (s) | rounds |")
-print("|---|---|---:|---:|---:|---:|")
+print("| step | binary | wall (s), median (min to max) | user (s) | sys (s) | requests (min to max) | rounds |")
+print("|---|---|---:|---:|---:|---:|---:|")
 keys = sorted({(r[2], int(r[0]), r[1]) for r in rows})
 for step, n, arg in keys:
     sel = [r for r in rows if r[2] == step and int(r[0]) == n]
     col = lambda i: [float(r[i]) for r in sel]
-    w, u, s = col(4), col(5), col(6)
-    print(f"| {step} | {arg} | {statistics.median(w):.2f} ({min(w):.2f} to {max(w):.2f}) | {statistics.median(u):.2f} | {statistics.median(s):.2f} | {len(sel)} |")
+    w, u, s, q = col(4), col(5), col(6), col(8)
+    print(f"| {step} | {arg} | {statistics.median(w):.2f} ({min(w):.2f} to {max(w):.2f}) | {statistics.median(u):.2f} | {statistics.median(s):.2f} | {min(q):.0f} to {max(q):.0f} | {len(sel)} |")
 PY
