@@ -29,6 +29,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/s3lib.sh"
 ROOT=$(cd "$HERE/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH:$(go env GOPATH 2>/dev/null || echo /root/go)/bin"
 WORK=${WORK:-/tmp/nightjar-bench-s3}
@@ -112,29 +113,7 @@ trap cleanup EXIT
 
 rm -rf "$B"
 mkdir -p "$B/gw"
-ACCESS=bench-access
-SECRET=bench-secret-key-0123456789
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-ROOT_ACCESS_KEY=$ACCESS ROOT_SECRET_KEY=$SECRET VGW_REGION=us-east-1 \
-	"$VERSITYGW" --port "127.0.0.1:$PORT" --quiet posix "$B/gw" >"$RES/versitygw.log" 2>&1 &
-pids+=($!)
-"$PROXY_BIN" -target "http://127.0.0.1:$PORT" -addr-file "$B/proxy.addr" 2>"$RES/s3proxy.log" &
-pids+=($!)
-for _ in $(seq 1 600); do
-	[ -s "$B/proxy.addr" ] && curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
-	sleep 0.1
-done
-[ -s "$B/proxy.addr" ] || die "s3proxy did not start (see $RES/s3proxy.log)"
-PROXY=$(sed -n 1p "$B/proxy.addr")
-CONTROL=$(sed -n 2p "$B/proxy.addr")
-counts() { curl -sf "http://$CONTROL/counts?reset=1"; }
-counts >/dev/null || die "s3proxy's control does not answer"
-
-unset RESTIC_PASSWORD RESTIC_PASSWORD_COMMAND RESTIC_REPOSITORY RESTIC_REPOSITORY_FILE RESTIC_CACHE_DIR
-unset NIGHTJAR_PASSWORD NIGHTJAR_PASSWORD_COMMAND NIGHTJAR_REPOSITORY
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_DEFAULT_REGION
-export AWS_ACCESS_KEY_ID=$ACCESS AWS_SECRET_ACCESS_KEY=$SECRET AWS_REGION=us-east-1
-export AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_CONFIG_FILE=/dev/null
+start_s3
 
 # use_tool TOOL: exports TOOL's repository (a bucket of its own, through
 # the proxy), password and cache. Call it in a subshell.
@@ -236,18 +215,6 @@ done
 for step in b1 b2; do
 	for t in "${tools[@]}"; do timed "$t" "$step" -- "$(bin_of "$t")" backup "$DATA"; done
 done
-# settle: what a restore costs on ext4 depends on what the kernel did
-# before it (files just deleted make every file created after them dearer:
-# docs/PERFORMANCE.md, "Restore on this machine"), so before each restore
-# the dirty pages go out, the caches are emptied and the buckets are read
-# back (the server then serves both tools from memory).
-settle() {
-	sync
-	if [ "${DROP_CACHES:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
-		echo 3 >/proc/sys/vm/drop_caches
-		find "$B/gw" -type f -exec cat {} + >/dev/null
-	fi
-}
 for t in "${tools[@]}"; do
 	target=$B/restore-$t
 	mkdir -p "$target"

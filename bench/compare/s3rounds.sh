@@ -19,19 +19,21 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/s3lib.sh"
 export PATH="/usr/local/go/bin:$PATH:$(go env GOPATH 2>/dev/null || echo /root/go)/bin"
 WORK=${WORK:?WORK must be the folder of a kept s3.sh run}
 ROUNDS=${ROUNDS:-6}
 STEPS=${STEPS:-restore check}
 VERSITYGW=${VERSITYGW:-versitygw}
 B=$WORK/cmp
+PROXY_BIN=$WORK/s3proxy
 RES=${RESULTS:-$WORK/rounds/$(date -u +%Y%m%dT%H%M%SZ)}
 
 log() { printf '%s s3rounds.sh: %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "$*"; exit 1; }
 [ $# -ge 1 ] || die "usage: WORK=DIR $0 TOOL=BINARY..."
 [ -d "$B/gw" ] || die "$B/gw holds no buckets: run s3.sh with KEEP=1 and the same WORK first"
-[ -x "$WORK/s3proxy" ] || die "$WORK/s3proxy is missing: s3.sh builds it"
+[ -x "$PROXY_BIN" ] || die "$PROXY_BIN is missing: s3.sh builds it"
 for a in "$@"; do
 	case $a in
 	nightjar=* | restic=* | restic-new=*) [ -x "${a#*=}" ] || die "$a: no such binary" ;;
@@ -47,37 +49,7 @@ cleanup() {
 	rm -rf "$B/rounds-target"
 }
 trap cleanup EXIT
-ACCESS=bench-access
-SECRET=bench-secret-key-0123456789
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-ROOT_ACCESS_KEY=$ACCESS ROOT_SECRET_KEY=$SECRET VGW_REGION=us-east-1 \
-	"$VERSITYGW" --port "127.0.0.1:$PORT" --quiet posix "$B/gw" >"$RES/versitygw.log" 2>&1 &
-pids+=($!)
-rm -f "$B/proxy.addr"
-"$WORK/s3proxy" -target "http://127.0.0.1:$PORT" -addr-file "$B/proxy.addr" 2>"$RES/s3proxy.log" &
-pids+=($!)
-for _ in $(seq 1 600); do
-	[ -s "$B/proxy.addr" ] && curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
-	sleep 0.1
-done
-[ -s "$B/proxy.addr" ] || die "s3proxy did not start (see $RES/s3proxy.log)"
-PROXY=$(sed -n 1p "$B/proxy.addr")
-CONTROL=$(sed -n 2p "$B/proxy.addr")
-counts() { curl -sf "http://$CONTROL/counts?reset=1"; }
-
-unset RESTIC_PASSWORD RESTIC_PASSWORD_COMMAND RESTIC_REPOSITORY RESTIC_REPOSITORY_FILE RESTIC_CACHE_DIR
-unset NIGHTJAR_PASSWORD NIGHTJAR_PASSWORD_COMMAND NIGHTJAR_REPOSITORY
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_DEFAULT_REGION
-export AWS_ACCESS_KEY_ID=$ACCESS AWS_SECRET_ACCESS_KEY=$SECRET AWS_REGION=us-east-1
-export AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_CONFIG_FILE=/dev/null
-
-settle() {
-	sync
-	if [ "${DROP_CACHES:-1}" = 1 ] && [ "$(id -u)" = 0 ]; then
-		echo 3 >/proc/sys/vm/drop_caches
-		find "$B/gw" -type f -exec cat {} + >/dev/null
-	fi
-}
+start_s3
 
 # run N ARG STEP ROUND: one timed step of argument number N.
 TSV=$RES/rounds.tsv
