@@ -69,12 +69,18 @@ type exclusiveRenamer interface {
 type unnamedCreator interface {
 	// CreateUnnamed creates a file (0600) with no name in the folder that
 	// name is in, opened beneath root; an error matching
-	// errors.ErrUnsupported where the file system cannot. The File sets
-	// its metadata itself (metaSetter): it has no name to set it by.
-	CreateUnnamed(root, name string) (File, error)
+	// errors.ErrUnsupported where the file system cannot.
+	CreateUnnamed(root, name string) (UnnamedFile, error)
 	// LinkUnnamed gives f, made by CreateUnnamed for name, that name; an
 	// error matching fs.ErrExist if something is there, which stays.
 	LinkUnnamed(root, name string, f File) error
+}
+
+// UnnamedFile is a file made with no name: it has no name to set its
+// metadata by, so it sets it itself.
+type UnnamedFile interface {
+	File
+	metaSetter
 }
 
 // unnamedWrapper is an FS that wraps the OS and takes over its own calls

@@ -29,16 +29,9 @@ func (OS) Chmod(root, name string, mode uint32) error {
 
 // CreateExclusive creates a new file, never through a symlink.
 func (OS) CreateExclusive(root, name string) (File, error) {
-	var f *os.File
-	err := at("open", root, name, func(dir int, base string) error {
-		fd, err := unix.Openat(dir, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			f = os.NewFile(uintptr(fd), filepath.Join(root, name))
-		}
-		return err
-	})
+	fd, err := openExclusive(root, name)
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	return os.NewFile(uintptr(fd), filepath.Join(root, name)), nil
 }

@@ -129,18 +129,11 @@ func chmodOpened(dir int, base string, mode uint32) error {
 // would ask fcntl, for every file, whether it blocks, and a regular file
 // needs no poller.
 func (OS) CreateExclusive(root, name string) (File, error) {
-	var f *fdFile
-	err := at("open", root, name, func(dir int, base string) error {
-		fd, err := unix.Openat(dir, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			f = &fdFile{fd: fd, name: filepath.Join(root, name)}
-		}
-		return err
-	})
+	fd, err := openExclusive(root, name)
 	if err != nil {
 		return nil, err
 	}
-	return f, nil
+	return &fdFile{fd: fd, name: filepath.Join(root, name)}, nil
 }
 
 var _ unnamedCreator = OS{}
@@ -149,7 +142,7 @@ var _ unnamedCreator = OS{}
 // the folder of name, opened beneath root. A file system without it
 // answers EOPNOTSUPP; a kernel before 3.11 takes O_TMPFILE for
 // O_DIRECTORY and answers EISDIR (or EINVAL).
-func (OS) CreateUnnamed(root, name string) (File, error) {
+func (OS) CreateUnnamed(root, name string) (UnnamedFile, error) {
 	var f *fdFile
 	err := at("open", root, name, func(dir int, _ string) error {
 		fd, err := unix.Openat(dir, ".", unix.O_WRONLY|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
@@ -210,7 +203,7 @@ type fdFile struct {
 	name string // root/name, for errors
 }
 
-var _ metaSetter = (*fdFile)(nil)
+var _ UnnamedFile = (*fdFile)(nil)
 
 func (f *fdFile) WriteAt(p []byte, off int64) (int, error) {
 	written := 0

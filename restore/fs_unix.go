@@ -272,6 +272,18 @@ func (OS) Lstat(root, name string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
+// openExclusive creates root/name for writing, never through a symlink,
+// and returns its descriptor.
+func openExclusive(root, name string) (int, error) {
+	fd := -1
+	err := at("open", root, name, func(dir int, base string) error {
+		var err error
+		fd, err = unix.Openat(dir, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		return err
+	})
+	return fd, err
+}
+
 // Rename moves oldname to newname, each in its folder opened beneath root.
 func (OS) Rename(root, oldname, newname string) error {
 	return atTwo("rename", root, oldname, newname, func(oldDir int, oldBase string, newDir int, newBase string) error {

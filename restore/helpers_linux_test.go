@@ -16,11 +16,13 @@ func (f *faultFS) RenameExclusive(root, oldname, newname string) error {
 	return f.OS.RenameExclusive(root, oldname, newname)
 }
 
-func (f *faultFS) CreateUnnamed(root, name string) (restore.File, error) {
+func (f *faultFS) CreateUnnamed(root, name string) (restore.UnnamedFile, error) {
 	if !f.unnamed {
 		return nil, fmt.Errorf("no files without a name here: %w", errors.ErrUnsupported)
 	}
-	file, err := f.create("CreateUnnamed", root, name, f.OS.CreateUnnamed)
+	file, err := f.create("CreateUnnamed", root, name, func(root, name string) (restore.File, error) {
+		return f.OS.CreateUnnamed(root, name)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -42,19 +44,13 @@ func (f *faultFS) LinkUnnamed(root, name string, file restore.File) error {
 // through the file it wraps: it has no name to set it by.
 type unnamedFaultFile struct{ faultFile }
 
-// metaFile is what a file with no name does besides a File's.
-type metaFile interface {
-	Chown(uid, gid int) error
-	Setxattr(attr string, value []byte) error
-	Chmod(mode uint32) error
-	SetMTime(mtime time.Time) error
+func (f *unnamedFaultFile) Chown(uid, gid int) error {
+	return f.File.(restore.UnnamedFile).Chown(uid, gid)
 }
-
-func (f *unnamedFaultFile) Chown(uid, gid int) error { return f.File.(metaFile).Chown(uid, gid) }
 func (f *unnamedFaultFile) Setxattr(attr string, value []byte) error {
-	return f.File.(metaFile).Setxattr(attr, value)
+	return f.File.(restore.UnnamedFile).Setxattr(attr, value)
 }
-func (f *unnamedFaultFile) Chmod(mode uint32) error { return f.File.(metaFile).Chmod(mode) }
+func (f *unnamedFaultFile) Chmod(mode uint32) error { return f.File.(restore.UnnamedFile).Chmod(mode) }
 func (f *unnamedFaultFile) SetMTime(mtime time.Time) error {
-	return f.File.(metaFile).SetMTime(mtime)
+	return f.File.(restore.UnnamedFile).SetMTime(mtime)
 }

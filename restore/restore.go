@@ -172,12 +172,12 @@ const partChunks = 32
 // puts it in place.
 type pendingFile struct {
 	restoreFile
-	open    sync.Once
-	tmp     string // the temporary name; "" for a file with no name (unnamed)
-	unnamed bool
-	out     File
-	direct  File         // out opened again for direct writes; nil: page cache only
-	parts   atomic.Int32 // parts not yet finished
+	open   sync.Once
+	tmp    string // the temporary name; "" for a file with no name
+	out    File
+	meta   metaSetter   // out, when it sets its metadata itself; nil: by name
+	direct File         // out opened again for direct writes; nil: page cache only
+	parts  atomic.Int32 // parts not yet finished
 	// writing lets one part at a time write: ext4 (like most file
 	// systems) holds the inode's lock for each buffered write, and the
 	// kernel's waiters spin for it. Parked here instead, they cost
@@ -772,21 +772,28 @@ func (rs *restorer) openFile(f *pendingFile, direct bool) error {
 	var err error
 	f.open.Do(func() {
 		if !rs.noUnnamed.Load() {
-			f.out, err = rs.fs.(unnamedCreator).CreateUnnamed(rs.root, f.target)
+			var u UnnamedFile
+			u, err = rs.fs.(unnamedCreator).CreateUnnamed(rs.root, f.target)
 			switch {
 			case errors.Is(err, errors.ErrUnsupported):
 				rs.noUnnamed.Store(true)
 			case err != nil:
 				return
 			default:
-				f.unnamed = true
+				f.out, f.meta = u, u
 			}
 		}
 		name := f.target
-		if !f.unnamed {
+		if f.out == nil {
 			f.tmp = tempName(f.target)
 			name = f.tmp
 			f.out, err = rs.fs.CreateExclusive(rs.root, f.tmp)
+			// The metadata goes through the open descriptor where the
+			// File takes it: four system calls that look up no name,
+			// where by name each looked the file up in its folder again.
+			if m, ok := f.out.(metaSetter); ok && rs.ownCalls {
+				f.meta = m
+			}
 		}
 		if err == nil && direct && f.node.Size >= directMinSize {
 			f.direct = rs.fs.OpenDirect(rs.root, name, f.out)
@@ -839,7 +846,7 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 	}
 	discard := func() {
 		f.out.Close()
-		if !f.unnamed {
+		if f.tmp != "" {
 			rs.fs.Remove(rs.root, f.tmp)
 		}
 	}
@@ -864,23 +871,14 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 		discard()
 		return &damageError{fmt.Errorf("content is %d bytes, snapshot says %d: %w", written, f.node.Size, repo.ErrIntegrity)}
 	}
-	// The metadata goes through the open descriptor where the File takes
-	// it (after the last write, for the times): four system calls that
-	// look up no name, where by name each looked up the file in its
-	// folder again.
-	meta, byDescriptor := f.out.(metaSetter)
-	byDescriptor = byDescriptor && rs.ownCalls
-	if byDescriptor {
-		if err := rs.setMeta(meta, &f.node); err != nil {
+	// Through the descriptor, after the last write (for the times).
+	if f.meta != nil {
+		if err := rs.setMeta(f.meta, &f.node); err != nil {
 			discard()
 			return fmt.Errorf("metadata: %w", err)
 		}
 	}
-	if f.unnamed {
-		if !byDescriptor {
-			discard()
-			return fmt.Errorf("metadata: %w", errors.ErrUnsupported)
-		}
+	if f.tmp == "" {
 		if err := rs.linkUnnamed(f); err != nil {
 			return err
 		}
@@ -889,7 +887,7 @@ func (rs *restorer) finishFile(f *pendingFile) error {
 			rs.fs.Remove(rs.root, f.tmp)
 			return err
 		}
-		if !byDescriptor {
+		if f.meta == nil {
 			if err := rs.setMeta(rs.pathMeta(f.tmp), &f.node); err != nil {
 				rs.fs.Remove(rs.root, f.tmp)
 				return fmt.Errorf("metadata: %w", err)
