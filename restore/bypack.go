@@ -34,20 +34,26 @@ import (
 // chunk beyond its content list, without a bound.
 const batchChunks = 1 << 16
 
-// batchFiles bounds the files of a batch of more than one chunk (big
-// files, and small files of several chunks): such a file's temporary file
-// stays open from its first chunk to its last, which may lie in another
-// pack job, or after chunks of other files in the pack's order (a chunk
-// that many files share, a chunk of zeros, can come first in a job for
-// every one of them). With the next batch's jobs starting while the last
-// of this one run, at most about twice this many are open at once.
+// batchFiles bounds the files of a batch that may stay open from one
+// pack job to another, or through much of one: those whose chunks lie in
+// more than one pack (big files, small files split between packs), and
+// those of several chunks that share one with a file held before them
+// (a shared chunk comes once in the pack's order, so every file that has
+// it is open from there to its own chunks). With the next batch's jobs
+// starting while the last of this one run, at most about twice this many
+// are open at once.
 const batchFiles = 32
 
-// batchOneChunkFiles bounds the files of one chunk in a batch: those held
+// batchBriefFiles bounds the other files of a batch: one chunk, or
+// several in one pack that no file held before them shares. Those held
 // cost their nodes (a few hundred bytes each) until the batch is handed
-// out, and each is open only while its one chunk is written. A pack of
-// small files holds a few thousand.
-const batchOneChunkFiles = 1 << 14
+// out, and each is open only from its first chunk to its last in its one
+// pack job, where other such files' chunks lie between them only as far
+// as the backup that wrote the pack saved files side by side. They are
+// not counted with batchFiles: a pack that big files share with small
+// files of several chunks (a source tree's) would otherwise be cut
+// between batches, and each batch's job would read it again.
+const batchBriefFiles = 1 << 14
 
 // packJob is the chunks of the batch's big files that one pack holds, in
 // the pack's order.
@@ -78,27 +84,58 @@ func (rs *restorer) queueByPack(ctx context.Context, f *pendingFile) (bool, erro
 	if rs.plan == nil || n > batchChunks {
 		return false, nil
 	}
-	if n > partChunks {
-		idx := rs.r.Index()
-		for _, id := range f.node.Content {
-			if _, ok := idx.Lookup(id); !ok {
-				return false, nil
-			}
-		}
-	} else if !rs.plan.ByPack(f.node.Content) {
+	if n <= partChunks && !rs.plan.ByPack(f.node.Content) {
 		return false, nil
 	}
-	if n > 1 {
-		rs.batchOpen++
+	brief, indexed := rs.briefInJob(f.node.Content)
+	if !indexed {
+		return false, nil
+	}
+	if brief {
+		rs.batchBrief++
 	} else {
-		rs.batchOneChunk++
+		rs.batchOpen++
 	}
 	rs.batch = append(rs.batch, f)
 	rs.batchChunks += n
-	if rs.batchChunks >= batchChunks || rs.batchOpen >= batchFiles || rs.batchOneChunk >= batchOneChunkFiles {
+	if rs.batchChunks >= batchChunks || rs.batchOpen >= batchFiles || rs.batchBrief >= batchBriefFiles {
 		return true, rs.flushBatch(ctx)
 	}
 	return true, nil
+}
+
+// briefInJob tells whether a file of content, held for the batch, is open
+// only within one pack job, from its first chunk to its last (see
+// batchBriefFiles), and whether the index has every chunk of it. The
+// chunks of such files of several chunks are kept in batchShared, so
+// that a later file that shares one is not.
+func (rs *restorer) briefInJob(content []repo.ID) (brief, indexed bool) {
+	idx := rs.r.Index()
+	var pack repo.ID
+	brief = true
+	for i, id := range content {
+		b, ok := idx.Lookup(id)
+		if !ok {
+			return false, false
+		}
+		if i == 0 {
+			pack = b.Pack
+		} else if b.Pack != pack {
+			brief = false
+		}
+		if _, ok := rs.batchShared[id]; ok && len(content) > 1 {
+			brief = false
+		}
+	}
+	if brief && len(content) > 1 {
+		if rs.batchShared == nil {
+			rs.batchShared = map[repo.ID]struct{}{}
+		}
+		for _, id := range content {
+			rs.batchShared[id] = struct{}{}
+		}
+	}
+	return brief, true
 }
 
 // packJobs groups the chunks of files by pack, the packs in the order
@@ -139,7 +176,7 @@ func (rs *restorer) flushBatch(ctx context.Context) error {
 		return nil
 	}
 	jobs := packJobs(rs.r.Index(), rs.batch)
-	rs.batch, rs.batchChunks, rs.batchOpen, rs.batchOneChunk = nil, 0, 0, 0
+	rs.batch, rs.batchChunks, rs.batchOpen, rs.batchBrief, rs.batchShared = nil, 0, 0, 0, nil
 	for i, j := range jobs {
 		select {
 		case rs.parts <- filePart{job: j}:

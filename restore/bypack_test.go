@@ -329,6 +329,87 @@ func TestSmallFilesSharingAChunkBoundOpenFiles(t *testing.T) {
 	restoreBoundingOpenFiles(t, r, root, want)
 }
 
+// Small files of several chunks saved beside a big file, each in the one
+// pack and more of them than a batch may hold of files that stay open,
+// are open only while the big file's pack job writes them: they go with
+// it in one batch, and the pack is read with one stream (once per batch
+// of 32 files, when they all counted as staying open).
+func TestSmallFilesOfSeveralChunksBesideBigReadOnce(t *testing.T) {
+	r := repotest.New(t, &planningBackend{Backend: memory.New()})
+	const small, chunks = 80, 3
+	save := func(w *repo.Writer, c []byte) repo.ID { return saveData(t, r, w, c) }
+	want := map[string][]byte{}
+	root := treeSession(t, r, func(w *repo.Writer) []repo.Node {
+		var nodes []repo.Node
+		var big []repo.ID
+		var bigContent []byte
+		for i := range small {
+			c := bytes.Repeat([]byte(fmt.Sprintf("big chunk %d;", i)), 40)
+			big, bigContent = append(big, save(w, c)), append(bigContent, c...)
+			var ids []repo.ID
+			var content []byte
+			for j := range chunks {
+				c := bytes.Repeat([]byte(fmt.Sprintf("small %d chunk %d;", i, j)), 30)
+				ids, content = append(ids, save(w, c)), append(content, c...)
+			}
+			name := fmt.Sprintf("s%03d", i)
+			want[name] = content
+			nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(content)), Content: ids})
+		}
+		want["big"] = bigContent
+		return append([]repo.Node{{Name: "big", Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(bigContent)), Content: big}}, nodes...)
+	})
+	rec, peak, target := restoreWatched(t, r, root, want)
+	var streamed []int
+	for _, ids := range rec.streamed {
+		streamed = append(streamed, len(ids))
+	}
+	if !slices.Equal(streamed, []int{small * (1 + chunks)}) {
+		t.Errorf("stream calls of %v chunks, want one of the %d chunks of the pack", streamed, small*(1+chunks))
+	}
+	if len(rec.sizes) != 0 {
+		t.Errorf("%d files read alone, want none", len(rec.sizes))
+	}
+	// The big file, a small file each worker writes, one just written.
+	if peak > 4 {
+		t.Errorf("%d temporary files open at once, want at most 4", peak)
+	}
+	noTemps(t, target)
+}
+
+// Copies of one file of several chunks, saved beside a big file, all
+// lie in its pack; a copy held after the first shares its chunks, so it
+// stays open from the first of them to the last while the job writes
+// every copy: such copies count as files that stay open, and the files
+// open at once stay bounded.
+func TestCopiesOfSeveralChunksBoundOpenFiles(t *testing.T) {
+	r := repotest.New(t, &planningBackend{Backend: memory.New()})
+	const copies = 150
+	save := func(w *repo.Writer, c []byte) repo.ID { return saveData(t, r, w, c) }
+	want := map[string][]byte{}
+	root := treeSession(t, r, func(w *repo.Writer) []repo.Node {
+		var big, copied []repo.ID
+		var bigContent, copyContent []byte
+		for i := range 40 {
+			c := bytes.Repeat([]byte(fmt.Sprintf("big chunk %d;", i)), 40)
+			big, bigContent = append(big, save(w, c)), append(bigContent, c...)
+			if i < 3 {
+				c := bytes.Repeat([]byte(fmt.Sprintf("copied chunk %d;", i)), 30)
+				copied, copyContent = append(copied, save(w, c)), append(copyContent, c...)
+			}
+		}
+		want["big"] = bigContent
+		nodes := []repo.Node{{Name: "big", Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(bigContent)), Content: big}}
+		for i := range copies {
+			name := fmt.Sprintf("c%03d", i)
+			want[name] = copyContent
+			nodes = append(nodes, repo.Node{Name: name, Type: repo.NodeFile, Mode: 0o600, MTime: mtime, Size: uint64(len(copyContent)), Content: copied})
+		}
+		return nodes
+	})
+	restoreBoundingOpenFiles(t, r, root, want)
+}
+
 // Small files saved beside a big file, their chunks taking turns with its
 // chunks in one pack, go with the big file's pack job, wherever the walk
 // meets them (among small files of a pack of their own, before and after
@@ -374,35 +455,7 @@ func TestSmallFilesBesideBigReadByPack(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	inFlight, peak := 0, 0
-	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		switch op {
-		case "CreateExclusive":
-			inFlight++
-			peak = max(peak, inFlight)
-		case "Rename":
-			inFlight--
-		}
-		return nil
-	}}
-	rec := &readOrder{Repository: r}
-	target := t.TempDir()
-	res, err := restore.Run(ctx, rec, &repo.Snapshot{ID: "beside", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Skipped) != 0 || int(res.Files) != len(want) {
-		t.Fatalf("%d files restored, %d skipped; want %d, none", res.Files, len(res.Skipped), len(want))
-	}
-	for name, content := range want {
-		got, err := os.ReadFile(filepath.Join(target, name))
-		if err != nil || !bytes.Equal(got, content) {
-			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
-		}
-	}
+	rec, peak, target := restoreWatched(t, r, root, want)
 	bigID := nodes[slices.IndexFunc(nodes, func(n repo.Node) bool { return n.Name == "050-big" })].Content[0]
 	b, _ := r.Index().Lookup(bigID)
 	mixed := b.Pack
@@ -437,8 +490,24 @@ func TestSmallFilesBesideBigReadByPack(t *testing.T) {
 // start while the last of one run) open at once.
 func restoreBoundingOpenFiles(t *testing.T, r *repo.Repository, root repo.ID, want map[string][]byte) {
 	t.Helper()
+	rec, peak, target := restoreWatched(t, r, root, want)
+	if len(rec.streamed) == 0 {
+		t.Error("nothing was read pack by pack")
+	}
+	if limit := 2*32 + 2; peak > limit {
+		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
+	}
+	noTemps(t, target)
+}
+
+// restoreWatched restores the tree root of r into a new folder with two
+// workers, recording its reads and the most temporary files open at once
+// (made, not yet renamed into place), and checks that every file of want
+// comes back bit for bit and that nothing is skipped.
+func restoreWatched(t *testing.T, r *repo.Repository, root repo.ID, want map[string][]byte) (rec *readOrder, peak int, target string) {
+	t.Helper()
 	var mu sync.Mutex
-	inFlight, peak := 0, 0
+	inFlight := 0
 	fsys := &faultFS{hook: func(op, _ string, _ int64, _ int) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -451,14 +520,14 @@ func restoreBoundingOpenFiles(t *testing.T, r *repo.Repository, root repo.ID, wa
 		}
 		return nil
 	}}
-	rec := &readOrder{Repository: r}
-	target := t.TempDir()
-	res, err := restore.Run(context.Background(), rec, &repo.Snapshot{ID: "shared", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
+	rec = &readOrder{Repository: r}
+	target = t.TempDir()
+	res, err := restore.Run(context.Background(), rec, &repo.Snapshot{ID: "watched", Tree: root}, restore.Options{Target: target, FS: fsys, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Skipped) != 0 {
-		t.Fatalf("%d files skipped, the first: %+v", len(res.Skipped), res.Skipped[0])
+	if len(res.Skipped) != 0 || int(res.Files) != len(want) {
+		t.Fatalf("%d files restored, %d skipped (%+v); want %d, none", res.Files, len(res.Skipped), res.Skipped, len(want))
 	}
 	for name, content := range want {
 		got, err := os.ReadFile(filepath.Join(target, name))
@@ -466,13 +535,9 @@ func restoreBoundingOpenFiles(t *testing.T, r *repo.Repository, root repo.ID, wa
 			t.Errorf("%s: %d bytes (%v), want %d", name, len(got), err, len(content))
 		}
 	}
-	if len(rec.streamed) == 0 {
-		t.Error("nothing was read pack by pack")
-	}
-	if limit := 2*32 + 2; peak > limit {
-		t.Errorf("%d temporary files open at once, want at most %d", peak, limit)
-	}
-	noTemps(t, target)
+	mu.Lock()
+	defer mu.Unlock()
+	return rec, peak, target
 }
 
 // saveData saves c as a data blob in w's session and returns its ID.

@@ -126,11 +126,14 @@ type restorer struct {
 	plan        *repo.ReadPlan
 	batch       []*pendingFile
 	batchChunks int
-	// batchOpen counts the files of batch of more than one chunk, which
-	// may stay open from one chunk to the next; batchOneChunk the others.
-	batchOpen     int
-	batchOneChunk int
-	prog          *Progress // opts.Progress, or the restorer's own
+	// batchOpen counts the files of batch that may stay open across pack
+	// jobs or through much of one, batchBrief the others (batchFiles,
+	// batchBriefFiles); batchShared holds the chunks of the brief ones of
+	// several chunks.
+	batchOpen   int
+	batchBrief  int
+	batchShared map[repo.ID]struct{}
+	prog        *Progress // opts.Progress, or the restorer's own
 	// ownCalls: opts.FS is the OS itself or a wrapper that takes over its
 	// own calls whole (unnamedWrapper), so files may be made with no name
 	// and set their metadata through their descriptors. A wrapper that
