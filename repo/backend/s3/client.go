@@ -20,11 +20,16 @@ import (
 // these, not by a deadline on the whole request: a large upload on a slow
 // line may take long, but never waits long for a byte.
 const (
-	dialTimeout           = 30 * time.Second
-	tlsHandshakeTimeout   = 15 * time.Second
-	responseHeaderTimeout = 2 * time.Minute // after the request is sent: a server assembling a multipart upload is slow to answer
-	idleConnTimeout       = 90 * time.Second
+	dialTimeout         = 30 * time.Second
+	tlsHandshakeTimeout = 15 * time.Second
+	idleConnTimeout     = 90 * time.Second
 )
+
+// responseHeaderTimeout bounds the wait for an answer after the request is
+// sent: long, since a server assembling a multipart upload is slow to
+// answer. A variable only so that a test of a server that never answers
+// ends soon.
+var responseHeaderTimeout = 2 * time.Minute
 
 // maxRetries is how many times the client tries a request that failed in a
 // way worth trying again (5xx, 503 SlowDown and other throttling, a

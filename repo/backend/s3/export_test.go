@@ -1,5 +1,10 @@
 package s3
 
+import (
+	"testing"
+	"time"
+)
+
 // SetTempDir makes b's pack streams wait in dir, for tests that look there.
 func (b *Backend) SetTempDir(dir string) { b.tempDir = dir }
 
@@ -37,3 +42,22 @@ func (b *Backend) SpansDropped() int {
 	_, _, dropped := b.readAhead.planCounts()
 	return dropped
 }
+
+// SetPartSize makes the parts of multipart uploads size bytes until t
+// ends, for tests of uploads of several parts.
+func SetPartSize(t testing.TB, size uint64) {
+	old := partSize
+	partSize = size
+	t.Cleanup(func() { partSize = old })
+}
+
+// SetResponseHeaderTimeout makes the backends made until t ends wait d
+// for the headers of an answer.
+func SetResponseHeaderTimeout(t testing.TB, d time.Duration) {
+	old := responseHeaderTimeout
+	responseHeaderTimeout = d
+	t.Cleanup(func() { responseHeaderTimeout = old })
+}
+
+// BucketLookup is bucketLookup, for the test of the values it takes.
+var BucketLookup = bucketLookup
