@@ -83,9 +83,12 @@ func bucketLookup(s string) (minio.BucketLookupType, error) {
 
 // credentialChain takes the credentials from the standard AWS places in
 // their usual order: the environment (AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the shared credentials file
-// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials, profile AWS_PROFILE
-// or default), then an instance's or a container's role.
+// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the profile AWS_PROFILE (or
+// default) of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE or
+// ~/.aws/credentials) and of the shared config file (AWS_CONFIG_FILE or
+// ~/.aws/config), whose keys the credentials file's override, then an
+// instance's or a container's role. FileAWSCredentials without a file
+// name reads both files, and runs a profile's credential_process.
 func credentialChain() *credentials.Credentials {
 	return credentials.NewChainCredentials([]credentials.Provider{
 		&credentials.EnvAWS{},

@@ -3,6 +3,7 @@ package s3_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -74,5 +75,71 @@ func TestCredentialsFromProfile(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "backup")
 	if _, err := s3.Create(context.Background(), config(t, srv, "creds-file", "repo")); err != nil {
 		t.Errorf("create with the backup profile's key: %v", err)
+	}
+}
+
+// Credentials come from the profile of the shared config file when
+// neither the environment nor the shared credentials file has them, as
+// the AWS CLI takes them; a wrong key there is refused as any other, and
+// the credentials file's keys of a profile win over the config file's.
+func TestCredentialsFromConfigFile(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	credentialsFile := dir + "/credentials"
+	if err := writeFile(credentialsFile, "[both]\naws_access_key_id = "+s3test.AccessKey+"\naws_secret_access_key = not-the-secret-at-all-0000\n"); err != nil {
+		t.Fatal(err)
+	}
+	configFile := dir + "/config"
+	content := "[profile wrong]\nregion = " + s3test.Region + "\naws_access_key_id = " + s3test.AccessKey + "\naws_secret_access_key = not-the-secret-at-all-0000\n" +
+		"[profile both]\naws_access_key_id = " + s3test.AccessKey + "\naws_secret_access_key = " + s3test.SecretKey + "\n" +
+		"[profile backup]\nregion = " + s3test.Region + "\naws_access_key_id = " + s3test.AccessKey + "\naws_secret_access_key = " + s3test.SecretKey + "\n"
+	if err := writeFile(configFile, content); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", credentialsFile)
+	t.Setenv("AWS_CONFIG_FILE", configFile)
+	t.Setenv("AWS_PROFILE", "wrong")
+	_, err := s3.Create(context.Background(), config(t, srv, "config-file", "repo"))
+	if !errors.Is(err, s3.ErrAccessDenied) {
+		t.Errorf("create with the config file's wrong key: %v, want ErrAccessDenied", err)
+	} else {
+		oneLine(t, err)
+	}
+	// The credentials file's key of a profile wins over the config
+	// file's, as for the AWS CLI.
+	t.Setenv("AWS_PROFILE", "both")
+	if _, err := s3.Create(context.Background(), config(t, srv, "config-file", "repo")); !errors.Is(err, s3.ErrAccessDenied) {
+		t.Errorf("create with profile both, wrong in the credentials file: %v, want ErrAccessDenied", err)
+	}
+	t.Setenv("AWS_PROFILE", "backup")
+	if _, err := s3.Create(context.Background(), config(t, srv, "config-file", "repo")); err != nil {
+		t.Errorf("create with the config file's key of profile backup: %v", err)
+	}
+}
+
+// A profile's credential_process is run for the credentials, as the AWS
+// CLI runs it (minio-go's shared-files provider does).
+func TestCredentialProcess(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	script := dir + "/credentials.sh"
+	output := `{"Version": 1, "AccessKeyId": "` + s3test.AccessKey + `", "SecretAccessKey": "` + s3test.SecretKey + `"}`
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho '"+output+"'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	configFile := dir + "/config"
+	if err := writeFile(configFile, "[profile process]\ncredential_process = "+script+" --for nightjar\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("AWS_CONFIG_FILE", configFile)
+	t.Setenv("AWS_PROFILE", "process")
+	if _, err := s3.Create(context.Background(), config(t, srv, "process", "repo")); err != nil {
+		t.Errorf("create with the credentials of profile process's credential_process: %v", err)
 	}
 }
