@@ -3,6 +3,8 @@ package s3_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -141,5 +143,66 @@ func TestCredentialProcess(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "process")
 	if _, err := s3.Create(context.Background(), config(t, srv, "process", "repo")); err != nil {
 		t.Errorf("create with the credentials of profile process's credential_process: %v", err)
+	}
+}
+
+// AWS_DEFAULT_REGION names the region when AWS_REGION does not, and
+// AWS_REGION wins over it.
+func TestDefaultRegion(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	srv.MakeBucket(t, "default-region")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "eu-central-1")
+	_, err := s3.Open(context.Background(), config(t, srv, "default-region", "repo"))
+	if !errors.Is(err, s3.ErrWrongRegion) {
+		t.Errorf("open with AWS_DEFAULT_REGION=eu-central-1: %v, want ErrWrongRegion", err)
+	}
+	t.Setenv("AWS_DEFAULT_REGION", s3test.Region)
+	if _, err := s3.Create(context.Background(), config(t, srv, "default-region", "repo")); err != nil {
+		t.Errorf("create with AWS_DEFAULT_REGION=%s: %v", s3test.Region, err)
+	}
+	t.Setenv("AWS_REGION", s3test.Region)
+	t.Setenv("AWS_DEFAULT_REGION", "eu-central-1")
+	if _, err := s3.Create(context.Background(), config(t, srv, "default-region", "repo2")); err != nil {
+		t.Errorf("create with AWS_REGION=%s and AWS_DEFAULT_REGION=eu-central-1: %v", s3test.Region, err)
+	}
+}
+
+// AWS_SESSION_TOKEN goes with every request as X-Amz-Security-Token.
+// versitygw takes no session tokens, so a server on loopback records the
+// header and refuses.
+func TestSessionTokenSent(t *testing.T) {
+	const token = "session-token-of-nightjar-test"
+	tokens := make(chan string, 100)
+	recorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case tokens <- r.Header.Get("X-Amz-Security-Token"):
+		default:
+		}
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	t.Cleanup(recorder.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("AWS_SESSION_TOKEN", token)
+	t.Setenv("AWS_REGION", s3test.Region)
+	loc, err := s3.ParseLocation(recorder.URL + "/token/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3.Open(context.Background(), s3.Config{Location: loc, BucketLookup: "path"}); err == nil {
+		t.Fatal("open on a server that refuses everything succeeded")
+	}
+	close(tokens)
+	var n int
+	for got := range tokens {
+		n++
+		if got != token {
+			t.Errorf("request %d carried X-Amz-Security-Token %q, want %q", n, got, token)
+		}
+	}
+	if n == 0 {
+		t.Error("no request reached the server")
 	}
 }
