@@ -1,0 +1,48 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3/s3test"
+)
+
+// Over HTTPS, a server whose certificate is signed by the CA file is
+// trusted and a save and a load go through; without the CA file the
+// certificate is ErrUntrusted, in one line.
+func TestTLS(t *testing.T) {
+	srv := s3test.StartTLS(t)
+	srv.SetEnv(t)
+	ctx := context.Background()
+	cfg := config(t, srv, "tls", "repo")
+	if !cfg.Secure {
+		t.Fatalf("location %s is not https", srv.Location("tls", "repo"))
+	}
+	_, err := s3.Create(ctx, cfg)
+	if !errors.Is(err, s3.ErrUntrusted) {
+		t.Fatalf("create over https without the CA file: %v, want ErrUntrusted", err)
+	}
+	oneLine(t, err)
+
+	cfg.CAFile = srv.CAFile
+	be, err := s3.Create(ctx, cfg)
+	if err != nil {
+		t.Fatalf("create over https with the CA file: %v", err)
+	}
+	h := repo.Handle{Type: repo.PackFile, Name: strings.Repeat("7e", 32)}
+	data := []byte("a pack sent over TLS")
+	if err := be.Save(ctx, h, data); err != nil {
+		t.Fatalf("save over https: %v", err)
+	}
+	if got, err := be.Load(ctx, h, 0, -1); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("load over https: %q, %v; want %q", got, err, data)
+	}
+	if _, err := s3.Open(ctx, s3.Config{Location: cfg.Location, BucketLookup: "path"}); !errors.Is(err, s3.ErrUntrusted) {
+		t.Errorf("open over https without the CA file: %v, want ErrUntrusted", err)
+	}
+}
