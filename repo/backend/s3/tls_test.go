@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -45,4 +49,72 @@ func TestTLS(t *testing.T) {
 	if _, err := s3.Open(ctx, s3.Config{Location: cfg.Location, BucketLookup: "path"}); !errors.Is(err, s3.ErrUntrusted) {
 		t.Errorf("open over https without the CA file: %v, want ErrUntrusted", err)
 	}
+}
+
+// A certificate of an unknown authority is refused at the first
+// connection: no retry changes it, so none is made.
+func TestUntrustedNotRetried(t *testing.T) {
+	srv := s3test.StartTLS(t)
+	srv.SetEnv(t)
+	forwarder := startCountingForwarder(t, srv.Endpoint)
+	loc, err := s3.ParseLocation("https://" + forwarder.addr + "/untrusted/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s3.Create(context.Background(), s3.Config{Location: loc, BucketLookup: "path"})
+	if !errors.Is(err, s3.ErrUntrusted) {
+		t.Fatalf("create over https without the CA file: %v, want ErrUntrusted", err)
+	}
+	if n := forwarder.connections.Load(); n != 1 {
+		t.Errorf("an untrusted certificate took %d connections, want 1 (no retries)", n)
+	}
+}
+
+// countingForwarder passes TCP connections on to a server and counts them.
+type countingForwarder struct {
+	addr        string
+	connections atomic.Int64
+}
+
+// startCountingForwarder listens on a loopback port and forwards each
+// connection to target until t ends.
+func startCountingForwarder(t *testing.T, target string) *countingForwarder {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &countingForwarder{addr: l.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			client, err := l.Accept()
+			if err != nil {
+				return
+			}
+			f.connections.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer client.Close()
+				server, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer server.Close()
+				go func() {
+					_, _ = io.Copy(server, client)
+					server.Close()
+				}()
+				_, _ = io.Copy(client, server)
+			}()
+		}
+	}()
+	return f
 }
