@@ -183,10 +183,8 @@ func TestSessionTokenSent(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 	}))
 	t.Cleanup(recorder.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	(&s3test.Server{}).SetEnv(t) // the credentials, without a server
 	t.Setenv("AWS_SESSION_TOKEN", token)
-	t.Setenv("AWS_REGION", s3test.Region)
 	loc, err := s3.ParseLocation(recorder.URL + "/token/repo")
 	if err != nil {
 		t.Fatal(err)
