@@ -11,8 +11,9 @@ func (b *Backend) SetTempDir(dir string) { b.tempDir = dir }
 // MapError is mapError, for the table test of the mapping.
 var MapError = mapError
 
-// ProfileRegion is profileRegion, for its test.
-var ProfileRegion = profileRegion
+// ProfileRegion is the region of profile in the config file, for the test
+// of the parser.
+func ProfileRegion(file, profile string) string { return profileValue(file, profile, "region") }
 
 // SetReadAhead gives b a read-ahead of windows of window bytes holding at
 // most budget bytes, for tests that need a few small windows.

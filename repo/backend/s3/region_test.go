@@ -204,3 +204,28 @@ func TestSessionTokenSent(t *testing.T) {
 		t.Error("no request reached the server")
 	}
 }
+
+// A profile whose credential_process fails is refused in one line naming
+// the profile and the process's failure, as access denied.
+func TestCredentialProcessFails(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	script := dir + "/credentials.sh"
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 3\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	configFile := dir + "/config"
+	if err := writeFile(configFile, "[profile broken]\nregion = "+s3test.Region+"\ncredential_process = "+script+" --for nightjar\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("AWS_CONFIG_FILE", configFile)
+	t.Setenv("AWS_PROFILE", "broken")
+	_, err := s3.Create(context.Background(), config(t, srv, "process-fails", "repo"))
+	if !errors.Is(err, s3.ErrAccessDenied) || !strings.Contains(err.Error(), `credential_process of profile "broken" failed: exit status 3`) {
+		t.Fatalf("create with a failing credential_process: %v, want ErrAccessDenied naming the profile and the exit status", err)
+	}
+	oneLine(t, err)
+}
