@@ -122,30 +122,6 @@ func TestCredentialsFromConfigFile(t *testing.T) {
 	}
 }
 
-// A profile's credential_process is run for the credentials, as the AWS
-// CLI runs it (minio-go's shared-files provider does).
-func TestCredentialProcess(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.SetEnv(t)
-	dir := t.TempDir()
-	script := dir + "/credentials.sh"
-	output := `{"Version": 1, "AccessKeyId": "` + s3test.AccessKey + `", "SecretAccessKey": "` + s3test.SecretKey + `"}`
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho '"+output+"'\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	configFile := dir + "/config"
-	if err := writeFile(configFile, "[profile process]\ncredential_process = "+script+" --for nightjar\n"); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	t.Setenv("AWS_CONFIG_FILE", configFile)
-	t.Setenv("AWS_PROFILE", "process")
-	if _, err := s3.Create(context.Background(), config(t, srv, "process", "repo")); err != nil {
-		t.Errorf("create with the credentials of profile process's credential_process: %v", err)
-	}
-}
-
 // AWS_DEFAULT_REGION names the region when AWS_REGION does not, and
 // AWS_REGION wins over it.
 func TestDefaultRegion(t *testing.T) {
@@ -205,23 +181,34 @@ func TestSessionTokenSent(t *testing.T) {
 	}
 }
 
-// A profile whose credential_process fails is refused in one line naming
-// the profile and the process's failure, as access denied.
-func TestCredentialProcessFails(t *testing.T) {
+// A profile's credential_process is run for the credentials, as the AWS
+// CLI runs it (minio-go's shared-files provider does); one that fails is
+// refused in one line naming the profile and the process's failure, as
+// access denied.
+func TestCredentialProcess(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.SetEnv(t)
 	dir := t.TempDir()
-	script := dir + "/credentials.sh"
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 3\n"), 0o700); err != nil {
-		t.Fatal(err)
+	output := `{"Version": 1, "AccessKeyId": "` + s3test.AccessKey + `", "SecretAccessKey": "` + s3test.SecretKey + `"}`
+	scripts := map[string]string{"works.sh": "echo '" + output + "'", "fails.sh": "exit 3"}
+	for name, body := range scripts {
+		if err := os.WriteFile(dir+"/"+name, []byte("#!/bin/sh\n"+body+"\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	configFile := dir + "/config"
-	if err := writeFile(configFile, "[profile broken]\nregion = "+s3test.Region+"\ncredential_process = "+script+" --for nightjar\n"); err != nil {
+	content := "[profile process]\ncredential_process = " + dir + "/works.sh --for nightjar\n" +
+		"[profile broken]\ncredential_process = " + dir + "/fails.sh --for nightjar\n"
+	if err := writeFile(configFile, content); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 	t.Setenv("AWS_CONFIG_FILE", configFile)
+	t.Setenv("AWS_PROFILE", "process")
+	if _, err := s3.Create(context.Background(), config(t, srv, "process", "repo")); err != nil {
+		t.Errorf("create with the credentials of profile process's credential_process: %v", err)
+	}
 	t.Setenv("AWS_PROFILE", "broken")
 	_, err := s3.Create(context.Background(), config(t, srv, "process-fails", "repo"))
 	if !errors.Is(err, s3.ErrAccessDenied) || !strings.Contains(err.Error(), `credential_process of profile "broken" failed: exit status 3`) {

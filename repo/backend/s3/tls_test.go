@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -80,41 +79,19 @@ type countingForwarder struct {
 // connection to target until t ends.
 func startCountingForwarder(t *testing.T, target string) *countingForwarder {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &countingForwarder{addr: l.Addr().String()}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			client, err := l.Accept()
-			if err != nil {
-				return
-			}
-			f.connections.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer client.Close()
-				server, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer server.Close()
-				go func() {
-					_, _ = io.Copy(server, client)
-					server.Close()
-				}()
-				_, _ = io.Copy(client, server)
-			}()
+	f := &countingForwarder{}
+	f.addr = serveLoopback(t, func(client net.Conn) {
+		f.connections.Add(1)
+		server, err := net.Dial("tcp", target)
+		if err != nil {
+			return
 		}
-	}()
+		defer server.Close()
+		go func() {
+			_, _ = io.Copy(server, client)
+			server.Close()
+		}()
+		_, _ = io.Copy(client, server)
+	})
 	return f
 }
