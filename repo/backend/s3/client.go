@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,11 +21,16 @@ import (
 // these, not by a deadline on the whole request: a large upload on a slow
 // line may take long, but never waits long for a byte.
 const (
-	dialTimeout           = 30 * time.Second
-	tlsHandshakeTimeout   = 15 * time.Second
-	responseHeaderTimeout = 2 * time.Minute // after the request is sent: a server assembling a multipart upload is slow to answer
-	idleConnTimeout       = 90 * time.Second
+	dialTimeout         = 30 * time.Second
+	tlsHandshakeTimeout = 15 * time.Second
+	idleConnTimeout     = 90 * time.Second
 )
+
+// responseHeaderTimeout bounds the wait for an answer after the request is
+// sent: long, since a server assembling a multipart upload is slow to
+// answer. A variable only so that a test of a server that never answers
+// ends soon.
+var responseHeaderTimeout = 2 * time.Minute
 
 // maxRetries is how many times the client tries a request that failed in a
 // way worth trying again (5xx, 503 SlowDown and other throttling, a
@@ -51,7 +57,7 @@ func newBackend(cfg Config) (*Backend, error) {
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds:        credentialChain(),
 		Secure:       cfg.Secure,
-		Transport:    transport,
+		Transport:    untrustedFinal{transport},
 		Region:       region,
 		BucketLookup: lookup,
 		MaxRetries:   maxRetries,
@@ -78,16 +84,71 @@ func bucketLookup(s string) (minio.BucketLookupType, error) {
 
 // credentialChain takes the credentials from the standard AWS places in
 // their usual order: the environment (AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the shared credentials file
-// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials, profile AWS_PROFILE
-// or default), then an instance's or a container's role.
+// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), the profile AWS_PROFILE (or
+// default) of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE or
+// ~/.aws/credentials) and of the shared config file (AWS_CONFIG_FILE or
+// ~/.aws/config), whose keys the credentials file's override, then an
+// instance's or a container's role. FileAWSCredentials without a file
+// name reads both files, and runs a profile's credential_process; when
+// that fails, the chain stops with the failure (an error wrapping
+// ErrAccessDenied) instead of trying the role and then going unsigned.
 func credentialChain() *credentials.Credentials {
-	return credentials.NewChainCredentials([]credentials.Provider{
+	return credentials.New(&chain{providers: []credentials.Provider{
 		&credentials.EnvAWS{},
-		&credentials.FileAWSCredentials{},
+		&sharedFiles{},
 		&credentials.IAM{},
-	})
+	}})
 }
+
+// chain is minio-go's credentials.Chain, except that a failed
+// credential_process ends it with that failure: minio-go's chain drops a
+// provider's error and goes on to the next, so the requests went out
+// unsigned and the server's refusal named neither the profile nor the
+// process.
+type chain struct {
+	providers []credentials.Provider
+	current   credentials.Provider // the provider of the credentials, nil when none had any
+}
+
+func (c *chain) RetrieveWithCredContext(cc *credentials.CredContext) (credentials.Value, error) {
+	c.current = nil
+	for _, p := range c.providers {
+		v, err := p.RetrieveWithCredContext(cc)
+		if v.AccessKeyID != "" || v.SecretAccessKey != "" {
+			c.current = p
+			return v, nil
+		}
+		var failed *credentialProcessError
+		if errors.As(err, &failed) {
+			return credentials.Value{}, err
+		}
+	}
+	return credentials.Value{SignerType: credentials.SignatureAnonymous}, nil
+}
+
+func (c *chain) Retrieve() (credentials.Value, error) { return c.RetrieveWithCredContext(nil) }
+
+// IsExpired asks again each time when no provider had credentials, as
+// minio-go's chain does.
+func (c *chain) IsExpired() bool { return c.current == nil || c.current.IsExpired() }
+
+// sharedFiles is minio-go's provider of the shared credentials and config
+// files (which runs a profile's credential_process) with the failure of a
+// profile's credential_process told apart from a missing file or profile.
+type sharedFiles struct{ credentials.FileAWSCredentials }
+
+func (p *sharedFiles) RetrieveWithCredContext(cc *credentials.CredContext) (credentials.Value, error) {
+	v, err := p.FileAWSCredentials.RetrieveWithCredContext(cc)
+	if err != nil {
+		profile := envProfile()
+		if profileValue(configFile(), profile, "credential_process") != "" {
+			return v, &credentialProcessError{profile: profile, err: err}
+		}
+	}
+	return v, err
+}
+
+func (p *sharedFiles) Retrieve() (credentials.Value, error) { return p.RetrieveWithCredContext(nil) }
 
 // envRegion returns the region the environment names: AWS_REGION,
 // AWS_DEFAULT_REGION, else the region of the profile (AWS_PROFILE or
@@ -98,24 +159,36 @@ func envRegion() string {
 			return r
 		}
 	}
-	file := os.Getenv("AWS_CONFIG_FILE")
-	if file == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		file = filepath.Join(home, ".aws", "config")
-	}
-	profile := os.Getenv("AWS_PROFILE")
-	if profile == "" {
-		profile = "default"
-	}
-	return profileRegion(file, profile)
+	return profileValue(configFile(), envProfile(), "region")
 }
 
-// profileRegion returns the region key of profile in the AWS config file
+// configFile is the shared config file: AWS_CONFIG_FILE, else
+// ~/.aws/config ("" without a home).
+func configFile() string {
+	if file := os.Getenv("AWS_CONFIG_FILE"); file != "" {
+		return file
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".aws", "config")
+}
+
+// envProfile is the profile named by AWS_PROFILE, else default.
+func envProfile() string {
+	if profile := os.Getenv("AWS_PROFILE"); profile != "" {
+		return profile
+	}
+	return "default"
+}
+
+// profileValue returns the value of key in profile of the AWS config file
 // (whose sections are [default] and [profile NAME]), or "".
-func profileRegion(file, profile string) string {
+func profileValue(file, profile, key string) string {
+	if file == "" {
+		return ""
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return ""
@@ -134,7 +207,7 @@ func profileRegion(file, profile string) string {
 			in = section == want || profile == "default" && section == "default"
 			continue
 		}
-		if k, v, ok := strings.Cut(line, "="); in && ok && strings.TrimSpace(k) == "region" {
+		if k, v, ok := strings.Cut(line, "="); in && ok && strings.TrimSpace(k) == key {
 			return strings.TrimSpace(v)
 		}
 	}
@@ -174,4 +247,21 @@ func newTransport(caFile string) (*http.Transport, error) {
 		// Go undo an encoding the server did not apply.
 		DisableCompression: true,
 	}, nil
+}
+
+// untrustedFinal hands the client a server certificate signed by an
+// unknown authority as the bare x509.UnknownAuthorityError, not wrapped by
+// package tls: minio-go retries every failed request but one whose error
+// is that bare value, so a private CA without s3.ca_file cost ten
+// connections and about 7 s of backoff before the answer no retry
+// changes.
+type untrustedFinal struct{ *http.Transport }
+
+func (t untrustedFinal) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.Transport.RoundTrip(req)
+	var unknown x509.UnknownAuthorityError
+	if err != nil && errors.As(err, &unknown) {
+		return nil, unknown
+	}
+	return resp, err
 }

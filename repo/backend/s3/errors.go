@@ -137,3 +137,17 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// credentialProcessError is the failure of a profile's credential_process:
+// a refusal of the credentials, as ErrAccessDenied is, in words that name
+// the profile and what the process did.
+type credentialProcessError struct {
+	profile string
+	err     error
+}
+
+func (e *credentialProcessError) Error() string {
+	return fmt.Sprintf("s3 credentials: the credential_process of profile %q failed: %s", e.profile, firstLine(e.err.Error()))
+}
+
+func (e *credentialProcessError) Is(target error) bool { return target == ErrAccessDenied }

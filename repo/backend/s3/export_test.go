@@ -1,13 +1,19 @@
 package s3
 
+import (
+	"testing"
+	"time"
+)
+
 // SetTempDir makes b's pack streams wait in dir, for tests that look there.
 func (b *Backend) SetTempDir(dir string) { b.tempDir = dir }
 
 // MapError is mapError, for the table test of the mapping.
 var MapError = mapError
 
-// ProfileRegion is profileRegion, for its test.
-var ProfileRegion = profileRegion
+// ProfileRegion is the region of profile in the config file, for the test
+// of the parser.
+func ProfileRegion(file, profile string) string { return profileValue(file, profile, "region") }
 
 // SetReadAhead gives b a read-ahead of windows of window bytes holding at
 // most budget bytes, for tests that need a few small windows.
@@ -37,3 +43,22 @@ func (b *Backend) SpansDropped() int {
 	_, _, dropped := b.readAhead.planCounts()
 	return dropped
 }
+
+// SetPartSize makes the parts of multipart uploads size bytes until t
+// ends, for tests of uploads of several parts.
+func SetPartSize(t testing.TB, size uint64) {
+	old := partSize
+	partSize = size
+	t.Cleanup(func() { partSize = old })
+}
+
+// SetResponseHeaderTimeout makes the backends made until t ends wait d
+// for the headers of an answer.
+func SetResponseHeaderTimeout(t testing.TB, d time.Duration) {
+	old := responseHeaderTimeout
+	responseHeaderTimeout = d
+	t.Cleanup(func() { responseHeaderTimeout = old })
+}
+
+// BucketLookup is bucketLookup, for the test of the values it takes.
+var BucketLookup = bucketLookup

@@ -3,9 +3,18 @@ package s3test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +45,10 @@ type Server struct {
 	Endpoint string
 	// Dir is the folder that holds its buckets, one folder each.
 	Dir string
+	// CAFile is, for a server started by StartTLS, the PEM file of its
+	// self-signed certificate: the CA a client must trust. "" for plain
+	// HTTP.
+	CAFile string
 }
 
 // Find returns the path of versitygw: NIGHTJAR_VERSITYGW, else versitygw on
@@ -78,6 +91,25 @@ const connectTries = 3000
 // be found or does not come up.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startServer(t, "")
+}
+
+// StartTLS is Start with the server answering HTTPS only, with a
+// self-signed certificate for 127.0.0.1 made for t, whose PEM file is the
+// Server's CAFile.
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	certDir := t.TempDir()
+	if err := writeSelfSigned(certDir); err != nil {
+		t.Fatalf("s3test: make a certificate: %v", err)
+	}
+	return startServer(t, certDir)
+}
+
+// startServer starts versitygw, serving TLS with the cert.pem and key.pem
+// of certDir unless certDir is "".
+func startServer(t testing.TB, certDir string) *Server {
+	t.Helper()
 	bin, err := Find()
 	if err != nil {
 		t.Fatalf("s3test: %v; %s", err, installHint)
@@ -85,7 +117,7 @@ func Start(t testing.TB) *Server {
 	dir := t.TempDir()
 	var last error
 	for range startTries {
-		s, err := start(t, bin, dir)
+		s, err := start(t, bin, dir, certDir)
 		if err == nil {
 			return s
 		}
@@ -95,13 +127,19 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
-func start(t testing.TB, bin, dir string) (*Server, error) {
+func start(t testing.TB, bin, dir, certDir string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	endpoint := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--port", endpoint, "--quiet", "posix", dir)
+	args := []string{"--port", endpoint, "--quiet"}
+	caFile := ""
+	if certDir != "" {
+		caFile = filepath.Join(certDir, "cert.pem")
+		args = append(args, "--cert", caFile, "--key", filepath.Join(certDir, "key.pem"))
+	}
+	cmd := exec.Command(bin, append(args, "posix", dir)...)
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey, "VGW_REGION="+Region)
 	var output lockedBuffer
 	cmd.Stdout, cmd.Stderr = &output, &output
@@ -124,7 +162,7 @@ func start(t testing.TB, bin, dir string) (*Server, error) {
 		if err == nil {
 			conn.Close()
 			t.Cleanup(stop)
-			return &Server{Endpoint: endpoint, Dir: dir}, nil
+			return &Server{Endpoint: endpoint, Dir: dir, CAFile: caFile}, nil
 		}
 		// Not listening yet: wait for the process a moment, or its exit.
 		select {
@@ -149,7 +187,11 @@ func freePort() (int, error) {
 // Location returns the s3: location of prefix in bucket on the server
 // ("" prefix: the bucket's root).
 func (s *Server) Location(bucket, prefix string) string {
-	loc := "s3:http://" + s.Endpoint + "/" + bucket
+	scheme := "http"
+	if s.CAFile != "" {
+		scheme = "https"
+	}
+	loc := "s3:" + scheme + "://" + s.Endpoint + "/" + bucket
 	if prefix != "" {
 		loc += "/" + prefix
 	}
@@ -186,15 +228,59 @@ func (s *Server) SetEnv(t testing.TB) {
 // tests that look at the bucket behind nightjar's back.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(s.Endpoint, &minio.Options{
+	opts := &minio.Options{
 		Creds:        credentials.NewStaticV4(AccessKey, SecretKey, ""),
 		Region:       Region,
 		BucketLookup: minio.BucketLookupPath,
-	})
+	}
+	if s.CAFile != "" {
+		caPEM, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(caPEM)
+		opts.Secure = true
+		opts.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	}
+	c, err := minio.New(s.Endpoint, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// writeSelfSigned writes to dir a new self-signed certificate for the IP
+// address 127.0.0.1 (cert.pem), valid for a day, and its key (key.pem).
+func writeSelfSigned(dir string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber:          big.NewInt(now.UnixNano()),
+		Subject:               pkix.Name{CommonName: "nightjar s3test"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cert.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
 
 // MakeBucket makes the bucket name on the server.
