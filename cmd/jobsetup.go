@@ -206,21 +206,30 @@ func notCreatedYet(err error) bool {
 }
 
 // missingRepository is the error of a run that finds no repository where
-// rc is configured (cause): NO_REPOSITORY, retried since a disk may come
-// back, unless create_if_missing may create it, which it may only when no
-// repository was ever recorded under the name (nil then).
+// rc is configured (cause): NO_REPOSITORY, or S3_NO_BUCKET when its
+// bucket is missing, retried since a disk may come back (or a bucket be
+// restored), unless create_if_missing may create it, which it may only
+// when no repository was ever recorded under the name (nil then).
 func missingRepository(ctx context.Context, state *db.DB, rc config.Repository, cause error) error {
 	known, err := state.RecordedRepositoryID(ctx, rc.Name)
 	if err != nil {
 		return err
 	}
+	code := jobs.CodeNoRepository
+	if errors.Is(cause, s3.ErrNoBucket) {
+		code = jobs.CodeS3NoBucket
+	}
 	switch {
+	case known != "" && code == jobs.CodeS3NoBucket:
+		return &pass.ClassError{Class: pass.ClassRepository, Code: code, Err: fmt.Errorf(
+			"%w, where repository %s (ID %s) was: was the bucket removed, or is the location wrong? nothing was created (create_if_missing creates only a repository never seen)",
+			cause, rc.Name, idPrefix(known))}
 	case known != "":
-		return &pass.ClassError{Class: pass.ClassRepository, Code: jobs.CodeNoRepository, Err: fmt.Errorf(
+		return &pass.ClassError{Class: pass.ClassRepository, Code: code, Err: fmt.Errorf(
 			"no repository at %s, where repository %s (ID %s) was: is its disk mounted? nothing was created there (create_if_missing creates only a repository never seen)",
 			rc.Location(), rc.Name, idPrefix(known))}
 	case !rc.CreateIfMissing:
-		return &pass.ClassError{Class: pass.ClassRepository, Code: jobs.CodeNoRepository, Err: cause}
+		return &pass.ClassError{Class: pass.ClassRepository, Code: code, Err: cause}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/repo"
+	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 
@@ -105,16 +106,25 @@ func runRestore(c *cli.Context) (err error) {
 
 // restoreOutcome is the error a restore that ran to its end exits with: a
 // verify that found a difference, or damage that left nothing restored,
-// fail (exit 1); anything not restored makes it partial (exit 3).
+// fail (exit 1); anything not restored makes it partial (exit 3). Reads
+// that the storage failed after its retries (an S3 server down or
+// throttling) come back from the restore as damage, but the repository
+// is not damaged then: the message names the storage's failure and sends
+// no one to check for damage.
 func restoreOutcome(res *restore.Result, err error) error {
 	var damaged *restore.DamagedError
+	errors.As(err, &damaged)
 	switch {
 	case errors.Is(err, restore.ErrVerifyFailed):
 		return codedError{code: ExitFailure, err: fmt.Errorf("restore: %w", err)}
-	case errors.As(err, &damaged) && res.Files+res.Others == 0:
+	case damaged != nil && storageFailed(damaged.First) && res.Files+res.Others == 0:
+		return codedError{code: ExitFailure, err: fmt.Errorf("restore: nothing could be restored: %w", damaged.First)}
+	case damaged != nil && res.Files+res.Others == 0:
 		return codedError{code: ExitFailure, err: fmt.Errorf("restore: nothing could be restored: %w (nightjar check --read-data tells more)", err)}
-	case err != nil && !errors.As(err, &damaged):
+	case err != nil && damaged == nil:
 		return fmt.Errorf("restore: %w", err)
+	case damaged != nil && storageFailed(damaged.First):
+		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored; the first: %w", len(res.Skipped), damaged.First)}
 	case damaged != nil:
 		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored, %d of them because the repository is damaged (nightjar check --read-data tells more)",
 			len(res.Skipped), damaged.Entries)}
@@ -122,6 +132,13 @@ func restoreOutcome(res *restore.Result, err error) error {
 		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored", len(res.Skipped))}
 	}
 	return nil
+}
+
+// storageFailed reports whether err is a failure of the storage that
+// outlasted the client's retries (the S3 server unreachable, or failing
+// or throttling every try), not damage of what it holds.
+func storageFailed(err error) bool {
+	return errors.Is(err, s3.ErrServer) || errors.Is(err, s3.ErrNetwork)
 }
 
 // restoreSummaryJSON is the summary restore --json prints last, on one

@@ -21,6 +21,7 @@ const CodeSourceMissing = "SOURCE_MISSING"
 const (
 	CodePasswordUnavailable  = "PASSWORD_UNAVAILABLE"      // auth: its password source gave no password
 	CodeNoRepository         = "NO_REPOSITORY"             // repository: none where it is configured (retried: a disk may come back)
+	CodeS3NoBucket           = "S3_NO_BUCKET"              // repository: the S3 bucket it is configured in does not exist (retried as NO_REPOSITORY)
 	CodeRepositoryReplaced   = pass.CodeRepositoryReplaced // repository: another repository than the one recorded (not retried)
 	CodeRepositoryUnwritable = "REPOSITORY_UNWRITABLE"     // repository: it cannot be written (read-only, full, permissions)
 	CodeOpenFailed           = "OPEN_FAILED"               // repository: it could not be opened for another reason
@@ -56,7 +57,7 @@ func Classify(err error) error {
 	case errors.Is(err, s3.ErrExpiredToken):
 		class, code = pass.ClassAuth, "S3_EXPIRED_TOKEN"
 	case errors.Is(err, s3.ErrNoBucket):
-		class, code = pass.ClassRepository, "S3_NO_BUCKET"
+		class, code = pass.ClassRepository, CodeS3NoBucket
 	case errors.Is(err, s3.ErrWrongRegion):
 		class, code = pass.ClassRepository, "S3_WRONG_REGION"
 	case errors.Is(err, s3.ErrBadLocation), errors.Is(err, s3.ErrBadCAFile), errors.Is(err, s3.ErrUntrusted):

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -106,9 +108,12 @@ func TestS3Faults(t *testing.T) {
 }
 
 // TestS3FaultOutlastsRetries: when every upload of a pack is refused with
-// 503 SlowDown, the backup ends, after its retries, with an error that
-// names the refusal; it leaves no snapshot and no lock, and the repository
-// still checks clean.
+// 503 SlowDown, the backup ends, after its retries, with exit code 1 (the
+// README's S3_SERVER_ERROR) and one line that names the refusal; it leaves
+// no snapshot and no lock, and the repository still checks clean. When
+// every read of a pack is refused, a restore ends the same way and leaves
+// no file under its final name that is not whole; with the faults gone,
+// check --read-data passes.
 func TestS3FaultOutlastsRetries(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t)
@@ -125,10 +130,7 @@ func TestS3FaultOutlastsRetries(t *testing.T) {
 	writeFiles(t, src, 10, 3, 2<<20)
 	proxy.SetRules(faultproxy.Rule{Method: http.MethodPut, PathContains: "/data/", Fault: faultproxy.SlowDown})
 	res := e.run("backup", src)
-	msg := lines(res.Stderr)
-	if res.Code == exitOK || len(msg) == 0 || !strings.Contains(msg[len(msg)-1], "SlowDown") {
-		t.Errorf("backup whose every pack upload is refused: want a failure whose last line names SlowDown:\n%s", res)
-	}
+	expectServerFailure(t, "backup whose every pack upload is refused", res.Code, lines(res.Stderr))
 	if got := proxy.Counts().Faults[faultproxy.SlowDown.String()]; got < 2 {
 		t.Errorf("the proxy refused %d uploads: the backup did not retry", got)
 	}
@@ -142,5 +144,67 @@ func TestS3FaultOutlastsRetries(t *testing.T) {
 	}
 	if n := countPrefix(keysUnder(t, srv, bucket, prefix+"/"), "locks/"); n != 0 {
 		t.Errorf("%d locks remain after the failed backup", n)
+	}
+
+	// The read side: every GET of a pack is refused. The local cache holds
+	// the tree pack the backup wrote, so the restore makes its folders and
+	// fails on the files' data; each file not restored is a warning, and
+	// the error names the server's failure, not damage.
+	proxy.SetRules(faultproxy.Rule{Method: http.MethodGet, PathContains: "/data/", Fault: faultproxy.SlowDown})
+	proxy.ResetCounts()
+	target := filepath.Join(e.dir, "restore")
+	res = e.run("restore", "latest", "--target", target)
+	msg := lines(res.Stderr)
+	if n := len(msg); n == 0 {
+		t.Errorf("restore whose every pack read is refused printed nothing on stderr:\n%s", res)
+	} else {
+		expectServerFailure(t, "restore whose every pack read is refused", res.Code, msg[n-1:])
+		for _, l := range msg[:n-1] {
+			if !strings.HasPrefix(l, "warning: not restored ") {
+				t.Errorf("restore whose every pack read is refused: a line on stderr is neither a file not restored nor the error: %q", l)
+			}
+		}
+		if strings.Contains(msg[n-1], "damaged") || strings.Contains(msg[n-1], "check --read-data") {
+			t.Errorf("restore whose every pack read is refused blames damage in the repository: %q", msg[n-1])
+		}
+	}
+	if got := proxy.Counts().Faults[faultproxy.SlowDown.String()]; got < 2 {
+		t.Errorf("the proxy refused %d reads: the restore did not retry", got)
+	}
+	want := scanTree(t, first)
+	err := filepath.WalkDir(target, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(filepath.Join(target, first), p)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			t.Errorf("restore left %s, which is no file of the snapshot", p)
+			return nil
+		}
+		if w, ok := want[rel]; !ok || fileSum(t, p) != w.Sum {
+			t.Errorf("restore left %s under its final name, not whole", p)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+
+	proxy.SetRules()
+	ck, res = e.check("--read-data", "--no-cache")
+	if res.Code != exitOK || !ck.OK || ck.Snapshots != 1 || ck.PacksRead != ck.Packs {
+		t.Errorf("check --read-data through the proxy with its faults cleared:\n%s", res)
+	}
+}
+
+// expectServerFailure fails the test unless a command that exited with
+// code and printed the error lines msg failed as the README documents a
+// failure of the S3 server after the retries (S3_SERVER_ERROR): exit code
+// 1 and one line that says so and names the server's code SlowDown.
+func expectServerFailure(t *testing.T, what string, code int, msg []string) {
+	t.Helper()
+	if code != exitFailure || len(msg) != 1 ||
+		!strings.Contains(msg[0], "s3 server failed the request after retries") || !strings.Contains(msg[0], "SlowDown") {
+		t.Errorf("%s: exit %d with %q; want exit %d and one line naming the server's failure after retries and SlowDown", what, code, msg, exitFailure)
 	}
 }

@@ -3,8 +3,12 @@
 package schede2e
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo/backend/s3/faultproxy"
@@ -146,5 +150,59 @@ func TestS3TwoHostsBackUpIntoOneBucket(t *testing.T) {
 		}
 		target := hostB.restoreSnapshot(h.run.Snapshots[0].SnapshotID)
 		compareTrees(t, h.want, manifest(t, filepath.Join(target, h.src)))
+	}
+}
+
+// TestS3MissingBucket: a scheduled run whose bucket is gone (removed
+// after a run recorded the repository) fails as class repository with
+// code S3_NO_BUCKET, naming the bucket; create_if_missing does not make
+// it again (it creates only a repository never seen), and the run is
+// retried as a missing disk is. Without create_if_missing, a bucket that
+// never existed fails the run the same way.
+func TestS3MissingBucket(t *testing.T) {
+	t.Parallel()
+	srv := s3test.Start(t)
+	w := s3World(t, srv, srv.Location("gone", "repo"))
+	src := w.path("src")
+	makeTree(t, src, 1)
+	w.s3Config(src)
+	w.must(exitOK, "job", "run", "nightly", "--wait")
+
+	// The bucket is removed behind nightjar's back (versitygw keeps a
+	// bucket as a folder).
+	if err := os.Rename(filepath.Join(srv.Dir, "gone"), w.path("removed-bucket")); err != nil {
+		t.Fatal(err)
+	}
+	res := w.must(exitFailure, "job", "run", "nightly", "--wait", "--json")
+	var run runRec
+	decodeWhole(t, res, &run)
+	if run.ErrorClass != "repository" || run.ErrorCode != "S3_NO_BUCKET" ||
+		!strings.Contains(run.Message, `s3 bucket does not exist "gone", where repository main (ID `) ||
+		!strings.Contains(run.Message, "nothing was created") {
+		t.Errorf("run into the removed bucket = %s/%s %q, want repository/S3_NO_BUCKET naming the bucket", run.ErrorClass, run.ErrorCode, run.Message)
+	}
+	if _, err := os.Stat(filepath.Join(srv.Dir, "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the removed bucket is there again after the run (%v): want nothing created", err)
+	}
+	retried := false
+	for _, r := range w.runsOf("nightly") {
+		retried = retried || r.Status == "queued" && r.Trigger == "retry"
+	}
+	if !retried {
+		t.Errorf("no retry of the S3_NO_BUCKET run is queued: a bucket may be restored, as a disk may come back")
+	}
+
+	never := s3World(t, srv, srv.Location("never-made", "repo"))
+	never.writeConfig(`[scheduler]
+state = "{{state}}"
+
+[repository.main]
+url = "{{repo}}"
+password_file = "{{pw}}"
+` + job("nightly", "hourly :00", "", src))
+	res = never.must(exitFailure, "job", "run", "nightly", "--wait", "--json")
+	decodeWhole(t, res, &run)
+	if run.ErrorClass != "repository" || run.ErrorCode != "S3_NO_BUCKET" || !strings.Contains(run.Message, `s3 bucket does not exist "never-made"`) {
+		t.Errorf("run into a bucket never made, without create_if_missing = %s/%s %q, want repository/S3_NO_BUCKET naming the bucket", run.ErrorClass, run.ErrorCode, run.Message)
 	}
 }
