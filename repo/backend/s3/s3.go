@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"path"
 	"strings"
@@ -501,9 +502,11 @@ func ctxErrNone(err error) bool {
 }
 
 // putBackoff is the wait before the attempt after attempt, as the
-// client's own (maxRetries): doubling from 200 ms, at most 1 s.
+// client's own (maxRetries): a random part of a cap that doubles from
+// 200 ms to at most 1 s (full jitter), so that hosts throttled by one
+// bucket at once do not retry in step.
 func putBackoff(attempt int) time.Duration {
-	return min(200*time.Millisecond<<min(attempt-1, 3), time.Second)
+	return rand.N(min(200*time.Millisecond<<min(attempt-1, 3), time.Second))
 }
 
 // sleepCtx waits d, and reports false when ctx ends first.
