@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -133,19 +135,30 @@ func (c *chain) Retrieve() (credentials.Value, error) { return c.RetrieveWithCre
 func (c *chain) IsExpired() bool { return c.current == nil || c.current.IsExpired() }
 
 // sharedFiles is minio-go's provider of the shared credentials and config
-// files (which runs a profile's credential_process) with the failure of a
-// profile's credential_process told apart from a missing file or profile.
+// files (which runs a profile's credential_process, named in either file)
+// with the failure of a profile's credential_process told apart from a
+// missing or unreadable file or profile. Only the process's own failures
+// are: the files' parser quotes the line it could not read, which may hold
+// a secret, and such an error is dropped as minio-go's chain drops it.
 type sharedFiles struct{ credentials.FileAWSCredentials }
 
 func (p *sharedFiles) RetrieveWithCredContext(cc *credentials.CredContext) (credentials.Value, error) {
 	v, err := p.FileAWSCredentials.RetrieveWithCredContext(cc)
-	if err != nil {
-		profile := envProfile()
-		if profileValue(configFile(), profile, "credential_process") != "" {
-			return v, &credentialProcessError{profile: profile, err: err}
-		}
+	if processFailed(err) {
+		return v, &credentialProcessError{profile: envProfile(), err: err}
 	}
 	return v, err
+}
+
+// processFailed reports whether err is a credential_process's own
+// failure: it could not be started, it failed, or what it printed is not
+// the JSON the AWS CLI takes.
+func processFailed(err error) bool {
+	var exit *exec.ExitError
+	var start *exec.Error
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	return errors.As(err, &exit) || errors.As(err, &start) || errors.As(err, &syntax) || errors.As(err, &typ)
 }
 
 func (p *sharedFiles) Retrieve() (credentials.Value, error) { return p.RetrieveWithCredContext(nil) }

@@ -62,3 +62,11 @@ func SetResponseHeaderTimeout(t testing.TB, d time.Duration) {
 
 // BucketLookup is bucketLookup, for the test of the values it takes.
 var BucketLookup = bucketLookup
+
+var RetryablePut = retryablePut
+
+// CredentialProcessError is the error of a failed credential_process of
+// profile.
+func CredentialProcessError(profile string, err error) error {
+	return &credentialProcessError{profile: profile, err: err}
+}

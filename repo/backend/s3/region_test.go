@@ -2,11 +2,16 @@ package s3_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
@@ -215,4 +220,51 @@ func TestCredentialProcess(t *testing.T) {
 		t.Fatalf("create with a failing credential_process: %v, want ErrAccessDenied naming the profile and the exit status", err)
 	}
 	oneLine(t, err)
+}
+
+// A shared credentials file that cannot be read is not blamed on the
+// profile's credential_process, and its text, which the parser quotes and
+// may hold a secret, is in no error: the files are skipped, as minio-go's
+// chain skips them, and the server refuses the unsigned request.
+func TestUnreadableCredentialsFileNotQuoted(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.SetEnv(t)
+	dir := t.TempDir()
+	const secret = "a-secret-value-0123456789"
+	if err := writeFile(dir+"/credentials", "[default]\naws_access_key_id = "+s3test.AccessKey+"\naws_secret_access_key "+secret+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(dir+"/config", "[default]\ncredential_process = /bin/false\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_PROFILE", "")
+	_, err := s3.Create(context.Background(), config(t, srv, "unreadable", "repo"))
+	if err == nil {
+		t.Fatal("create with an unreadable credentials file succeeded")
+	}
+	if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "credential_process") {
+		t.Errorf("create with an unreadable credentials file: %v, want no secret and no credential_process blamed", err)
+	}
+}
+
+// A PUT is sent again after a failure of the connection or the server,
+// never after a certificate that does not verify or a failed
+// credential_process: no retry mends them.
+func TestRetryablePut(t *testing.T) {
+	refused := &url.Error{Op: "Put", URL: "https://127.0.0.1/b/k", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	unknownCA := &url.Error{Op: "Put", URL: "https://127.0.0.1/b/k", Err: x509.UnknownAuthorityError{}}
+	process := s3.CredentialProcessError("p", &exec.ExitError{})
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{{"refused connection", refused, true}, {"unknown authority", unknownCA, false}, {"failed credential_process", process, false}} {
+		if got := s3.RetryablePut(c.err); got != c.want {
+			t.Errorf("%s: retryable %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -94,7 +94,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 
 // isNamed reports whether err wraps one of the package's sentinels.
 func isNamed(err error) bool {
-	for _, s := range []error{ErrAccessDenied, ErrNoBucket, ErrWrongRegion, ErrExpiredToken, ErrClockSkew, ErrNetwork} {
+	for _, s := range []error{ErrAccessDenied, ErrNoBucket, ErrWrongRegion, ErrExpiredToken, ErrClockSkew, ErrNetwork, ErrServer, ErrUntrusted} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -484,8 +484,14 @@ func (b *Backend) remove(ctx context.Context, h repo.Handle, key string) error {
 
 // retryablePut reports whether a failed PUT may succeed when sent again:
 // the server's 5xx, throttling and timeouts, and every failure of the
-// connection (no answer from the server at all).
+// connection (no answer from the server at all) but a certificate that
+// does not verify and a credential_process that failed, which no retry
+// mends.
 func retryablePut(err error) bool {
+	var process *credentialProcessError
+	if untrusted(err) || errors.As(err, &process) {
+		return false
+	}
 	resp := minio.ToErrorResponse(err)
 	switch {
 	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests:
