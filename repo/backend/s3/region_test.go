@@ -173,6 +173,7 @@ func TestSessionTokenSent(t *testing.T) {
 	if _, err := s3.Open(context.Background(), s3.Config{Location: loc, BucketLookup: "path"}); err == nil {
 		t.Fatal("open on a server that refuses everything succeeded")
 	}
+	recorder.Close() // no request can come after: tokens may be closed
 	close(tokens)
 	var n int
 	for got := range tokens {
