@@ -152,6 +152,17 @@ type TreePackLoader interface {
 	LoadTreePackInto(ctx context.Context, h Handle, offset int64, buf []byte) error
 }
 
+// TransferPacer is implemented by backends that cap their bandwidth at the
+// wire themselves (object storage): a pack stream's bytes go out only when
+// it is committed, and reads fetch windows ahead of what is asked, so a
+// cap charged on the calls (package limit) would let whole packs and
+// windows out at line speed. PaceTransfers hands the backend the waits of
+// each direction (nil: no cap): every request body it sends and every
+// answer body it reads waits for its bytes as they go.
+type TransferPacer interface {
+	PaceTransfers(up, down func(ctx context.Context, n int) error)
+}
+
 // PackStreamer is implemented by backends that take a pack while it is
 // being written, so that no pack is ever whole in memory.
 type PackStreamer interface {

@@ -63,12 +63,27 @@ var (
 
 // Wrap returns be with at most upload bytes per second written and at most
 // download bytes per second read; 0 or less is no cap. With neither cap it
-// returns be itself.
+// returns be itself, and so it does when be paces its own transfers
+// (repo.TransferPacer), given the caps' waits: the bytes on the wire are
+// then what is counted, not the calls.
 func Wrap(be repo.Backend, upload, download int64) repo.Backend {
 	if upload <= 0 && download <= 0 {
 		return be
 	}
-	return &Backend{Backend: be, up: newBudget(upload), down: newBudget(download)}
+	up, down := newBudget(upload), newBudget(download)
+	if tp, ok := repo.Capability[repo.TransferPacer](be); ok {
+		tp.PaceTransfers(up.waitFunc(), down.waitFunc())
+		return be
+	}
+	return &Backend{Backend: be, up: up, down: down}
+}
+
+// waitFunc is the budget's wait for a repo.TransferPacer: nil for no cap.
+func (b *budget) waitFunc() func(ctx context.Context, n int) error {
+	if b == nil {
+		return nil
+	}
+	return b.wait
 }
 
 // Unwrap returns the wrapped backend.

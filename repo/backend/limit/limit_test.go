@@ -158,6 +158,37 @@ func TestCapabilitiesSurvive(t *testing.T) {
 	}
 }
 
+// pacer is a backend in memory that paces its own transfers: it keeps the
+// waits Wrap hands it.
+type pacer struct {
+	repo.Backend
+	up, down func(ctx context.Context, n int) error
+}
+
+func (p *pacer) PaceTransfers(up, down func(ctx context.Context, n int) error) {
+	p.up, p.down = up, down
+}
+
+// A backend that paces its transfers at the wire is given the caps' waits
+// and is not wrapped: its calls are not charged as well.
+func TestPacerGetsTheWaits(t *testing.T) {
+	be := &pacer{Backend: memory.New()}
+	if got := limit.Wrap(be, 1<<20, 0); got != repo.Backend(be) {
+		t.Fatalf("Wrap of a pacer returned %T, want the pacer itself", got)
+	}
+	if be.up == nil || be.down != nil {
+		t.Fatalf("pacer given up %v, down %v; want an upload wait only", be.up != nil, be.down != nil)
+	}
+	if err := be.up(context.Background(), 1<<20); err != nil {
+		t.Errorf("upload wait for a burst: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := be.up(ctx, 1<<20); err == nil {
+		t.Error("upload wait with a cancelled context succeeded")
+	}
+}
+
 // The wrapped backends keep the guarantees of every backend.
 func TestConforms(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) repo.Backend { return limit.Wrap(newLocal(t), 1<<30, 1<<30) })

@@ -64,6 +64,9 @@ type Backend struct {
 	// one GET instead of a HEAD and a GET. The first Load of the whole
 	// config takes it; every later one asks the server.
 	openedConfig atomic.Pointer[[]byte]
+	// paceUp and paceDown are the bandwidth caps' waits, set before data
+	// moves (PaceTransfers); nil for no cap.
+	paceUp, paceDown func(ctx context.Context, n int) error
 }
 
 // Open opens the repository at cfg. Without a config object the error wraps
@@ -235,7 +238,7 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, data io.ReaderAt, size
 		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}
 	for attempt := 1; ; attempt++ {
-		body := struct{ io.Reader }{io.NewSectionReader(data, 0, size)} // no Seek: the client sends it once
+		body := struct{ io.Reader }{paced(ctx, io.NewSectionReader(data, 0, size), b.paceUp)} // no Seek: the client sends it once
 		_, err = b.client.PutObject(ctx, b.loc.Bucket, key, body, size, opts)
 		if err == nil || attempt == maxRetries || !retryablePut(err) || !sleepCtx(ctx, putBackoff(attempt)) {
 			break
@@ -380,7 +383,7 @@ func (b *Backend) get(ctx context.Context, key string, offset, length int64) (io
 	if err != nil {
 		return nil, 0, err
 	}
-	return body, info.Size, nil
+	return pacedClose(ctx, body, b.paceDown), info.Size, nil
 }
 
 // Stat returns the size of h.
