@@ -9,8 +9,9 @@
 // (repo.ErrStorageUnavailable: an S3 server down, or refusing every try).
 // That is no damage, and every further read would spend the retries
 // again and fail alike: the restore starts no read after it, removes the
-// files it was writing, counts nothing as damaged, and returns the
-// failure with the Result of what it had restored. Verify, which reads the
+// files it was writing, gives the folders it made their metadata, counts
+// nothing as damaged, and returns the failure with the Result of what it
+// had restored. Verify, which reads the
 // snapshot's trees again, stops at such a failure too.
 //
 // It must never write outside its target nor follow a symlink there: a

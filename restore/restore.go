@@ -324,16 +324,7 @@ func Run(parent context.Context, r Repository, s *repo.Snapshot, opts Options) (
 	if res, err := rs.ended(parent, ctx, nil); err != nil {
 		return res, err
 	}
-	// Folder metadata last, children before their parents, so that
-	// writing into a folder does not change its mtime afterwards and
-	// read-only folders can be filled; every folder made gets it, also
-	// one of which something could not be restored.
-	for i := len(rs.dirs) - 1; i >= 0; i-- {
-		d := rs.dirs[i]
-		if err := rs.setMeta(rs.pathMeta(d.target), &d.node); err != nil {
-			rs.skip(d.shown, "metadata: "+err.Error())
-		}
-	}
+	rs.finishFolders()
 	// Everything is in place: what was done is the total, when the count
 	// beside the restore had not finished.
 	stopCounting()
@@ -359,15 +350,33 @@ func Run(parent context.Context, r Repository, s *repo.Snapshot, opts Options) (
 // caller's cancellation nothing but its error; after the storage's failure
 // (storageFailed) the result so far and that failure; else, when err is
 // set (a walk that failed), err alone. Both nil: the restore goes on.
+// Called only while no file worker runs.
 func (rs *restorer) ended(parent, ctx context.Context, err error) (*Result, error) {
 	if perr := parent.Err(); perr != nil {
 		return nil, perr
 	}
 	if cause := context.Cause(ctx); cause != nil {
+		// What is in place stays, in folders with their metadata.
+		rs.finishFolders()
 		rs.sortSkipped()
 		return &rs.result, cause
 	}
 	return nil, err
+}
+
+// finishFolders sets the metadata of the folders made, once the file
+// workers are done: last, children before their parents, so that writing
+// into a folder does not change its mtime afterwards and read-only
+// folders can be filled; every folder made gets it, also one of which
+// something could not be restored. A second call does nothing.
+func (rs *restorer) finishFolders() {
+	for i := len(rs.dirs) - 1; i >= 0; i-- {
+		d := rs.dirs[i]
+		if err := rs.setMeta(rs.pathMeta(d.target), &d.node); err != nil {
+			rs.skip(d.shown, "metadata: "+err.Error())
+		}
+	}
+	rs.dirs = nil
 }
 
 // storageFailed reports whether err, met reading the entry at snapshot

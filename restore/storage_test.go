@@ -1,9 +1,12 @@
+//go:build !windows
+
 package restore_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -146,6 +149,15 @@ func TestRestoreStopsWhenTheStorageFails(t *testing.T) {
 				if content != "dir" {
 					files++
 					sameContent(t, b, target, rel)
+					continue
+				}
+				// What is in place stays, in folders with their metadata.
+				fi, err := os.Lstat(filepath.Join(target, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != 0o750 || !fi.ModTime().Equal(mtime) {
+					t.Errorf("folder %s has mode %v and mtime %v, want 0750 and %v", rel, fi.Mode().Perm(), fi.ModTime(), mtime)
 				}
 			}
 			if files != res.Files || res.Files > ok || (res.Files != ok && !tc.walkFails) {
