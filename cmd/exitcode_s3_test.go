@@ -34,27 +34,30 @@ func TestS3ExitCodes(t *testing.T) {
 	}
 }
 
-// A restore whose reads the S3 server failed after the retries exits as
-// one that met damage (1 when nothing was restored, 3 when some was), but
-// its message names the server's failure and blames no damage; real
-// damage still sends the user to check --read-data.
+// A restore that the S3 server's failure after the retries stopped exits
+// 1, as the README gives a server's failure, whatever it restored before,
+// with one line that names the server's answer and blames no damage; a
+// restore that met damage exits 1 when nothing was restored and 3 when
+// some was, and sends the user to check --read-data.
 func TestRestoreOutcomeOfAServerFailure(t *testing.T) {
-	serverFailed := fmt.Errorf("restore /src/a: load data/0a1b: %w: SlowDown", s3.ErrServer)
-	skipped := []repo.Skip{{Path: "/src/a", Reason: serverFailed.Error()}}
+	serverFailed := fmt.Errorf("restore stopped at /src/a: load data/0a1b: %w: SlowDown", s3.ErrServer)
+	damaged := &restore.DamagedError{Entries: 1, First: fmt.Errorf("restore /src/a: %w", repo.ErrIntegrity)}
+	skipped := []repo.Skip{{Path: "/src/a", Reason: damaged.First.Error()}}
 	for _, tc := range []struct {
 		name         string
 		res          restore.Result
-		first        error
+		err          error
 		code         int
 		blamesDamage bool
 	}{
-		{"nothing restored", restore.Result{Skipped: skipped}, serverFailed, ExitFailure, false},
-		{"some restored", restore.Result{Files: 1, Skipped: skipped}, serverFailed, ExitPartial, false},
-		{"damage, nothing restored", restore.Result{Skipped: skipped}, repo.ErrIntegrity, ExitFailure, true},
-		{"damage, some restored", restore.Result{Files: 1, Skipped: skipped}, repo.ErrIntegrity, ExitPartial, true},
+		{"stopped, nothing restored", restore.Result{}, serverFailed, ExitFailure, false},
+		{"stopped, some restored", restore.Result{Files: 1}, serverFailed, ExitFailure, false},
+		{"stopped after damage", restore.Result{Files: 1, Damaged: 1, Skipped: skipped}, serverFailed, ExitFailure, false},
+		{"damage, nothing restored", restore.Result{Damaged: 1, Skipped: skipped}, damaged, ExitFailure, true},
+		{"damage, some restored", restore.Result{Files: 1, Damaged: 1, Skipped: skipped}, damaged, ExitPartial, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := restoreOutcome(&tc.res, &restore.DamagedError{Entries: 1, First: tc.first})
+			err := restoreOutcome(&tc.res, tc.err)
 			msg := errorMessage(err)
 			if exitCode(err) != tc.code || strings.Contains(msg, "damaged") != tc.blamesDamage ||
 				!tc.blamesDamage && !strings.Contains(msg, "s3 server failed the request after retries: SlowDown") {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nightjar-backup/nightjar/backup/filter"
 	"github.com/nightjar-backup/nightjar/repo"
-	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/restore"
 )
 
@@ -81,7 +80,11 @@ func runRestore(c *cli.Context) (err error) {
 		// restore was interrupted (exit 130).
 		return fmt.Errorf("restore: %w", err)
 	}
-	if jerr := p.JSONLine(newRestoreSummary(snap.ID, res, elapsed())); jerr != nil {
+	// The storage failed after its retries (an S3 server down): the
+	// restore stopped there, and what it did not reach is neither skipped
+	// nor damaged, but not restored all the same.
+	stopped := errors.Is(err, repo.ErrStorageUnavailable)
+	if jerr := p.JSONLine(newRestoreSummary(snap.ID, res, stopped, elapsed())); jerr != nil {
 		return jerr
 	}
 	p.Printf("restored snapshot %s into %s: %d files (%s), %d folders, %d other entries\n",
@@ -104,27 +107,26 @@ func runRestore(c *cli.Context) (err error) {
 	return restoreOutcome(res, err)
 }
 
-// restoreOutcome is the error a restore that ran to its end exits with: a
-// verify that found a difference, or damage that left nothing restored,
-// fail (exit 1); anything not restored makes it partial (exit 3). Reads
-// that the storage failed after its retries (an S3 server down or
-// throttling) come back from the restore as damage, but the repository
-// is not damaged then: the message names the storage's failure and sends
-// no one to check for damage.
+// restoreOutcome is the error a restore that returned its result exits
+// with: a verify that found a difference, damage that left nothing
+// restored, or a read that the storage failed after its retries (an S3
+// server down or throttling every try, which stops the restore) fail
+// (exit 1, as the README gives a server's failure); anything else not
+// restored makes it partial (exit 3). The storage's failure is no damage:
+// its message names the server's answer and sends no one to check for
+// damage.
 func restoreOutcome(res *restore.Result, err error) error {
 	var damaged *restore.DamagedError
 	errors.As(err, &damaged)
 	switch {
+	case errors.Is(err, repo.ErrStorageUnavailable):
+		return codedError{code: ExitFailure, err: fmt.Errorf("%w (%d files restored before it)", err, res.Files)}
 	case errors.Is(err, restore.ErrVerifyFailed):
 		return codedError{code: ExitFailure, err: fmt.Errorf("restore: %w", err)}
-	case damaged != nil && storageFailed(damaged.First) && res.Files+res.Others == 0:
-		return codedError{code: ExitFailure, err: fmt.Errorf("restore: nothing could be restored: %w", damaged.First)}
 	case damaged != nil && res.Files+res.Others == 0:
 		return codedError{code: ExitFailure, err: fmt.Errorf("restore: nothing could be restored: %w (nightjar check --read-data tells more)", err)}
 	case err != nil && damaged == nil:
 		return fmt.Errorf("restore: %w", err)
-	case damaged != nil && storageFailed(damaged.First):
-		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored; the first: %w", len(res.Skipped), damaged.First)}
 	case damaged != nil:
 		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored, %d of them because the repository is damaged (nightjar check --read-data tells more)",
 			len(res.Skipped), damaged.Entries)}
@@ -132,13 +134,6 @@ func restoreOutcome(res *restore.Result, err error) error {
 		return codedError{code: ExitPartial, err: fmt.Errorf("restore incomplete: %d entries were not restored", len(res.Skipped))}
 	}
 	return nil
-}
-
-// storageFailed reports whether err is a failure of the storage that
-// outlasted the client's retries (the S3 server unreachable, or failing
-// or throttling every try), not damage of what it holds.
-func storageFailed(err error) bool {
-	return errors.Is(err, s3.ErrServer) || errors.Is(err, s3.ErrNetwork)
 }
 
 // restoreSummaryJSON is the summary restore --json prints last, on one
@@ -155,10 +150,10 @@ type restoreSummaryJSON struct {
 	BytesSkipped   int64  `json:"bytes_skipped"`
 
 	SnapshotID        string         `json:"snapshot_id"`
-	Partial           bool           `json:"partial"` // something was not restored
+	Partial           bool           `json:"partial"` // something was not restored (skipped, or not reached when the storage failed)
 	Dirs              int64          `json:"dirs"`    // folders made (or found)
 	Others            int64          `json:"others"`  // symlinks, FIFOs, devices
-	Damaged           int64          `json:"damaged"` // entries lost to damage in the repository
+	Damaged           int64          `json:"damaged"` // entries lost to damage in the repository (never to the storage's failure)
 	Skipped           []repo.Skip    `json:"skipped"` // every entry not restored, with its reason
 	FilesVerified     int64          `json:"files_verified"`
 	BytesVerified     int64          `json:"bytes_verified"`
@@ -167,12 +162,14 @@ type restoreSummaryJSON struct {
 	PlatformLacks     []restore.Lack `json:"platform_lacks"`     // what this platform cannot restore, each named once
 }
 
-func newRestoreSummary(snapshotID string, res *restore.Result, elapsed time.Duration) restoreSummaryJSON {
+// newRestoreSummary is the summary of a restore that returned res; stopped:
+// the storage's failure stopped it.
+func newRestoreSummary(snapshotID string, res *restore.Result, stopped bool, elapsed time.Duration) restoreSummaryJSON {
 	return restoreSummaryJSON{
 		MessageType: "summary", SecondsElapsed: int64(elapsed / time.Second),
 		TotalFiles: res.Files + res.FilesSkipped, FilesRestored: res.Files, FilesSkipped: res.FilesSkipped,
 		TotalBytes: res.Bytes + res.BytesSkipped, BytesRestored: res.Bytes, BytesSkipped: res.BytesSkipped,
-		SnapshotID: snapshotID, Partial: len(res.Skipped) > 0, Dirs: res.Dirs, Others: res.Others,
+		SnapshotID: snapshotID, Partial: stopped || len(res.Skipped) > 0, Dirs: res.Dirs, Others: res.Others,
 		Damaged: res.Damaged, Skipped: nonNil(res.Skipped), FilesVerified: res.Verified, BytesVerified: res.BytesVerified,
 		VerifyFailures: nonNil(res.VerifyFailures), OwnershipRestored: res.OwnershipKept,
 		PlatformLacks: nonNil(res.Lacks),

@@ -19,4 +19,11 @@ var (
 	ErrUnsupportedVersion = errors.New("unsupported format version")
 	// ErrSnapshotNotFound: no snapshot matches the given ID, prefix or "latest".
 	ErrSnapshotNotFound = errors.New("snapshot not found")
+	// ErrStorageUnavailable: the storage failed a request after the
+	// backend's own retries (a server down, failing or throttling every
+	// try, or out of reach). Nothing is known of what it holds: a read
+	// that fails so is no sign of damage, and the next read would most
+	// likely spend the retries and fail again. Backends' own errors for
+	// it match it with errors.Is (s3.ErrServer, s3.ErrNetwork).
+	ErrStorageUnavailable = errors.New("the storage failed after retries")
 )

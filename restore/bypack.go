@@ -195,7 +195,8 @@ func (rs *restorer) flushBatch(ctx context.Context) error {
 // runPackJob reads the chunks of job with one stream of its pack (where
 // they lie at most 1 MiB apart) and writes each into its file, finishing
 // a file's part after its last chunk in the job. A chunk that cannot be
-// read is damage to its file alone: the job goes on with the next chunk.
+// read is damage to its file alone: the job goes on with the next chunk,
+// unless the storage failed (storageFailed).
 // A file that failed is not written to further.
 func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBuffer) {
 	errs := map[*pendingFile]error{}
@@ -213,7 +214,9 @@ func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBu
 	for i, c := range j.chunks {
 		ids[i] = c.id
 	}
-	var stop error // a cancellation: no chunk after it is written
+	// A cancellation, or the storage's failure: no chunk after it is
+	// written, and none at all when it came before the job.
+	stop := ctx.Err()
 	for next := 0; next < len(ids) && stop == nil; {
 		from := next
 		err := rs.r.StreamBlobsInOrder(ctx, ids[from:], buf, func(i int, data []byte) error {
@@ -238,6 +241,8 @@ func (rs *restorer) runPackJob(ctx context.Context, j *packJob, buf *repo.BlobBu
 			// Cancelled while reading: the chunks left are not tried
 			// one by one, each failing again.
 			stop = ctx.Err()
+		case err != nil && rs.storageFailed(j.chunks[next].file.shown, err):
+			stop = err
 		case err != nil:
 			// The chunk at next could not be read.
 			f := j.chunks[next].file

@@ -4,7 +4,15 @@
 // narrow Repository interface and writes through FS, the OS by default.
 // It is best effort: an entry that cannot be restored (damage in the
 // repository, a local error) is named with its reason and the rest is
-// restored; only the caller's cancellation stops it early.
+// restored. Two things stop it early: the caller's cancellation, and a
+// read that the storage failed after the backend's retries
+// (repo.ErrStorageUnavailable: an S3 server down, or refusing every try).
+// That is no damage, and every further read would spend the retries
+// again and fail alike: the restore starts no read after it, removes the
+// files it was writing, gives the folders it made their metadata, counts
+// nothing as damaged, and returns the failure with the Result of what it
+// had restored. Verify, which reads the
+// snapshot's trees again, stops at such a failure too.
 //
 // It must never write outside its target nor follow a symlink there: a
 // name that could leave its folder is not restored, a symlink or anything

@@ -25,7 +25,12 @@ func (rs *restorer) planReads(ctx context.Context, root repo.ID) (end func(), pl
 	// their reads stay planned until the budget needs the room.
 	firstLink := map[inode]bool{}
 	err = rs.r.Walk(ctx, root, rs.walkOptions(), repo.WalkVisitor{
-		TreeError: func(*repo.WalkEntry, repo.ID, error) error { return nil }, // the restore reports it
+		TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
+			if rs.storageFailed(dir.Path, err) {
+				return err
+			}
+			return nil // the restore reports it
+		},
 		Node: func(e *repo.WalkEntry) error {
 			if e.Unsafe {
 				return nil

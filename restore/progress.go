@@ -85,7 +85,12 @@ func (rs *restorer) count(ctx context.Context, s *repo.Snapshot) {
 		return
 	}
 	err := rs.r.Walk(ctx, s.Tree, rs.walkOptions(), repo.WalkVisitor{
-		TreeError: func(*repo.WalkEntry, repo.ID, error) error { return nil }, // the restore reports it
+		TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
+			if rs.storageFailed(dir.Path, err) {
+				return err
+			}
+			return nil // the restore reports it
+		},
 		Node: func(e *repo.WalkEntry) error {
 			if !e.Unsafe && e.Node.Type == repo.NodeFile {
 				p.totalFiles.Add(1)

@@ -80,7 +80,9 @@ var ErrVerifyFailed = errors.New("restored files differ from the repository")
 // DamagedError is returned, with the Result, by a restore that restored
 // all it could but found damage in the repository: blobs or trees that
 // cannot be read. It wraps the first damage met (repo.ErrIntegrity, a
-// missing pack, a failed read), naming the entry it cost.
+// missing pack, a failed read), naming the entry it cost. A read that the
+// storage failed after its retries is no damage: it stops the restore
+// (Run).
 type DamagedError struct {
 	Entries int64 // entries not restored because of the damage
 	First   error
@@ -117,8 +119,11 @@ type restorer struct {
 	// read, reported once by the restore (verify does not again).
 	unreadable  map[string]bool
 	firstDamage error
-	fileWG      sync.WaitGroup
-	parts       chan filePart
+	// stop ends the restore's own context with the storage's failure
+	// (storageFailed): the walk and the workers stop at it.
+	stop   context.CancelCauseFunc
+	fileWG sync.WaitGroup
+	parts  chan filePart
 	// plan is set when the backend plans the restore's reads: big files,
 	// and the files whose blobs all lie in their packs, are then read
 	// pack by pack (bypack.go), held in batch until their pack jobs are
@@ -222,7 +227,15 @@ type placedFile struct {
 }
 
 // Run writes the tree of snapshot s into opts.Target.
-func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Result, error) {
+//
+// A read that the storage failed after the backend's retries (an error
+// matching repo.ErrStorageUnavailable: an S3 server down or refusing every
+// try) stops the restore as a cancellation does: no read is started after
+// it, the files being written are removed, and Run returns the Result of
+// what was in place by then with an error wrapping the failure. What it
+// left unrestored is not counted as damage: the repository may be whole.
+// The caller's cancellation returns no Result.
+func Run(parent context.Context, r Repository, s *repo.Snapshot, opts Options) (*Result, error) {
 	if opts.Workers <= 0 {
 		// More workers than cores: file creation and writes block in the
 		// kernel, and another worker's decryption fills that time.
@@ -246,6 +259,8 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	// The target stays open for every call below it until the restore
 	// ends, so that each opens only the folder it needs.
 	defer holdRoot(root)()
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
 	rs := &restorer{
 		r: r, fs: opts.FS, opts: opts, root: root, asRoot: os.Geteuid() == 0,
 		linkFirst:  map[inode]bool{},
@@ -253,6 +268,7 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		parts:      make(chan filePart, opts.Workers*4),
 		folders:    []*folder{{path: "/", selected: opts.Include == nil, made: true}},
 		unreadable: map[string]bool{},
+		stop:       stop,
 	}
 	_, plainOS := opts.FS.(OS)
 	_, wrapper := opts.FS.(unnamedWrapper)
@@ -280,10 +296,11 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	}
 	// Best effort: a file or folder that cannot be restored (damage in
 	// the repository, a local error) is skipped with its reason and the
-	// rest goes on. Only the caller's cancellation ends the restore early.
+	// rest goes on. Only the caller's cancellation and the storage's
+	// failure (storageFailed) end the restore early.
 	endPlan, plan, err := rs.planReads(ctx, s.Tree)
-	if err != nil {
-		return nil, err
+	if res, err := rs.ended(parent, ctx, err); err != nil {
+		return res, err
 	}
 	defer endPlan()
 	rs.plan = plan
@@ -298,38 +315,28 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 	}
 	close(rs.parts)
 	rs.fileWG.Wait()
-	if walkErr != nil {
-		return nil, walkErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if res, err := rs.ended(parent, ctx, walkErr); err != nil {
+		return res, err
 	}
 	for _, l := range links {
 		rs.restoreLink(ctx, l)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if res, err := rs.ended(parent, ctx, nil); err != nil {
+		return res, err
 	}
-	// Folder metadata last, children before their parents, so that
-	// writing into a folder does not change its mtime afterwards and
-	// read-only folders can be filled; every folder made gets it, also
-	// one of which something could not be restored.
-	for i := len(rs.dirs) - 1; i >= 0; i-- {
-		d := rs.dirs[i]
-		if err := rs.setMeta(rs.pathMeta(d.target), &d.node); err != nil {
-			rs.skip(d.shown, "metadata: "+err.Error())
-		}
-	}
+	rs.finishFolders()
 	// Everything is in place: what was done is the total, when the count
 	// beside the restore had not finished.
 	stopCounting()
 	rs.prog.settle()
-	// By path, whichever worker gave up first.
-	slices.SortStableFunc(rs.result.Skipped, func(a, b repo.Skip) int { return strings.Compare(a.Path, b.Path) })
+	rs.sortSkipped()
 	var errs []error
 	if opts.Verify {
 		rs.prog.verifying.Store(true)
 		if err := rs.verify(ctx, s.Tree); err != nil {
+			if res, err := rs.ended(parent, ctx, nil); err != nil {
+				return res, err
+			}
 			errs = append(errs, err)
 		}
 	}
@@ -337,6 +344,58 @@ func Run(ctx context.Context, r Repository, s *repo.Snapshot, opts Options) (*Re
 		errs = append(errs, &DamagedError{Entries: rs.result.Damaged, First: rs.firstDamage})
 	}
 	return &rs.result, errors.Join(errs...)
+}
+
+// ended says what Run returns when the restore cannot go on: after the
+// caller's cancellation nothing but its error; after the storage's failure
+// (storageFailed) the result so far and that failure; else, when err is
+// set (a walk that failed), err alone. Both nil: the restore goes on.
+// Called only while no file worker runs.
+func (rs *restorer) ended(parent, ctx context.Context, err error) (*Result, error) {
+	if perr := parent.Err(); perr != nil {
+		return nil, perr
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		// What is in place stays, in folders with their metadata.
+		rs.finishFolders()
+		rs.sortSkipped()
+		return &rs.result, cause
+	}
+	return nil, err
+}
+
+// finishFolders sets the metadata of the folders made, once the file
+// workers are done: last, children before their parents, so that writing
+// into a folder does not change its mtime afterwards and read-only
+// folders can be filled; every folder made gets it, also one of which
+// something could not be restored. A second call does nothing.
+func (rs *restorer) finishFolders() {
+	for i := len(rs.dirs) - 1; i >= 0; i-- {
+		d := rs.dirs[i]
+		if err := rs.setMeta(rs.pathMeta(d.target), &d.node); err != nil {
+			rs.skip(d.shown, "metadata: "+err.Error())
+		}
+	}
+	rs.dirs = nil
+}
+
+// storageFailed reports whether err, met reading the entry at snapshot
+// path p, is the storage's failure after the backend's retries, and then
+// stops the restore with it, the first such failure winning: every further
+// read would spend the retries again and fail alike, and what it would
+// report is no damage of the repository.
+func (rs *restorer) storageFailed(p string, err error) bool {
+	if !errors.Is(err, repo.ErrStorageUnavailable) {
+		return false
+	}
+	rs.stop(fmt.Errorf("restore stopped at %s: %w", p, err))
+	return true
+}
+
+// sortSkipped puts the skipped entries in the order of their paths,
+// whichever worker gave up first.
+func (rs *restorer) sortSkipped() {
+	slices.SortStableFunc(rs.result.Skipped, func(a, b repo.Skip) int { return strings.Compare(a.Path, b.Path) })
 }
 
 func (rs *restorer) skip(p, reason string) {
@@ -399,10 +458,13 @@ func (rs *restorer) targetOf(p string) string { return strings.TrimPrefix(localP
 // a symlink, before anything is made in it; with include rules, only once
 // something below it is restored), queues files for the workers and makes
 // the other entries. A tree that cannot be read is reported as damage and
-// the walk goes on beside it.
+// the walk goes on beside it, unless the storage failed (storageFailed).
 func (rs *restorer) walk(ctx context.Context, id repo.ID, links *[]deferredLink) error {
 	return rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{
 		TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
+			if rs.storageFailed(dir.Path, err) {
+				return err
+			}
 			rs.mu.Lock()
 			rs.unreadable[dir.Path] = true
 			rs.mu.Unlock()
@@ -754,6 +816,8 @@ func (rs *restorer) writePart(ctx context.Context, p filePart, buf *repo.BlobBuf
 	switch {
 	case errors.As(err, &local):
 		return local.err // a local error, reported as such
+	case rs.storageFailed(f.shown, err):
+		return err // the restore stops: the file is removed, not reported
 	case err != nil:
 		return &damageError{err}
 	}
@@ -1082,6 +1146,9 @@ func (rs *restorer) pathMeta(p string) metaSetter { return pathMeta{fs: rs.fs, r
 func (rs *restorer) verify(ctx context.Context, id repo.ID) error {
 	var failures []repo.Skip
 	err := rs.r.Walk(ctx, id, rs.walkOptions(), repo.WalkVisitor{TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
+		if rs.storageFailed(dir.Path, err) {
+			return err
+		}
 		if rs.unreadable[dir.Path] {
 			return nil // reported by the restore, nothing below it restored
 		}

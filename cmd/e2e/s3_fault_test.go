@@ -111,9 +111,11 @@ func TestS3Faults(t *testing.T) {
 // 503 SlowDown, the backup ends, after its retries, with exit code 1 (the
 // README's S3_SERVER_ERROR) and one line that names the refusal; it leaves
 // no snapshot and no lock, and the repository still checks clean. When
-// every read of a pack is refused, a restore ends the same way and leaves
-// no file under its final name that is not whole; with the faults gone,
-// check --read-data passes.
+// every read of a pack is refused, a restore ends the same way: it stops
+// at the first read that failed after its retries, reading nothing more
+// than the reads under way, leaves no file under its final name that is
+// not whole, and its --json summary counts no damage; with the faults
+// gone, check --read-data passes.
 func TestS3FaultOutlastsRetries(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t)
@@ -122,8 +124,10 @@ func TestS3FaultOutlastsRetries(t *testing.T) {
 	e := newS3Env(t, srv, proxy.Addr(), bucket, prefix)
 	direct := newS3Env(t, srv, srv.Endpoint, bucket, prefix)
 	e.init()
+	// Many more files than a restore has workers, each read on its own:
+	// a restore that went on after the server failed would read each.
 	first := filepath.Join(e.dir, "first")
-	writeFiles(t, first, 1, 2, 1<<20)
+	writeFiles(t, first, 1, restoredFiles, 64<<10)
 	e.backup(exitOK, first)
 
 	src := filepath.Join(e.dir, "src")
@@ -153,7 +157,8 @@ func TestS3FaultOutlastsRetries(t *testing.T) {
 	proxy.SetRules(faultproxy.Rule{Method: http.MethodGet, PathContains: "/data/", Fault: faultproxy.SlowDown})
 	proxy.ResetCounts()
 	target := filepath.Join(e.dir, "restore")
-	res = e.run("restore", "latest", "--target", target)
+	res = e.runEnv(restoreEnv, "restore", "latest", "--target", target)
+	expectFewReadsAfterTheFailure(t, proxy)
 	msg := lines(res.Stderr)
 	if n := len(msg); n == 0 {
 		t.Errorf("restore whose every pack read is refused printed nothing on stderr:\n%s", res)
@@ -167,9 +172,6 @@ func TestS3FaultOutlastsRetries(t *testing.T) {
 		if strings.Contains(msg[n-1], "damaged") || strings.Contains(msg[n-1], "check --read-data") {
 			t.Errorf("restore whose every pack read is refused blames damage in the repository: %q", msg[n-1])
 		}
-	}
-	if got := proxy.Counts().Faults[faultproxy.SlowDown.String()]; got < 2 {
-		t.Errorf("the proxy refused %d reads: the restore did not retry", got)
 	}
 	want := scanTree(t, first)
 	err := filepath.WalkDir(target, func(p string, d fs.DirEntry, err error) error {
@@ -190,10 +192,50 @@ func TestS3FaultOutlastsRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The same with --json: the summary says the restore is partial, and
+	// counts no entry damaged nor skipped for the server's failure.
+	proxy.ResetCounts()
+	res = e.runEnv(restoreEnv, "restore", "latest", "--target", filepath.Join(e.dir, "restore-json"), "--json")
+	expectFewReadsAfterTheFailure(t, proxy)
+	var rr restoreReport
+	decodeJSON(t, res, &rr)
+	if res.Code != exitFailure || rr.Damaged != 0 || len(rr.Skipped) != 0 || rr.FilesSkipped != 0 || !rr.Partial {
+		t.Errorf("restore --json whose every pack read is refused: exit %d, summary %+v; want exit %d, partial, nothing damaged or skipped", res.Code, rr, exitFailure)
+	}
+	if !strings.Contains(res.Stderr, "s3 server failed the request after retries") || strings.Contains(res.Stderr, "damaged") {
+		t.Errorf("restore --json whose every pack read is refused: stderr does not name the server's failure, or blames damage:\n%s", res.Stderr)
+	}
+
 	proxy.SetRules()
 	ck, res = e.check("--read-data", "--no-cache")
 	if res.Code != exitOK || !ck.OK || ck.Snapshots != 1 || ck.PacksRead != ck.Packs {
 		t.Errorf("check --read-data through the proxy with its faults cleared:\n%s", res)
+	}
+}
+
+// restoredFiles is the number of files of the snapshot that
+// TestS3FaultOutlastsRetries restores through a proxy refusing every read.
+const restoredFiles = 24
+
+// restoreEnv gives the restores of TestS3FaultOutlastsRetries the same
+// number of file workers on any machine: twice GOMAXPROCS, 4.
+var restoreEnv = []string{"GOMAXPROCS=2"}
+
+// expectFewReadsAfterTheFailure fails the test unless a restore through
+// proxy, which refused every read of a pack, stopped at the first read
+// that failed after the client's tries (README: 10): the reads under way
+// then, one per file worker, each perhaps followed by the repository's
+// read of its first blob alone, are all it may have sent; a restore that
+// went on would have read each of the restoredFiles files.
+func expectFewReadsAfterTheFailure(t *testing.T, proxy *faultproxy.Proxy) {
+	t.Helper()
+	const tries, workers = 10, 4 // restoreEnv
+	got := proxy.Counts().Faults[faultproxy.SlowDown.String()]
+	if got < tries {
+		t.Errorf("the proxy refused %d reads: the restore did not retry", got)
+	}
+	if most := int64(workers * 2 * tries); got > most {
+		t.Errorf("the proxy refused %d reads, want at most %d (%d workers' reads and reads alone, %d tries each): the restore read on after the server failed", got, most, workers, tries)
 	}
 }
 

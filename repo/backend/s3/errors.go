@@ -32,19 +32,28 @@ var (
 	// clock is too far from its own.
 	ErrClockSkew = errors.New("s3 refused the request: this host's clock is too far off (sync it with NTP)")
 	// ErrNetwork: the server could not be reached or stopped answering.
-	ErrNetwork = errors.New("s3 server unreachable")
+	ErrNetwork error = &storageError{"s3 server unreachable"}
 	// ErrBadCAFile: the CA file cannot be read or holds no PEM certificate.
 	ErrBadCAFile = errors.New("bad CA file")
 	// ErrServer: the server failed the request (a 5xx answer, throttling
 	// such as SlowDown, or a body cut short) through all of the client's
 	// retries: a fault of the server or the way to it, which a later try
 	// may not meet.
-	ErrServer = errors.New("s3 server failed the request after retries")
+	ErrServer error = &storageError{"s3 server failed the request after retries"}
 	// ErrUntrusted: the server's TLS certificate could not be verified (an
 	// unknown authority, an expired certificate, another host's name): a
 	// setting to correct, which no retry mends.
 	ErrUntrusted = errors.New("s3 server's certificate is not trusted (give the CA that signed it as the repository's s3.ca_file, or fix the server's certificate)")
 )
+
+// storageError is a sentinel of a failure of the server, or of the way
+// to it, that outlasted the client's retries: it matches
+// repo.ErrStorageUnavailable too, so that callers that work with any
+// backend (a restore, which stops at it) know it without naming S3.
+type storageError struct{ msg string }
+
+func (e *storageError) Error() string        { return e.msg }
+func (e *storageError) Is(target error) bool { return target == repo.ErrStorageUnavailable }
 
 // mapError turns an error of the S3 client into one that wraps the
 // matching sentinel (or repo.ErrNotFound), keeping the server's message.

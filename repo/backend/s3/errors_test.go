@@ -53,6 +53,13 @@ func TestMapError(t *testing.T) {
 			t.Errorf("map %v: %v, want %v", tt.err, got, tt.want)
 			continue
 		}
+		// A failure of the server or the way to it after the retries is
+		// the storage failing, for callers that name no backend; no
+		// other refusal is.
+		storage := tt.want == s3.ErrServer || tt.want == s3.ErrNetwork
+		if errors.Is(got, repo.ErrStorageUnavailable) != storage {
+			t.Errorf("map %v: %v matches repo.ErrStorageUnavailable: %v, want %v", tt.err, got, !storage, storage)
+		}
 		msg := got.Error()
 		if !strings.Contains(msg, tt.says) || !strings.HasPrefix(msg, "save data/ab/abcd: ") || strings.Contains(msg, "\n") {
 			t.Errorf("map %v: %q, want one line naming the request and saying %q", tt.err, msg, tt.says)
