@@ -27,7 +27,9 @@ const (
 // with one ranged read, so that a remote repository answers a file's
 // blobs in a pack with one request. A blob whose run cannot be read or
 // does not open is read alone, from another place when it has one
-// (LoadBlobTo). The first error, of a read or of fn, ends the call.
+// (LoadBlobTo); but a failure of the storage itself after its retries
+// (ErrStorageUnavailable), which every other read would meet again, ends
+// the call at once. The first error, of a read or of fn, ends the call.
 func (r *Repository) LoadBlobsInOrder(ctx context.Context, ids []ID, buf *BlobBuffer, fn func(i int, plain []byte) error) error {
 	for i := 0; i < len(ids); {
 		run, err := r.blobRun(ids[i:])
@@ -130,8 +132,9 @@ func (r *Repository) streamRun(ids []ID) ([]IndexedBlob, error) {
 // streamRunBlobs reads run with one stream and hands its blobs to fn in
 // order, returning how many it handed; it stops at the first that the
 // stream cannot give or that does not open, leaving the rest to be read
-// alone. Only fn's error is returned, and ErrUnsupported when the backend
-// cannot stream after all (a wrapper over one that cannot).
+// alone. Only fn's error is returned, ErrUnsupported when the backend
+// cannot stream after all (a wrapper over one that cannot), and a failure
+// of the storage itself (storageDown).
 func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []IndexedBlob, buf *BlobBuffer, fn func(j int, plain []byte) error) (int, error) {
 	if len(run) == 1 {
 		return 0, nil // read alone, with its alternates
@@ -139,7 +142,7 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 	start := int64(run[0].Offset)
 	length := int64(run[len(run)-1].Offset) + int64(run[len(run)-1].Length) - start
 	rc, err := ro.OpenRange(ctx, Handle{Type: PackFile, Name: run[0].Pack.String()}, start, length)
-	if errors.Is(err, errors.ErrUnsupported) {
+	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrStorageUnavailable) {
 		return 0, err
 	}
 	if err != nil {
@@ -158,11 +161,11 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 			continue
 		}
 		if _, err := in.Discard(int(int64(b.Offset) - pos)); err != nil {
-			return j, nil
+			return j, storageDown(err)
 		}
 		buf.sealed = grow(buf.sealed, int(b.Length))[:b.Length]
 		if _, err := io.ReadFull(in, buf.sealed); err != nil {
-			return j, nil
+			return j, storageDown(err)
 		}
 		pos = int64(b.Offset) + int64(b.Length)
 		plain, err = r.openBlob(b.PackedBlob, buf.sealed, &buf.plain)
@@ -174,6 +177,17 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 		}
 	}
 	return len(run), nil
+}
+
+// storageDown returns err when it is a failure of the storage itself
+// after its retries (ErrStorageUnavailable), which reading the blobs
+// alone would only meet again, each read spending the retries anew; nil
+// for any other failure of a run's read, whose blobs are then read alone.
+func storageDown(err error) error {
+	if errors.Is(err, ErrStorageUnavailable) {
+		return err
+	}
+	return nil
 }
 
 // blobRun returns the places of the first blobs of ids that one ranged
@@ -203,7 +217,8 @@ func (r *Repository) blobRun(ids []ID) ([]IndexedBlob, error) {
 // loadRun reads the blobs of run with one read and hands them to fn in
 // order, returning how many it handed; it stops at the first that does
 // not open (and hands none when the read fails), leaving the rest to be
-// read alone. Only fn's error is returned.
+// read alone. Only fn's error is returned, and a failure of the storage
+// itself (storageDown).
 func (r *Repository) loadRun(ctx context.Context, run []IndexedBlob, buf *BlobBuffer, fn func(j int, plain []byte) error) (int, error) {
 	if len(run) == 1 {
 		return 0, nil // read alone, with its alternates
@@ -216,7 +231,7 @@ func (r *Repository) loadRun(ctx context.Context, run []IndexedBlob, buf *BlobBu
 	}
 	data, err := load(ctx, Handle{Type: PackFile, Name: run[0].Pack.String()}, start, int(length), buf.sealed)
 	if err != nil {
-		return 0, nil
+		return 0, storageDown(err)
 	}
 	buf.sealed = data
 	for j, b := range run {

@@ -377,3 +377,60 @@ func TestReadPlanLeavesOutFilesReadByPack(t *testing.T) {
 		t.Errorf("planned reads by pack %v, want %v", reads, want)
 	}
 }
+
+// storageGone is a backend whose reads of packs fail as a storage that
+// failed after its retries does, and counts them.
+type storageGone struct {
+	repo.Backend
+	reads int
+}
+
+func (s *storageGone) Unwrap() repo.Backend { return s.Backend }
+
+func (s *storageGone) gone(h repo.Handle) error {
+	s.reads++
+	return fmt.Errorf("read %s: %w", h, repo.ErrStorageUnavailable)
+}
+
+func (s *storageGone) Load(ctx context.Context, h repo.Handle, offset, length int64) ([]byte, error) {
+	if h.Type == repo.PackFile {
+		return nil, s.gone(h)
+	}
+	return s.Backend.Load(ctx, h, offset, length)
+}
+
+func (s *storageGone) OpenRange(_ context.Context, h repo.Handle, _, _ int64) (io.ReadCloser, error) {
+	return nil, s.gone(h)
+}
+
+// When the storage itself failed after its retries, a run's blobs are not
+// read again one by one (each read would spend the retries again): the
+// call ends with that failure after the one read.
+func TestStorageFailureEndsTheReadAtOnce(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	r := initRepo(t, mem)
+	var ids []repo.ID
+	for i := range 10 {
+		ids = append(ids, saveBlob(t, r, backendtest.RandomBytes(uint64(200+i), 10<<10)))
+	}
+	flush(t, r)
+	for name, read := range map[string]func(*repo.Repository, *repo.BlobBuffer) error{
+		"LoadBlobsInOrder": func(r *repo.Repository, buf *repo.BlobBuffer) error {
+			return r.LoadBlobsInOrder(ctx, ids, buf, func(int, []byte) error { return nil })
+		},
+		"StreamBlobsInOrder": func(r *repo.Repository, buf *repo.BlobBuffer) error {
+			return r.StreamBlobsInOrder(ctx, ids, buf, func(int, []byte) error { return nil })
+		},
+	} {
+		be := &storageGone{Backend: mem}
+		r2 := openRepo(t, be)
+		if err := r2.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var buf repo.BlobBuffer
+		if err := read(r2, &buf); !errors.Is(err, repo.ErrStorageUnavailable) || be.reads != 1 {
+			t.Errorf("%s with the storage gone: %v after %d reads; want ErrStorageUnavailable after 1", name, err, be.reads)
+		}
+	}
+}
