@@ -241,9 +241,10 @@ func (r *Repository) LoadBlobTo(ctx context.Context, id ID, buf *BlobBuffer) ([]
 		return nil, fmt.Errorf("blob %s: %w", id.Short(), ErrNotFound)
 	}
 	plain, err := r.loadPlace(ctx, b, buf)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrStorageUnavailable) {
 		// A blob stored again after its pack was lost, cut short or
-		// damaged has another place (Index.alternates).
+		// damaged has another place (Index.alternates); a storage that
+		// failed after its retries would only fail those reads too.
 		for _, alt := range r.idx.alternates(id) {
 			if p, aerr := r.loadPlace(ctx, alt, buf); aerr == nil {
 				return p, nil

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/nightjar-backup/nightjar/repo"
@@ -85,8 +86,10 @@ func (rs *restorer) count(ctx context.Context, s *repo.Snapshot) {
 		return
 	}
 	err := rs.r.Walk(ctx, s.Tree, rs.walkOptions(), repo.WalkVisitor{
-		TreeError: func(dir *repo.WalkEntry, _ repo.ID, err error) error {
-			if rs.storageFailed(dir.Path, err) {
+		TreeError: func(_ *repo.WalkEntry, _ repo.ID, err error) error {
+			if errors.Is(err, repo.ErrStorageUnavailable) {
+				// The count stops; the restore's own reads decide
+				// whether the restore does.
 				return err
 			}
 			return nil // the restore reports it

@@ -56,10 +56,11 @@ func newBackend(cfg Config) (*Backend, error) {
 	if region == "" {
 		region = envRegion()
 	}
+	pace := &pacing{}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds:        credentialChain(),
 		Secure:       cfg.Secure,
-		Transport:    untrustedFinal{transport},
+		Transport:    pacedTransport{next: untrustedFinal{transport}, pace: pace},
 		Region:       region,
 		BucketLookup: lookup,
 		MaxRetries:   maxRetries,
@@ -67,7 +68,7 @@ func newBackend(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Location, err)
 	}
-	return &Backend{client: client, core: minio.Core{Client: client}, transport: transport, loc: cfg.Location, region: region,
+	return &Backend{client: client, core: minio.Core{Client: client}, transport: transport, pace: pace, loc: cfg.Location, region: region,
 		readAhead: newReadAhead(readAheadWindow, readAheadBudget)}, nil
 }
 
@@ -151,15 +152,22 @@ func (p *sharedFiles) RetrieveWithCredContext(cc *credentials.CredContext) (cred
 }
 
 // processFailed reports whether err is a credential_process's own
-// failure: it could not be started, it failed, or what it printed is not
-// the JSON the AWS CLI takes.
+// failure: it could not be started (or is a bare command, which minio-go
+// refuses), it failed, or what it printed is not the JSON the AWS CLI
+// takes.
 func processFailed(err error) bool {
 	var exit *exec.ExitError
 	var start *exec.Error
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	return errors.As(err, &exit) || errors.As(err, &start) || errors.As(err, &syntax) || errors.As(err, &typ)
+	return errors.As(err, &exit) || errors.As(err, &start) || errors.As(err, &syntax) || errors.As(err, &typ) ||
+		err != nil && err.Error() == oneWordProcess
 }
+
+// oneWordProcess is minio-go's refusal of a credential_process without
+// arguments (v7.4.1 reads its first word as the command only when more
+// follow), which has no type of its own.
+const oneWordProcess = "invalid credential process args"
 
 func (p *sharedFiles) Retrieve() (credentials.Value, error) { return p.RetrieveWithCredContext(nil) }
 

@@ -62,7 +62,8 @@ func mapError(what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) {
+	var paced *paceError
+	if errors.Is(err, context.Canceled) || errors.As(err, &paced) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	resp := minio.ToErrorResponse(err)

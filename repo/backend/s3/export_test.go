@@ -70,3 +70,6 @@ var RetryablePut = retryablePut
 func CredentialProcessError(profile string, err error) error {
 	return &credentialProcessError{profile: profile, err: err}
 }
+
+// PaceError is a bandwidth cap's wait that failed with err.
+func PaceError(err error) error { return &paceError{err} }

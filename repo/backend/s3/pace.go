@@ -3,65 +3,107 @@ package s3
 import (
 	"context"
 	"io"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/nightjar-backup/nightjar/repo"
 )
 
 var _ repo.TransferPacer = (*Backend)(nil)
 
-// paceStep is the most a paced body hands on at a time: the wire runs at
-// most this far ahead of a bandwidth cap.
+// paceStep is the most a paced body hands on at a time: what a request
+// sends runs at most this far ahead of a bandwidth cap.
 const paceStep = 64 << 10
 
-// PaceTransfers makes every request body the backend sends wait for up,
-// and every answer body it reads wait for down, as their bytes go (nil: no
-// cap). It is called before the backend moves data (limit.Wrap, when the
-// repository is opened): a pack is sent only when its stream is committed
+// waitFunc is a bandwidth cap's wait for n bytes.
+type waitFunc func(ctx context.Context, n int) error
+
+// pacing holds the caps' waits of one backend, which its transport reads
+// at each request (nil: no cap).
+type pacing struct {
+	up, down atomic.Pointer[waitFunc]
+}
+
+// PaceTransfers makes every request body the backend's client sends wait
+// for up, and every answer body it reads wait for down, as their bytes go
+// (nil: no cap), the client's own retries and every part of a multipart
+// upload included. limit.Wrap calls it when the repository is opened: a
+// pack is sent only when its stream is committed, in parts past 64 MiB,
 // and the read-ahead fetches whole windows, so caps charged on the calls
 // let them out at line speed.
 func (b *Backend) PaceTransfers(up, down func(ctx context.Context, n int) error) {
-	b.paceUp, b.paceDown = up, down
+	set := func(p *atomic.Pointer[waitFunc], f func(ctx context.Context, n int) error) {
+		if f == nil {
+			p.Store(nil)
+			return
+		}
+		w := waitFunc(f)
+		p.Store(&w)
+	}
+	set(&b.pace.up, up)
+	set(&b.pace.down, down)
 }
 
-// pacedReader hands on what it reads only once wait allowed it, at most
+// pacedTransport reads the bodies of the requests it sends and of the
+// answers it gets through the backend's caps.
+type pacedTransport struct {
+	next http.RoundTripper
+	pace *pacing
+}
+
+func (t pacedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if up := t.pace.up.Load(); up != nil && req.Body != nil && req.Body != http.NoBody {
+		paced := req.Clone(ctx)
+		paced.Body = pacedClose(ctx, req.Body, *up)
+		if getBody := req.GetBody; getBody != nil {
+			paced.GetBody = func() (io.ReadCloser, error) {
+				body, err := getBody()
+				if err != nil {
+					return nil, err
+				}
+				return pacedClose(ctx, body, *up), nil
+			}
+		}
+		req = paced
+	}
+	resp, err := t.next.RoundTrip(req)
+	if down := t.pace.down.Load(); err == nil && down != nil {
+		resp.Body = pacedClose(ctx, resp.Body, *down)
+	}
+	return resp, err
+}
+
+// paceError is a cap's wait that failed (its context ended, or would end
+// before the wait): not a failure of the network or the server, and not
+// worth a retry.
+type paceError struct{ err error }
+
+func (e *paceError) Error() string { return e.err.Error() }
+func (e *paceError) Unwrap() error { return e.err }
+
+// pacedBody hands on what it reads only once wait allowed it, at most
 // paceStep at a time.
-type pacedReader struct {
-	io.Reader
+type pacedBody struct {
+	io.ReadCloser
 	ctx  context.Context // the request's, which its waits belong to
-	wait func(ctx context.Context, n int) error
+	wait waitFunc
 }
 
-func (p *pacedReader) Read(b []byte) (int, error) {
+func (p *pacedBody) Read(b []byte) (int, error) {
 	if len(b) > paceStep {
 		b = b[:paceStep]
 	}
-	n, err := p.Reader.Read(b)
+	n, err := p.ReadCloser.Read(b)
 	if n > 0 {
 		if werr := p.wait(p.ctx, n); werr != nil {
-			return 0, werr
+			return 0, &paceError{werr}
 		}
 	}
 	return n, err
 }
 
-// paced returns r, read through wait when there is one.
-func paced(ctx context.Context, r io.Reader, wait func(ctx context.Context, n int) error) io.Reader {
-	if wait == nil {
-		return r
-	}
-	return &pacedReader{Reader: r, ctx: ctx, wait: wait}
-}
-
-// pacedBody is an answer's body read through a wait.
-type pacedBody struct {
-	io.Reader
-	io.Closer
-}
-
-// pacedClose returns body, read through wait when there is one.
-func pacedClose(ctx context.Context, body io.ReadCloser, wait func(ctx context.Context, n int) error) io.ReadCloser {
-	if wait == nil {
-		return body
-	}
-	return pacedBody{Reader: paced(ctx, body, wait), Closer: body}
+// pacedClose returns body read through wait.
+func pacedClose(ctx context.Context, body io.ReadCloser, wait waitFunc) io.ReadCloser {
+	return &pacedBody{ReadCloser: body, ctx: ctx, wait: wait}
 }

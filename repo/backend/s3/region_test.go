@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nightjar-backup/nightjar/repo"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3"
 	"github.com/nightjar-backup/nightjar/repo/backend/s3/s3test"
 )
@@ -204,7 +206,8 @@ func TestCredentialProcess(t *testing.T) {
 	}
 	configFile := dir + "/config"
 	content := "[profile process]\ncredential_process = " + dir + "/works.sh --for nightjar\n" +
-		"[profile broken]\ncredential_process = " + dir + "/fails.sh --for nightjar\n"
+		"[profile broken]\ncredential_process = " + dir + "/fails.sh --for nightjar\n" +
+		"[profile bare]\ncredential_process = " + dir + "/works.sh\n"
 	if err := writeFile(configFile, content); err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +224,12 @@ func TestCredentialProcess(t *testing.T) {
 		t.Fatalf("create with a failing credential_process: %v, want ErrAccessDenied naming the profile and the exit status", err)
 	}
 	oneLine(t, err)
+	// minio-go refuses a command without arguments: named all the same.
+	t.Setenv("AWS_PROFILE", "bare")
+	_, err = s3.Create(context.Background(), config(t, srv, "process-bare", "repo"))
+	if !errors.Is(err, s3.ErrAccessDenied) || !strings.Contains(err.Error(), `credential_process of profile "bare" failed`) {
+		t.Fatalf("create with a credential_process of one word: %v, want ErrAccessDenied naming the profile", err)
+	}
 }
 
 // A shared credentials file that cannot be read is not blamed on the
@@ -259,13 +268,19 @@ func TestRetryablePut(t *testing.T) {
 	refused := &url.Error{Op: "Put", URL: "https://127.0.0.1/b/k", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
 	unknownCA := &url.Error{Op: "Put", URL: "https://127.0.0.1/b/k", Err: x509.UnknownAuthorityError{}}
 	process := s3.CredentialProcessError("p", &exec.ExitError{})
+	paced := &url.Error{Op: "Put", URL: "https://127.0.0.1/b/k", Err: s3.PaceError(fmt.Errorf("bandwidth limit: %w", context.DeadlineExceeded))}
 	for _, c := range []struct {
 		name string
 		err  error
 		want bool
-	}{{"refused connection", refused, true}, {"unknown authority", unknownCA, false}, {"failed credential_process", process, false}} {
+	}{{"refused connection", refused, true}, {"unknown authority", unknownCA, false}, {"failed credential_process", process, false}, {"bandwidth wait", paced, false}} {
 		if got := s3.RetryablePut(c.err); got != c.want {
 			t.Errorf("%s: retryable %v, want %v", c.name, got, c.want)
 		}
+	}
+	// A cap's wait that could not be met is neither the network's nor the
+	// server's failure: a restore must not stop on it as on a storage gone.
+	if err := s3.MapError("save", paced); errors.Is(err, s3.ErrNetwork) || errors.Is(err, repo.ErrStorageUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a failed bandwidth wait maps to %v, want its deadline, not the storage's failure", err)
 	}
 }

@@ -64,9 +64,7 @@ type Backend struct {
 	// one GET instead of a HEAD and a GET. The first Load of the whole
 	// config takes it; every later one asks the server.
 	openedConfig atomic.Pointer[[]byte]
-	// paceUp and paceDown are the bandwidth caps' waits, set before data
-	// moves (PaceTransfers); nil for no cap.
-	paceUp, paceDown func(ctx context.Context, n int) error
+	pace         *pacing // the bandwidth caps' waits (PaceTransfers), read by the client's transport
 }
 
 // Open opens the repository at cfg. Without a config object the error wraps
@@ -238,7 +236,7 @@ func (b *Backend) put(ctx context.Context, h repo.Handle, data io.ReaderAt, size
 		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}
 	for attempt := 1; ; attempt++ {
-		body := struct{ io.Reader }{paced(ctx, io.NewSectionReader(data, 0, size), b.paceUp)} // no Seek: the client sends it once
+		body := struct{ io.Reader }{io.NewSectionReader(data, 0, size)} // no Seek: the client sends it once
 		_, err = b.client.PutObject(ctx, b.loc.Bucket, key, body, size, opts)
 		if err == nil || attempt == maxRetries || !retryablePut(err) || !sleepCtx(ctx, putBackoff(attempt)) {
 			break
@@ -383,7 +381,7 @@ func (b *Backend) get(ctx context.Context, key string, offset, length int64) (io
 	if err != nil {
 		return nil, 0, err
 	}
-	return pacedClose(ctx, body, b.paceDown), info.Size, nil
+	return body, info.Size, nil
 }
 
 // Stat returns the size of h.
@@ -488,11 +486,12 @@ func (b *Backend) remove(ctx context.Context, h repo.Handle, key string) error {
 // retryablePut reports whether a failed PUT may succeed when sent again:
 // the server's 5xx, throttling and timeouts, and every failure of the
 // connection (no answer from the server at all) but a certificate that
-// does not verify and a credential_process that failed, which no retry
-// mends.
+// does not verify, a credential_process that failed and a bandwidth cap's
+// wait that could not be met, which no retry mends.
 func retryablePut(err error) bool {
 	var process *credentialProcessError
-	if untrusted(err) || errors.As(err, &process) {
+	var paced *paceError
+	if untrusted(err) || errors.As(err, &process) || errors.As(err, &paced) {
 		return false
 	}
 	resp := minio.ToErrorResponse(err)
