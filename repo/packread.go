@@ -142,11 +142,11 @@ func (r *Repository) streamRunBlobs(ctx context.Context, ro RangeOpener, run []I
 	start := int64(run[0].Offset)
 	length := int64(run[len(run)-1].Offset) + int64(run[len(run)-1].Length) - start
 	rc, err := ro.OpenRange(ctx, Handle{Type: PackFile, Name: run[0].Pack.String()}, start, length)
-	if errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrStorageUnavailable) {
+	if errors.Is(err, errors.ErrUnsupported) {
 		return 0, err
 	}
 	if err != nil {
-		return 0, nil
+		return 0, storageDown(err)
 	}
 	defer rc.Close()
 	in := bufio.NewReaderSize(rc, 256<<10)

@@ -15,14 +15,15 @@ var _ repo.TransferPacer = (*Backend)(nil)
 // sends runs at most this far ahead of a bandwidth cap.
 const paceStep = 64 << 10
 
-// waitFunc is a bandwidth cap's wait for n bytes.
-type waitFunc func(ctx context.Context, n int) error
-
-// pacing holds the caps' waits of one backend, which its transport reads
-// at each request (nil: no cap).
-type pacing struct {
-	up, down atomic.Pointer[waitFunc]
+// waits are the caps' waits of one backend (nil: no cap in that
+// direction).
+type waits struct {
+	up, down func(ctx context.Context, n int) error
 }
+
+// pacing holds a backend's waits, which its transport reads at each
+// request; nil until PaceTransfers.
+type pacing struct{ atomic.Pointer[waits] }
 
 // PaceTransfers makes every request body the backend's client sends wait
 // for up, and every answer body it reads wait for down, as their bytes go
@@ -32,16 +33,7 @@ type pacing struct {
 // and the read-ahead fetches whole windows, so caps charged on the calls
 // let them out at line speed.
 func (b *Backend) PaceTransfers(up, down func(ctx context.Context, n int) error) {
-	set := func(p *atomic.Pointer[waitFunc], f func(ctx context.Context, n int) error) {
-		if f == nil {
-			p.Store(nil)
-			return
-		}
-		w := waitFunc(f)
-		p.Store(&w)
-	}
-	set(&b.pace.up, up)
-	set(&b.pace.down, down)
+	b.pace.Store(&waits{up: up, down: down})
 }
 
 // pacedTransport reads the bodies of the requests it sends and of the
@@ -52,24 +44,28 @@ type pacedTransport struct {
 }
 
 func (t pacedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	w := t.pace.Load()
+	if w == nil {
+		return t.next.RoundTrip(req)
+	}
 	ctx := req.Context()
-	if up := t.pace.up.Load(); up != nil && req.Body != nil && req.Body != http.NoBody {
+	if w.up != nil && req.Body != nil && req.Body != http.NoBody {
 		paced := req.Clone(ctx)
-		paced.Body = pacedClose(ctx, req.Body, *up)
+		paced.Body = pacedClose(ctx, req.Body, w.up)
 		if getBody := req.GetBody; getBody != nil {
 			paced.GetBody = func() (io.ReadCloser, error) {
 				body, err := getBody()
 				if err != nil {
 					return nil, err
 				}
-				return pacedClose(ctx, body, *up), nil
+				return pacedClose(ctx, body, w.up), nil
 			}
 		}
 		req = paced
 	}
 	resp, err := t.next.RoundTrip(req)
-	if down := t.pace.down.Load(); err == nil && down != nil {
-		resp.Body = pacedClose(ctx, resp.Body, *down)
+	if err == nil && w.down != nil {
+		resp.Body = pacedClose(ctx, resp.Body, w.down)
 	}
 	return resp, err
 }
@@ -87,7 +83,7 @@ func (e *paceError) Unwrap() error { return e.err }
 type pacedBody struct {
 	io.ReadCloser
 	ctx  context.Context // the request's, which its waits belong to
-	wait waitFunc
+	wait func(ctx context.Context, n int) error
 }
 
 func (p *pacedBody) Read(b []byte) (int, error) {
@@ -104,6 +100,6 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 }
 
 // pacedClose returns body read through wait.
-func pacedClose(ctx context.Context, body io.ReadCloser, wait waitFunc) io.ReadCloser {
+func pacedClose(ctx context.Context, body io.ReadCloser, wait func(ctx context.Context, n int) error) io.ReadCloser {
 	return &pacedBody{ReadCloser: body, ctx: ctx, wait: wait}
 }
