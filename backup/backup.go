@@ -146,8 +146,9 @@ type fileJob struct {
 	// (so that one big file still keeps every core busy) and put each ID
 	// in its slot. pending counts the chunks not yet hashed, plus one for
 	// the reader; whoever brings it to zero sets content and closes done.
-	pending atomic.Int32
-	slots   [][]repo.ID // blocks of a fixed capacity, so that slots never move
+	pending  atomic.Int32
+	slots    [][]repo.ID       // blocks of a fixed capacity, so that slots never move
+	compress repo.CompressHint // whether the chunks saved so far compressed
 }
 
 // slotBlock is the most chunk IDs in one block of fileJob.slots.
@@ -879,7 +880,7 @@ func (a *archiver) saver(ctx context.Context) {
 		if ctx.Err() == nil {
 			id := a.r.BlobID(job.data)
 			*job.slot = id
-			if _, err := a.w.SaveBlob(ctx, repo.DataBlob, id, job.data); err != nil {
+			if _, err := a.w.SaveChunk(ctx, repo.DataBlob, id, job.data, &job.file.compress); err != nil {
 				a.fail(err)
 			}
 		}

@@ -84,6 +84,7 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 		}
 		ch := chunker.New(&countingReader{r: in, n: &read}, chunker.NewGear(r.ChunkerKey()), chunker.Params{Min: cfg.Min, Avg: cfg.Avg, Max: cfg.Max})
 		var content []repo.ID
+		var hint repo.CompressHint
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -96,7 +97,7 @@ func Stream(ctx context.Context, r Repository, src io.Reader, opts StreamOptions
 				return fmt.Errorf("read %s: %w", opts.Name, err)
 			}
 			id := r.BlobID(data)
-			if _, err := w.SaveBlob(ctx, repo.DataBlob, id, data); err != nil {
+			if _, err := w.SaveChunk(ctx, repo.DataBlob, id, data, &hint); err != nil {
 				return err
 			}
 			content = append(content, id)

@@ -179,12 +179,20 @@ func (p *streamedPack) abort(*Repository) {
 // sampleSize is the size of the samples worthCompressing tries.
 const sampleSize = 4 << 10
 
+// trialMinSize is the smallest blob worthCompressing tries samples of.
+// Below it the trial costs more than it can save: compressing a random
+// 64 KiB whole takes about 10 µs, the two samples 9 µs, while on the Go
+// tree's files of 16 to 32 KiB and 32 to 64 KiB, which mostly compress,
+// the samples took 30% and 17% of the time of compressing them whole.
+const trialMinSize = 128 << 10
+
 // worthCompressing guesses cheaply whether data compresses: it compresses
 // a sample from the start and one from the middle, and gives up on data
 // (typically already compressed or encrypted) where neither saves 1/32.
-// It costs about 3% of compressing a 256 KiB chunk whole.
+// On a random 256 KiB chunk the samples take 9 µs against 44 µs for
+// compressing it whole; on text, one sample adds about 2%.
 func (r *Repository) worthCompressing(data, buf []byte) bool {
-	if len(data) < 4*sampleSize {
+	if len(data) < trialMinSize {
 		return true
 	}
 	mid := len(data)/2 - sampleSize/2

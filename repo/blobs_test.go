@@ -894,3 +894,61 @@ func TestTreesInPacksOfTheirOwn(t *testing.T) {
 		}
 	}
 }
+
+// masked is a chunk of n bytes that compresses well except where the trial
+// of SaveBlob looks: its first 4 KiB and the 4 KiB at its middle are random.
+func masked(seed uint64, n int) []byte {
+	b := compressible(n)
+	copy(b[:4<<10], random(seed, 4<<10))
+	copy(b[n/2-2<<10:], random(seed+1, 4<<10))
+	return b
+}
+
+// TestSaveChunkHint: the chunks of one file after a chunk that compressed
+// are compressed without the trial of samples, so a chunk whose samples
+// look incompressible is still stored compressed; after a chunk that did
+// not compress, the trial decides again. Blobs under 128 KiB are never
+// tried, only compressed.
+func TestSaveChunkHint(t *testing.T) {
+	ctx := context.Background()
+	r := initRepo(t, memory.New())
+	w := writer(t, r)
+	var hint repo.CompressHint
+	steps := []struct {
+		name       string
+		data       []byte
+		hint       *repo.CompressHint
+		compressed bool
+	}{
+		{"masked, no hint: the trial says no", masked(1, 256<<10), nil, false},
+		{"masked, a hint that knows nothing", masked(3, 256<<10), &hint, false},
+		{"a chunk that compresses", compressible(256 << 10), &hint, true},
+		{"masked, after it", masked(5, 256<<10), &hint, true},
+		{"masked, again", masked(7, 300<<10), &hint, true},
+		{"random: compressed for nothing, stored raw", random(9, 256<<10), &hint, false},
+		{"masked, after the random chunk", masked(11, 256<<10), &hint, false},
+		{"masked, under 128 KiB: compressed untried", masked(13, 100<<10), nil, true},
+		{"random, under 128 KiB: stored raw", random(15, 100<<10), nil, false},
+	}
+	ids := make([]repo.ID, len(steps))
+	for i, s := range steps {
+		ids[i] = r.BlobID(s.data)
+		if stored, err := w.SaveChunk(ctx, repo.DataBlob, ids[i], s.data, s.hint); err != nil || !stored {
+			t.Fatalf("%s: SaveChunk = %v, %v; want stored", s.name, stored, err)
+		}
+	}
+	flush(t, r)
+	for i, s := range steps {
+		b, ok := r.Index().Lookup(ids[i])
+		if !ok {
+			t.Fatalf("%s: not in the index", s.name)
+		}
+		if got := b.Compression != 0; got != s.compressed {
+			t.Errorf("%s: stored compressed %v (%d bytes of %d), want %v", s.name, got, b.Length, b.RawLength, s.compressed)
+		}
+		got, err := r.LoadBlob(ctx, ids[i])
+		if err != nil || !bytes.Equal(got, s.data) {
+			t.Errorf("%s: load = %d bytes, %v; want the %d saved", s.name, len(got), err, len(s.data))
+		}
+	}
+}

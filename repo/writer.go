@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -227,6 +228,23 @@ func (w *Writer) abort() {
 // storing it. It reports whether this call stored it. The blob is durable,
 // and indexed, only once the session has ended without an error.
 func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (bool, error) {
+	return w.SaveChunk(ctx, t, id, data, nil)
+}
+
+// CompressHint carries from one chunk of a file (or stream) to the next
+// whether the file's data compresses, so that SaveChunk need not try a
+// sample of every chunk of a file it is already compressing. Give all the
+// chunks of one file the same hint; its zero value knows nothing. It is
+// safe for concurrent use.
+type CompressHint struct{ compresses atomic.Bool }
+
+// SaveChunk is SaveBlob for one chunk of a file: while the file's chunks
+// compress, its next chunk is compressed without the trial of a sample;
+// after a chunk that did not compress, the next one is tried first again.
+// A nil hint is SaveBlob. The blob stored is the same either way, except
+// that a chunk whose samples do not compress but whose whole does is
+// stored compressed.
+func (w *Writer) SaveChunk(ctx context.Context, t BlobType, id ID, data []byte, hint *CompressHint) (bool, error) {
 	r := w.r
 	if !r.idx.reserve(id) {
 		return false, nil
@@ -236,14 +254,16 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 	bufp := r.compressBufs.Get().(*[]byte)
 	defer r.compressBufs.Put(bufp)
 	payload, comp := data, compressNone
-	if r.zenc != nil && len(data) >= 64 && r.worthCompressing(data, *bufp) {
+	if r.zenc != nil && len(data) >= 64 && (hint.says() || r.worthCompressing(data, *bufp)) {
 		compressed := r.zenc.EncodeAll(data, (*bufp)[:0])
 		*bufp = compressed[:0]
 		// Keep the compressed form only when it saves more than 1/64:
 		// decompressing costs time on every restore.
-		if len(compressed) < len(data)-len(data)/64 {
+		kept := len(compressed) < len(data)-len(data)/64
+		if kept {
 			payload, comp = compressed, compressZstd
 		}
+		hint.set(kept)
 	}
 	// The seal binds the blob to its ID only, not to its place in a pack:
 	// it can be made before the packer is taken. The pooled buffer goes
@@ -251,6 +271,14 @@ func (w *Writer) SaveBlob(ctx context.Context, t BlobType, id ID, data []byte) (
 	sealedp := r.compressBufs.Get().(*[]byte)
 	*sealedp = r.seal.seal((*sealedp)[:0], payload, id[:])
 	return w.pack(ctx, PackedBlob{ID: id, Type: t, Compression: comp, RawLength: uint32(len(data))}, sealedp)
+}
+
+func (h *CompressHint) says() bool { return h != nil && h.compresses.Load() }
+
+func (h *CompressHint) set(compresses bool) {
+	if h != nil {
+		h.compresses.Store(compresses)
+	}
 }
 
 // SaveSealedBlob stores a blob that is already sealed, as it is: sealed is
