@@ -12,4 +12,8 @@
 // ordinary one, falling back to the ordinary one when the file system
 // refuses. On other systems (FreeBSD, Windows), OpenSecond returns nil and
 // everything goes through the page cache.
+//
+// On Linux a Writer can also write its whole blocks asynchronously through
+// a Queue (Overlap), so that the goroutine writing does not hold a core
+// while the disk writes; the local backend's data packs do.
 package directio

@@ -1,8 +1,11 @@
 package directio
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"syscall"
 )
 
 // Writer writes runs of bytes into a file, each at increasing offsets,
@@ -19,6 +22,13 @@ type Writer struct {
 	base   int64       // aligned
 	start  int64       // the staged run is [start, end)
 	end    int64
+
+	// With a queue (Overlap), a run's whole blocks are written from the
+	// stage they were staged in while the next run is staged in spare.
+	queue     *Queue
+	spare     []byte // the other stage: free, or being written (flying)
+	flying    []byte // the blocks being written, nil when none
+	flyingOff int64
 }
 
 // NewWriter returns a Writer of file through stage, an aligned buffer
@@ -27,6 +37,15 @@ type Writer struct {
 // the page cache only. lock, if not nil, is held around each write.
 func NewWriter(file, direct io.WriterAt, stage []byte, lock sync.Locker) *Writer {
 	return &Writer{file: file, direct: direct, stage: stage, lock: lock}
+}
+
+// Overlap makes the whole blocks' writes asynchronous through q (from
+// NewQueue on the direct descriptor): each goes out while the writer
+// stages the next run in spare, a buffer like the stage, so at most one
+// write is in flight. Wait waits for it; the caller must call Wait before
+// it syncs the file, and before it reuses or drops either buffer.
+func (w *Writer) Overlap(q *Queue, spare []byte) {
+	w.queue, w.spare = q, spare
 }
 
 // Direct reports whether the writer still writes whole blocks directly:
@@ -74,10 +93,38 @@ func (w *Writer) Flush() error {
 	if err := w.writeBuffered(s, first); err != nil {
 		return err
 	}
-	if err := w.writeDirect(first, last); err != nil {
+	queued, err := w.writeDirect(first, last)
+	if err != nil {
 		return err
 	}
-	return w.writeBuffered(last, e)
+	if err := w.writeBuffered(last, e); err != nil {
+		return err
+	}
+	if queued {
+		w.stage, w.spare = w.spare, w.stage
+	}
+	return nil
+}
+
+// Wait waits for the write that Flush left in flight, if any: after it,
+// every byte staged so far is written.
+func (w *Writer) Wait() error {
+	if w.flying == nil {
+		return nil
+	}
+	data, off := w.flying, w.flyingOff
+	w.flying = nil
+	n, err := w.queue.Wait()
+	if errors.Is(err, syscall.EINVAL) {
+		// Refused on completion: the file system wants another alignment.
+		w.direct, w.queue = nil, nil
+		_, err = w.file.WriteAt(data, off)
+		return err
+	}
+	if err == nil && n != len(data) {
+		err = fmt.Errorf("direct write at %d: wrote %d of %d bytes", off, n, len(data))
+	}
+	return err
 }
 
 func (w *Writer) writeBuffered(from, to int64) error {
@@ -88,10 +135,24 @@ func (w *Writer) writeBuffered(from, to int64) error {
 	return err
 }
 
-func (w *Writer) writeDirect(from, to int64) error {
-	refused, err := writeAt(w.file, w.direct, w.stage[from-w.base:to-w.base], from)
+// writeDirect writes the whole blocks [from, to) of the stage, and
+// reports whether the write was queued (the stage is then in flight).
+func (w *Writer) writeDirect(from, to int64) (queued bool, err error) {
+	data := w.stage[from-w.base : to-w.base]
+	if w.queue != nil && w.direct != nil {
+		if err := w.Wait(); err != nil { // frees spare for the next run
+			return false, err
+		}
+		if w.queue != nil && w.queue.Submit(data, from) == nil {
+			w.flying, w.flyingOff = data, from
+			return true, nil
+		}
+		// No asynchronous write (the kernel refused it): write as before.
+		w.queue = nil
+	}
+	refused, err := writeAt(w.file, w.direct, data, from)
 	if refused {
 		w.direct = nil // the rest goes through the page cache
 	}
-	return err
+	return false, err
 }

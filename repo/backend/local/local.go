@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/nightjar-backup/nightjar/directio"
 	"io"
 	"io/fs"
 	"os"
@@ -32,10 +33,12 @@ type Backend struct {
 	root   string
 	packs  *fileCache
 	stages chan []byte // staging buffers of finished pack streams, for the next
+	queues chan *directio.Queue
 }
 
 func newBackend(root string) *Backend {
-	return &Backend{root: root, packs: newFileCache(openPacks), stages: make(chan []byte, keptStages)}
+	return &Backend{root: root, packs: newFileCache(openPacks), stages: make(chan []byte, keptStages),
+		queues: make(chan *directio.Queue, keptQueues)}
 }
 
 // openPacks is how many pack files a Backend keeps open for reading.
@@ -100,10 +103,18 @@ func Open(path string) (*Backend, error) {
 	return newBackend(abs), nil
 }
 
-// Close closes the pack files kept open for reading.
+// Close closes the pack files kept open for reading and releases the
+// direct-write queues kept for the next pack streams.
 func (b *Backend) Close() error {
 	b.packs.close()
-	return nil
+	for {
+		select {
+		case q := <-b.queues:
+			q.Close()
+		default:
+			return nil
+		}
+	}
 }
 
 // Location returns the repository's absolute folder.
@@ -337,7 +348,7 @@ func (b *Backend) NewPackStream(ctx context.Context, kind repo.PackKind) (repo.P
 	if err != nil {
 		return nil, fmt.Errorf("new pack: %w", err)
 	}
-	return &packStream{b: b, f: f, w: newPackWriter(f, kind == repo.DataPack, b.stage())}, nil
+	return &packStream{b: b, f: f, w: newPackWriter(f, kind == repo.DataPack, b.stage, b.queue)}, nil
 }
 
 type packStream struct {

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package directio
+
+import "os"
+
+// Queue is Linux's asynchronous direct writes; elsewhere NewQueue returns
+// nil and direct writes are synchronous.
+type Queue struct{}
+
+// NewQueue returns nil: asynchronous direct writes are made on Linux only.
+func NewQueue() *Queue { return nil }
+
+// Attach is never called on a nil Queue.
+func (q *Queue) Attach(*os.File, int64) { panic("directio: no queue on this system") }
+
+// Submit is never called on a nil Queue.
+func (q *Queue) Submit([]byte, int64) error { panic("directio: no queue on this system") }
+
+// Wait returns 0: nothing is ever queued.
+func (q *Queue) Wait() (int, error) { return 0, nil }
+
+// Size is never called on a nil Queue.
+func (q *Queue) Size() int64 { return 0 }
+
+// Close does nothing.
+func (q *Queue) Close() {}
