@@ -66,12 +66,16 @@ const (
 )
 
 // NewQueue returns a queue, to Attach to a file. It returns nil where the
-// kernel offers no asynchronous I/O (or on a big-endian or 32-bit system,
-// whose iocb layout differs); the caller then writes synchronously. A
-// queue is worth keeping for the next file: releasing it (Close) takes
-// the kernel about 17 ms.
+// kernel offers no asynchronous I/O, on a big-endian or 32-bit system
+// (whose iocb layout differs), and where memory pages are larger than
+// Align: Writer writes a run's partial last block through the page cache
+// while its whole blocks are in flight, and on such a system that block
+// can share a page with them, which the kernel then fails to drop after
+// the direct write and reports as an I/O error on the next sync. The
+// caller then writes synchronously. A queue is worth keeping for the next
+// file: releasing it (Close) takes the kernel 17 to 29 ms.
 func NewQueue() *Queue {
-	if unsafe.Sizeof(uintptr(0)) != 8 || !littleEndian() {
+	if unsafe.Sizeof(uintptr(0)) != 8 || !littleEndian() || os.Getpagesize() != Align {
 		return nil
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -93,6 +97,22 @@ func NewQueue() *Queue {
 // it. The queue must have no write in flight.
 func (q *Queue) Attach(direct *os.File, size int64) {
 	q.fd, q.size = int(direct.Fd()), size
+}
+
+// Suits reports whether a queue should write to f's file: only on file
+// systems that keep a file extended ahead of its writes (ftruncate) as a
+// hole. Others (vfat, exFAT) would write the zeros, doubling the writes;
+// their files are written synchronously.
+func Suits(f *os.File) bool {
+	var st unix.Statfs_t
+	if unix.Fstatfs(int(f.Fd()), &st) != nil {
+		return false
+	}
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC:
+		return true
+	}
+	return false
 }
 
 func littleEndian() bool {
@@ -120,7 +140,7 @@ func (q *Queue) Submit(data []byte, off int64) error {
 	cbs := [1]*iocb{cb}
 	for {
 		n, _, e := unix.Syscall(unix.SYS_IO_SUBMIT, q.ctx, 1, uintptr(unsafe.Pointer(&cbs[0])))
-		if e == syscall.EINTR || e == syscall.EAGAIN {
+		if e == syscall.EINTR {
 			continue
 		}
 		if e != 0 {
@@ -135,7 +155,11 @@ func (q *Queue) Submit(data []byte, off int64) error {
 }
 
 // Wait waits for the write Submit started and returns how many bytes it
-// wrote; with nothing queued it returns 0 and no error.
+// wrote; with nothing queued it returns 0 and no error. A write that
+// failed returns its syscall.Errno as it is; a failure to wait is wrapped
+// without its errno (an EINVAL from io_getevents is not the file system
+// refusing the write), and the write may then still be in flight: Close
+// the queue, which waits for it, before reusing its buffer.
 func (q *Queue) Wait() (int, error) {
 	if q.inflight == nil {
 		return 0, nil
@@ -149,7 +173,7 @@ func (q *Queue) Wait() (int, error) {
 		case e == syscall.EINTR:
 			continue
 		case e != 0:
-			return 0, fmt.Errorf("direct write: wait: %w", e)
+			return 0, fmt.Errorf("direct write: wait: %v", e)
 		case n == 1:
 			q.inflight = nil
 			if ev.res < 0 {
@@ -159,17 +183,22 @@ func (q *Queue) Wait() (int, error) {
 		}
 		// Nothing yet: the eventfd counts completions.
 		if _, err := q.event.Read(counter[:]); err != nil {
-			return 0, fmt.Errorf("direct write: wait: %w", err)
+			return 0, fmt.Errorf("direct write: wait: %v", err)
 		}
 	}
 }
+
+// Busy reports whether a write is still in flight: after a Wait that
+// failed to wait.
+func (q *Queue) Busy() bool { return q.inflight != nil }
 
 // Size is the file's size as the queue left it: more than what was
 // written once a write extended it.
 func (q *Queue) Size() int64 { return q.size }
 
-// Close waits for a queued write (its buffer must not be reused before)
-// and releases the queue; it does not close the direct descriptor.
+// Close waits for a queued write (its buffer must not be reused before:
+// io_destroy waits for it even when Wait failed) and releases the queue;
+// it does not close the direct descriptor.
 // Wait, not Close, is what a file's owner calls before keeping the queue
 // for another file.
 func (q *Queue) Close() {

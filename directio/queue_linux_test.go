@@ -76,8 +76,12 @@ func TestOverlappedWriter(t *testing.T) {
 	if !w.Direct() {
 		t.Fatal("a direct write was refused: the writer fell back to the page cache")
 	}
-	if q.Size() <= size {
-		t.Fatalf("the queue left the file at %d bytes: want it extended past the %d written", q.Size(), size)
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() <= size || fi.Size() != q.Size() {
+		t.Fatalf("the file has %d bytes, the queue says %d: want it extended past the %d written", fi.Size(), q.Size(), size)
 	}
 	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)

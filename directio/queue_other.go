@@ -11,6 +11,9 @@ type Queue struct{}
 // NewQueue returns nil: asynchronous direct writes are made on Linux only.
 func NewQueue() *Queue { return nil }
 
+// Suits reports false: there is no queue.
+func Suits(*os.File) bool { return false }
+
 // Attach is never called on a nil Queue.
 func (q *Queue) Attach(*os.File, int64) { panic("directio: no queue on this system") }
 
@@ -19,6 +22,9 @@ func (q *Queue) Submit([]byte, int64) error { panic("directio: no queue on this 
 
 // Wait returns 0: nothing is ever queued.
 func (q *Queue) Wait() (int, error) { return 0, nil }
+
+// Busy reports false: nothing is ever queued.
+func (q *Queue) Busy() bool { return false }
 
 // Size is never called on a nil Queue.
 func (q *Queue) Size() int64 { return 0 }

@@ -97,13 +97,12 @@ func (w *Writer) Flush() error {
 	if err != nil {
 		return err
 	}
-	if err := w.writeBuffered(last, e); err != nil {
-		return err
-	}
+	err = w.writeBuffered(last, e)
 	if queued {
+		// Whatever the tail's outcome: the stage is in flight.
 		w.stage, w.spare = w.spare, w.stage
 	}
-	return nil
+	return err
 }
 
 // Wait waits for the write that Flush left in flight, if any: after it,

@@ -101,7 +101,7 @@ func newPackWriter(f *os.File, direct bool, stage func() []byte, queue func() *d
 		}
 	}
 	w.out = directio.NewWriter(f, directAt, w.stages[0], nil)
-	if w.direct != nil {
+	if w.direct != nil && directio.Suits(w.direct) {
 		if w.queue = queue(); w.queue != nil {
 			w.queue.Attach(w.direct, 0)
 			w.sized = true
@@ -113,15 +113,23 @@ func newPackWriter(f *os.File, direct bool, stage func() []byte, queue func() *d
 }
 
 // detachQueue waits for the queue's write in flight and hands the queue
-// over, to keep for another pack: nil if the writer has none.
+// over, to keep for another pack: nil if the writer has none (or it could
+// not be waited for). Either way no write from the stages is in flight
+// after it.
 func (w *packWriter) detachQueue() *directio.Queue {
 	q := w.queue
-	if q != nil {
-		// A write still in flight belongs to a pack thrown away (Commit
-		// waits for its own): its outcome does not matter, only that the
-		// kernel is done with the buffer.
-		_, _ = q.Wait()
-		w.queue = nil
+	if q == nil {
+		return nil
+	}
+	w.queue = nil
+	// A write still in flight belongs to a pack thrown away (Commit waits
+	// for its own): its outcome does not matter, only that the kernel is
+	// done with the buffer. If waiting for it failed, Close waits for it,
+	// and the queue is not kept.
+	_, _ = q.Wait()
+	if q.Busy() {
+		q.Close()
+		return nil
 	}
 	return q
 }

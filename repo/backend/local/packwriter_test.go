@@ -2,13 +2,18 @@ package local
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/nightjar-backup/nightjar/directio"
+	"github.com/nightjar-backup/nightjar/repo"
 )
 
 // TestPackWriter writes packs of sizes around the block and stage sizes in
@@ -65,9 +70,7 @@ func TestPackWriter(t *testing.T) {
 		if direct && w.direct == nil {
 			t.Errorf("size %d: fell back to the page cache", size)
 		}
-		if q := w.detachQueue(); q != nil {
-			kept = q
-		}
+		kept = w.detachQueue() // nil if a refusal closed it
 		w.Close()
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
@@ -82,5 +85,63 @@ func TestPackWriter(t *testing.T) {
 		if err := os.Remove(name); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPackStreamAbortKeepsQueue: a data pack aborted with a direct write
+// possibly in flight gives its queue and stages back for the next pack,
+// which is written whole and at its size; the temporary file is gone.
+func TestPackStreamAbortKeepsQueue(t *testing.T) {
+	ctx := context.Background()
+	be, err := Create(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 5*packStage+4321)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	aborted, err := be.NewPackStream(ctx, repo.DataPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := aborted.(*packStream).f.Name()
+	queued := aborted.(*packStream).w.queue != nil
+	if _, err := aborted.Write(data[:3*packStage+5]); err != nil {
+		t.Fatal(err)
+	}
+	aborted.Abort()
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the aborted pack's temporary file: %v, want it removed", err)
+	}
+	if queued && len(be.queues) != 1 {
+		t.Fatalf("%d queues kept after the abort, want 1", len(be.queues))
+	}
+	s, err := be.NewPackStream(ctx, repo.DataPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued && len(be.queues) != 0 {
+		t.Fatal("the next pack did not take the kept queue")
+	}
+	for rest := data; len(rest) > 0; {
+		n := min(len(rest), 1+rng.IntN(200<<10))
+		if _, err := s.Write(rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[n:]
+	}
+	name := strings.Repeat("cd", 32)
+	if err := s.Commit(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	got, err := be.Load(ctx, repo.Handle{Type: repo.PackFile, Name: name}, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the pack (%d bytes) differs from the %d written", len(got), len(data))
 	}
 }
