@@ -25,7 +25,8 @@ import (
 //
 // ext4 completes a direct write that extends the file inside io_submit,
 // so Submit first extends the file (ftruncate) past the write's end, by
-// Reserve at a time; the owner truncates it to its real size when done.
+// extendAhead at a time; the owner truncates it to its real size when
+// done.
 type Queue struct {
 	ctx      uintptr // the kernel's AIO context
 	fd       int     // the direct descriptor (Attach)
@@ -35,8 +36,8 @@ type Queue struct {
 	inflight []byte // the buffer being written, kept alive until reaped
 }
 
-// Reserve is how far beyond a write Submit extends the file.
-const Reserve = 16 << 20
+// extendAhead is how far beyond a write Submit extends the file.
+const extendAhead = 16 << 20
 
 // The kernel's struct iocb and struct io_event (linux/aio_abi.h), on
 // little-endian 64-bit systems.
@@ -92,11 +93,11 @@ func NewQueue() *Queue {
 	return &Queue{ctx: ctx, fd: -1, event: os.NewFile(uintptr(efd), "aio-eventfd"), eventFD: efd}
 }
 
-// Attach points the queue at direct, a descriptor from OpenSecond whose
-// file has size bytes; direct must stay open while the queue writes to
-// it. The queue must have no write in flight.
-func (q *Queue) Attach(direct *os.File, size int64) {
-	q.fd, q.size = int(direct.Fd()), size
+// Attach points the queue at direct, a descriptor from OpenSecond of a
+// new, empty file; direct must stay open while the queue writes to it.
+// The queue must have no write in flight.
+func (q *Queue) Attach(direct *os.File) {
+	q.fd, q.size = int(direct.Fd()), 0
 }
 
 // Suits reports whether a queue should write to f's file: only on file
@@ -127,10 +128,10 @@ func (q *Queue) Submit(data []byte, off int64) error {
 		return errors.New("direct write: one is queued already")
 	}
 	if end := off + int64(len(data)); end > q.size {
-		if err := unix.Ftruncate(q.fd, end+Reserve); err != nil {
+		if err := unix.Ftruncate(q.fd, end+extendAhead); err != nil {
 			return fmt.Errorf("extend for a direct write: %w", err)
 		}
-		q.size = end + Reserve
+		q.size = end + extendAhead
 	}
 	cb := &iocb{
 		opcode: iocbCmdPwrite, fildes: uint32(q.fd),
@@ -191,10 +192,6 @@ func (q *Queue) Wait() (int, error) {
 // Busy reports whether a write is still in flight: after a Wait that
 // failed to wait.
 func (q *Queue) Busy() bool { return q.inflight != nil }
-
-// Size is the file's size as the queue left it: more than what was
-// written once a write extended it.
-func (q *Queue) Size() int64 { return q.size }
 
 // Close waits for a queued write (its buffer must not be reused before:
 // io_destroy waits for it even when Wait failed) and releases the queue;

@@ -34,7 +34,7 @@ func attachedQueue(t *testing.T, direct *os.File) *Queue {
 		t.Fatal("no asynchronous I/O on this Linux system")
 	}
 	t.Cleanup(q.Close)
-	q.Attach(direct, 0)
+	q.Attach(direct)
 	return q
 }
 
@@ -80,8 +80,8 @@ func TestOverlappedWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Size() <= size || fi.Size() != q.Size() {
-		t.Fatalf("the file has %d bytes, the queue says %d: want it extended past the %d written", fi.Size(), q.Size(), size)
+	if fi.Size() <= size || fi.Size() != q.size {
+		t.Fatalf("the file has %d bytes, the queue says %d: want it extended past the %d written", fi.Size(), q.size, size)
 	}
 	if err := f.Truncate(size); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ func NewQueue() *Queue { return nil }
 func Suits(*os.File) bool { return false }
 
 // Attach is never called on a nil Queue.
-func (q *Queue) Attach(*os.File, int64) { panic("directio: no queue on this system") }
+func (q *Queue) Attach(*os.File) { panic("directio: no queue on this system") }
 
 // Submit is never called on a nil Queue.
 func (q *Queue) Submit([]byte, int64) error { panic("directio: no queue on this system") }
@@ -25,9 +25,6 @@ func (q *Queue) Wait() (int, error) { return 0, nil }
 
 // Busy reports false: nothing is ever queued.
 func (q *Queue) Busy() bool { return false }
-
-// Size is never called on a nil Queue.
-func (q *Queue) Size() int64 { return 0 }
 
 // Close does nothing.
 func (q *Queue) Close() {}

@@ -103,7 +103,7 @@ func newPackWriter(f *os.File, direct bool, stage func() []byte, queue func() *d
 	w.out = directio.NewWriter(f, directAt, w.stages[0], nil)
 	if w.direct != nil && directio.Suits(w.direct) {
 		if w.queue = queue(); w.queue != nil {
-			w.queue.Attach(w.direct, 0)
+			w.queue.Attach(w.direct)
 			w.sized = true
 			w.stages = append(w.stages, stage())
 			w.out.Overlap(w.queue, w.stages[1])
